@@ -1,0 +1,13 @@
+# Tests: plain-C unit tests (TAP), MPI programs with data verification, external suites.
+# `make check` builds them; test/run runs everything and prints the summary.
+check_PROGRAMS += test/unit/t_pattern test/unit/t_version
+test_unit_t_pattern_SOURCES = test/unit/t_pattern.c bench/xb_pattern.c
+test_unit_t_pattern_CPPFLAGS = -I$(top_srcdir)/bench -I$(top_srcdir)/test/unit
+test_unit_t_version_SOURCES = test/unit/t_version.c common/xbtl_version.c
+test_unit_t_version_CPPFLAGS = -I$(top_srcdir)/common -I$(top_srcdir)/test/unit
+test_unit_t_version_LDADD =
+test_unit_t_pattern_LDADD =
+
+# `make check` only builds; the runner (test/run) decides what runs and counts it.
+check-local:
+	@echo "built the tests; run them with: test/run"
