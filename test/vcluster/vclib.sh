@@ -1,0 +1,74 @@
+# Helpers for the virtual-cluster tests (source after test/lib.sh).
+# Each test owns one cluster name; the EXIT trap destroys it whatever happens.
+
+VC="$TOP_SRCDIR/contrib/vcluster/vcluster"
+BENCH="$TOP_BUILDDIR/bench"
+
+vc_require() {
+    if [ "$(id -u)" -ne 0 ]; then echo "# needs root (network namespaces)"; exit 77; fi
+    local t
+    for t in ip tc nft socat iperf3 ping mpirun; do
+        command -v "$t" >/dev/null || { echo "# $t missing: apt-get install -y iproute2 nftables socat iperf3 iputils-ping openmpi-bin"; exit 77; }
+    done
+}
+
+# vc_setup NAME: use cluster NAME for this test and remove it on any exit.
+vc_setup() {
+    export XBVC_NAME=$1
+    "$VC" destroy >/dev/null 2>&1
+    trap 'vc_cleanup' EXIT
+    trap 'exit 130' INT TERM HUP
+}
+
+vc_cleanup() {
+    local rc=$?
+    timeout 60 "$VC" destroy >/dev/null 2>&1 || echo "# destroy of $XBVC_NAME failed"
+    exit $rc
+}
+
+vc() { timeout 120 "$VC" "$@"; }
+
+# vc_json EXPR: evaluate a Python expression over `status --json` (bound as s).
+vc_json() {
+    "$VC" status --json | python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"
+}
+
+# ifstat NODE IF FIELD: rx_bytes / tx_bytes / rx_packets... of a node's interface.
+ifstat() {
+    ip -n "xbvc-$XBVC_NAME-$1" -j -s link show dev "$2" | python3 -c "
+import json,sys; d,k=sys.argv[1].split('_'); print(json.load(sys.stdin)[0]['stats64'][d][k])" "$3"
+}
+
+# wire_rate SRC DST IF DSTADDR SECONDS: bits/s that arrive at DST's IF while SRC sends a
+# TCP stream, sampled from the interface counters after a 1 s warm-up (slow start).
+wire_rate() {
+    local src=$1 dst=$2 ifn=$3 daddr=$4 secs=$5 port=$((5200 + RANDOM % 700))
+    "$VC" exec "$dst" -- iperf3 -s -1 -D -B "$daddr" -p "$port" || return 1
+    sleep 0.3
+    timeout $((secs + 15)) "$VC" exec "$src" -- iperf3 -c "$daddr" -p "$port" -t $((secs + 2)) \
+        >/dev/null 2>&1 &
+    local cpid=$!
+    sleep 1
+    local b0 t0 b1 t1
+    b0=$(ifstat "$dst" "$ifn" rx_bytes); t0=$(date +%s.%N)
+    sleep "$secs"
+    b1=$(ifstat "$dst" "$ifn" rx_bytes); t1=$(date +%s.%N)
+    wait $cpid
+    python3 -c "print(int(($b1 - $b0) * 8 / ($t1 - $t0)))"
+}
+
+# within VALUE WANT FRACTION: is |VALUE - WANT| <= FRACTION * WANT ?
+within() { python3 -c "import sys; sys.exit(0 if abs($1 - $2) <= $3 * $2 else 1)"; }
+
+# leftovers: nothing of this test's cluster (or of any bridge to it) may remain.
+vc_assert_clean() {
+    local bad=""
+    ip -j netns list | grep -q "\"xbvc-$XBVC_NAME-" && bad="$bad namespaces"
+    [ -e "/run/xbvc/$XBVC_NAME" ] && bad="$bad state-dir"
+    # every veth, bridge and qdisc lives in our namespaces; none may show up here
+    ip -o link show | grep -q -e 'xbvc' -e '02:58:56:' && bad="$bad links-in-init-ns"
+    tc qdisc show | grep -q -e 'xbvc' && bad="$bad qdisc"
+    ps -eo args | grep -v grep | grep -q "^socat .*xbvc/$XBVC_NAME/" && bad="$bad socat"
+    if [ -z "$bad" ]; then ok "nothing of cluster $XBVC_NAME left (namespaces, veth, bridges, qdiscs, socat, state)"
+    else not_ok "left behind:$bad"; fi
+}
