@@ -11,3 +11,9 @@ test_unit_t_pattern_LDADD =
 # `make check` only builds; the runner (test/run) decides what runs and counts it.
 check-local:
 	@echo "built the tests; run them with: test/run"
+
+# MPI programs the test scripts launch with mpirun (not run alone by test/run).
+check_PROGRAMS += test/mpi/mpi_p2p
+test_mpi_mpi_p2p_SOURCES = test/mpi/mpi_p2p.c bench/xb_pattern.c
+test_mpi_mpi_p2p_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench
+test_mpi_mpi_p2p_LDADD = $(MPI_LIBS)

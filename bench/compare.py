@@ -1,0 +1,228 @@
+#!/usr/bin/python3
+"""Compare MPI transports on the xb-* benchmarks in one invocation.
+
+Runs each benchmark over each transport (Open MPI's vader, tcp, pml ucx and
+this project's BTLs, from contrib/transports.conf), several times, interleaved
+so that machine noise falls on all of them alike; first once with payload
+verification on (a transport that corrupts data is dropped and reported), then
+timed runs with verification off.  Prints the medians and their ratios against
+a baseline transport, and writes the samples (JSON) and one PNG plot per
+benchmark.  Ranks are bound to cores when there are no more ranks than cores.
+
+examples:
+  bench/compare.py                                   # latency, bw, bibw over all bench transports
+  bench/compare.py --bench latency --transports vader,ucx --repeats 9
+  bench/compare.py --bench halo3d,ring --np 8        # oversubscribed, unbound
+"""
+import argparse
+import datetime
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("TOP_BUILDDIR", os.path.join(TOP, "build"))
+
+# benchmark -> program, default sizes, metrics (name, unit, True when higher is better)
+BENCHES = {
+    "latency":  ("xb-latency",  "0:4M", [("latency_us", "us", False)]),
+    "bw":       ("xb-bw",       "1:4M", [("mbps", "MB/s", True)]),
+    "bibw":     ("xb-bibw",     "1:4M", [("mbps", "MB/s", True)]),
+    "mbw_mr":   ("xb-mbw-mr",   "1:4M", [("mbps", "MB/s", True), ("msg_per_s", "msg/s", True)]),
+    "halo3d":   ("xb-halo3d",   "8:1M", [("all_us", "us", False), ("phased_us", "us", False)]),
+    "ring":     ("xb-ring",     "8:1M", [("natural_us", "us", False), ("random_us", "us", False),
+                                         ("random_mbps", "MB/s", True)]),
+    "alltoall": ("xb-alltoall", "1:1M", [("latency_us", "us", False)]),
+}
+
+
+def read_transports(path):
+    """name -> mpirun arguments, for the transports whose use is bench or both."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            fields = line.split("#", 1)[0].split()
+            if len(fields) >= 2 and fields[1] in ("bench", "both"):
+                out[fields[0]] = fields[2:]
+    return out
+
+
+def mpirun_cmd(np_, targs, prog, args):
+    place = ["--bind-to", "core", "--map-by", "core"] if np_ <= os.cpu_count() \
+        else ["--oversubscribe", "--bind-to", "none"]
+    return ["mpirun", "-np", str(np_)] + place + targs + [prog] + args
+
+
+def run(cmd, timeout):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_base_warn_component_unused="0")
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout} s"
+    rows = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    if p.returncode != 0 or not rows:
+        return None, f"exit {p.returncode}: " + " | ".join(p.stdout.strip().splitlines()[-4:])
+    return rows, p.stdout
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if v >= 1000:
+        return f"{v:.0f}"
+    return f"{v:.3g}" if v < 10 else f"{v:.1f}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bench", default="latency,bw,bibw", help=f"comma list of {','.join(BENCHES)}")
+    ap.add_argument("--transports", help="comma list (default: every bench transport in contrib/transports.conf)")
+    ap.add_argument("--baseline", default="vader", help="transport the ratios divide by (default vader)")
+    ap.add_argument("--repeats", type=int, default=5, help="timed runs per transport (default 5)")
+    ap.add_argument("--np", type=int, default=2, help="ranks (default 2, bound to the 2 cores)")
+    ap.add_argument("--sizes", help="MIN:MAX bytes for every benchmark (default: per benchmark)")
+    ap.add_argument("--iters", type=int, help="iterations at small sizes (default: the benchmark's)")
+    ap.add_argument("--out", help="directory for results (default results/<date-time>)")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds one run may take")
+    ap.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    args = ap.parse_args()
+
+    known = read_transports(os.path.join(TOP, "contrib", "transports.conf"))
+    names = args.transports.split(",") if args.transports else list(known)
+    for n in names:
+        if n not in known:
+            sys.exit(f"compare: unknown transport {n!r}; known: {', '.join(known)} (contrib/transports.conf)")
+    benches = args.bench.split(",")
+    for b in benches:
+        if b not in BENCHES:
+            sys.exit(f"compare: unknown benchmark {b!r}; known: {', '.join(BENCHES)}")
+    out_dir = args.out or os.path.join(TOP, "results", datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(out_dir, exist_ok=True)
+    print(f"# {len(benches)} benchmark(s) x {len(names)} transport(s) x {args.repeats} repeats, "
+          f"{args.np} ranks{' bound to cores' if args.np <= os.cpu_count() else ', oversubscribed'}; "
+          f"baseline {args.baseline}", flush=True)
+    for n in names:
+        print(f"#   {n:6s} mpirun {' '.join(known[n])}")
+
+    samples = {}   # (bench, transport) -> size -> metric -> [values]
+    failed = {}    # (bench, transport) -> reason
+    total_runs = len(benches) * len(names) * (args.repeats + 1)
+    done = 0
+    t_start = time.monotonic()
+    for b in benches:
+        prog_name, default_sizes, metrics = BENCHES[b]
+        prog = os.path.join(BUILD, "bench", prog_name)
+        if not os.access(prog, os.X_OK):
+            sys.exit(f"compare: {prog} is not built; run contrib/setup")
+        base_args = ["-m", args.sizes or default_sizes] + (["-i", str(args.iters)] if args.iters else [])
+        order = list(names)
+        for rep in range(args.repeats + 1):
+            verifying = rep == 0
+            for n in order:
+                done += 1
+                if (b, n) in failed:
+                    continue
+                label = "verified run" if verifying else f"timed run {rep}/{args.repeats}"
+                print(f"[{done:3d}/{total_runs}] {b} over {n}: {label} ...", end="", flush=True)
+                t0 = time.monotonic()
+                # the verified run is shorter: it checks bytes, it is not timed
+                extra = ["-i", "20", "-w", "2"] if verifying else ["-n"]
+                rows, log = run(mpirun_cmd(args.np, known[n], prog, base_args + extra), args.timeout)
+                print(f" {time.monotonic() - t0:.1f} s", flush=True)
+                if rows is None:
+                    failed[(b, n)] = log
+                    print(f"    {n} dropped from {b}: {log}", flush=True)
+                    continue
+                if verifying:
+                    continue
+                per_size = samples.setdefault((b, n), {})
+                for r in rows:
+                    for m, _, _ in metrics:
+                        per_size.setdefault(r["size"], {}).setdefault(m, []).append(r[m])
+            order = order[1:] + order[:1]  # rotate, so no transport always runs first
+    elapsed = time.monotonic() - t_start
+
+    # ---- report ---------------------------------------------------------------
+    report = []
+    medians = {}
+    for b in benches:
+        for m, unit, higher in BENCHES[b][2]:
+            shown = [n for n in names if (b, n) in samples]
+            if not shown:
+                continue
+            sizes = sorted({s for n in shown for s in samples[(b, n)]})
+            ratio_of = [n for n in shown if n != args.baseline] if args.baseline in shown else []
+            report.append("")
+            report.append(f"{b}: {m} [{unit}], median of {args.repeats}; "
+                          f"{'higher' if higher else 'lower'} is better"
+                          + (f"; ratio = transport / {args.baseline}" if ratio_of else ""))
+            head = f"{'size(B)':>9}" + "".join(f"{n:>11}" for n in shown) \
+                + "".join(f"{n + '/' + args.baseline:>14}" for n in ratio_of)
+            report.append(head)
+            for s in sizes:
+                med = {}
+                for n in shown:
+                    vals = samples[(b, n)].get(s, {}).get(m, [])
+                    med[n] = statistics.median(vals) if vals else None
+                    medians.setdefault(b, {}).setdefault(m, {}).setdefault(n, {})[s] = med[n]
+                line = f"{s:>9}" + "".join(f"{fmt(med[n]):>11}" for n in shown)
+                for n in ratio_of:
+                    r = med[n] / med[args.baseline] if med[n] and med[args.baseline] else None
+                    line += f"{(f'{r:.2f}' if r is not None else '-'):>14}"
+                report.append(line)
+    for (b, n), why in failed.items():
+        report.append(f"# {n} failed in {b}: {why}")
+    text = "\n".join(report)
+    print(text)
+    with open(os.path.join(out_dir, "table.txt"), "w") as f:
+        f.write(text + "\n")
+    with open(os.path.join(out_dir, "samples.json"), "w") as f:
+        json.dump({"np": args.np, "repeats": args.repeats, "baseline": args.baseline,
+                   "transports": {n: known[n] for n in names},
+                   "samples": {f"{b}/{n}": v for (b, n), v in samples.items()},
+                   "medians": medians, "failed": {f"{b}/{n}": w for (b, n), w in failed.items()}},
+                  f, indent=1)
+    if not args.no_plots and medians:
+        plots = plot(medians, out_dir, args)
+        print(f"\n# plots: {', '.join(plots)}")
+    print(f"# results in {out_dir} (table.txt, samples.json); {elapsed:.0f} s")
+    return 1 if failed else 0
+
+
+def plot(medians, out_dir, args):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    written = []
+    for b, per_metric in medians.items():
+        metrics = BENCHES[b][2]
+        fig, axes = plt.subplots(1, len(metrics), figsize=(6.5 * len(metrics), 4.5), squeeze=False)
+        for ax, (m, unit, higher) in zip(axes[0], metrics):
+            for n, series in per_metric.get(m, {}).items():
+                pts = sorted((s, v) for s, v in series.items() if v is not None)
+                xs = [max(s, 0.5) for s, _ in pts]  # size 0 plotted at 0.5 on the log axis
+                ax.plot(xs, [v for _, v in pts], marker="o", markersize=3,
+                        linewidth=2.2 if n == args.baseline else 1.4, label=n)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("message size (bytes; 0 B plotted at 0.5)")
+            ax.set_ylabel(f"{m} [{unit}] ({'higher' if higher else 'lower'} is better)")
+            ax.set_title(f"{b}: {m}, {args.np} ranks, median of {args.repeats}")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend()
+        fig.tight_layout()
+        path = os.path.join(out_dir, f"{b}.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    sys.exit(main())
