@@ -48,13 +48,16 @@ wire_rate() {
     timeout $((secs + 15)) "$VC" exec "$src" -- iperf3 -c "$daddr" -p "$port" -t $((secs + 2)) \
         >/dev/null 2>&1 &
     local cpid=$!
-    sleep 1
-    local b0 t0 b1 t1
-    b0=$(ifstat "$dst" "$ifn" rx_bytes); t0=$(date +%s.%N)
-    sleep "$secs"
-    b1=$(ifstat "$dst" "$ifn" rx_bytes); t1=$(date +%s.%N)
+    # one process samples counter and clock together, inside the node (sysfs there is its own)
+    "$VC" exec "$dst" -- python3 -c '
+import sys, time
+f, secs = "/sys/class/net/%s/statistics/rx_bytes" % sys.argv[1], float(sys.argv[2])
+time.sleep(1)
+b0, t0 = int(open(f).read()), time.monotonic()
+time.sleep(secs)
+b1, t1 = int(open(f).read()), time.monotonic()
+print(int((b1 - b0) * 8 / (t1 - t0)))' "$ifn" "$secs"
     wait $cpid
-    python3 -c "print(int(($b1 - $b0) * 8 / ($t1 - $t0)))"
 }
 
 # within VALUE WANT FRACTION: is |VALUE - WANT| <= FRACTION * WANT ?
