@@ -1,0 +1,201 @@
+/*
+ * btl rsm: Sun MPI's memory-to-memory messaging (seed 000, section 3) as an
+ * Open MPI BTL, over the segment transport of rsm_seg.h.
+ *
+ * Concepts, one struct each:
+ *   component  parameters, this rank's control segment, the poll lists
+ *   module     the single BTL module (one rank, one set of areas)
+ *   area       what this rank owns on one destination NUMA node: stripes of
+ *              postbox queues + block pool (rsm_postbox.h), and their allocators
+ *   endpoint   one peer: the outbound half connection (our queue in our area,
+ *              acks in our control segment) and the inbound one (its queue in
+ *              its area, our acks into its control segment); each made lazily
+ *   frag       a send descriptor (local bookkeeping only)
+ *   postbox    what crosses: rsm_postbox_t
+ *
+ * The CONTROL segment of a rank (its "ack segment") holds a connection doorbell
+ * (a generation counter + one byte per possible sender) and one row of ack
+ * bytes per destination; only peers write into it.
+ */
+#ifndef BTL_RSM_H
+#define BTL_RSM_H
+
+#include "xbtl_config.h"
+
+#include "opal_config.h"
+#include "opal/class/opal_bitmap.h"
+#include "opal/constants.h"
+#include "opal/datatype/opal_convertor.h"
+#include "opal/mca/btl/base/base.h"
+#include "opal/mca/btl/base/btl_base_error.h"
+#include "opal/mca/btl/btl.h"
+#include "opal/threads/mutex.h"
+#include "opal/util/output.h"
+#include "opal/util/proc.h"
+
+#include <sys/types.h>
+
+#include "rsm_pool.h"
+#include "rsm_postbox.h"
+#include "rsm_seg.h"
+
+#define RSM_CTL_MAGIC 0x52534d43544c3031ull      /* "RSMCTL01" */
+#define RSM_MODEX_VERSION 1
+#define RSM_MAX_NUMA 64
+
+/* ---- control segment layout (every offset a multiple of a cache line) ---- */
+typedef struct rsm_ctl {
+    uint64_t magic;
+    uint8_t pad0[56];
+    _Atomic uint64_t connect_gen;   /* bumped by a sender after it sets its byte */
+    uint8_t pad1[56];
+    /* uint8_t connect[nlocal];  then ack rows */
+} rsm_ctl_t;
+
+static inline size_t rsm_ctl_connect_off(void) { return sizeof(rsm_ctl_t); }
+static inline size_t rsm_round64(size_t x) { return (x + 63) & ~(size_t) 63; }
+static inline size_t rsm_ctl_ack_off(const rsm_layout_t *lay)
+{
+    return rsm_ctl_connect_off() + rsm_round64(lay->nqueues);
+}
+static inline size_t rsm_ctl_row_bytes(const rsm_layout_t *lay) { return rsm_round64(lay->queue_len); }
+static inline size_t rsm_ctl_size(const rsm_layout_t *lay)
+{
+    size_t s = rsm_ctl_ack_off(lay) + (size_t) lay->nqueues * rsm_ctl_row_bytes(lay);
+    return (s + RSM_PAGE - 1) / RSM_PAGE * RSM_PAGE;
+}
+static inline _Atomic uint8_t *rsm_ctl_ack_row(const rsm_layout_t *lay, void *ctl, unsigned dest)
+{
+    return (_Atomic uint8_t *) ((char *) ctl + rsm_ctl_ack_off(lay) + dest * rsm_ctl_row_bytes(lay));
+}
+
+/* What each rank publishes in the modex. */
+typedef struct rsm_modex {
+    uint32_t version;
+    uint32_t local_rank;
+    int32_t numa_node;
+    int32_t pid;
+    uint64_t probe_addr;            /* a word the peer may read with process_vm_readv */
+    uint64_t params;                /* fingerprint of the layout parameters */
+    char tag[33];                   /* the random part of this rank's segment names */
+} rsm_modex_t;
+
+typedef struct rsm_area {
+    int numa_node;
+    rsm_seg_t seg[RSM_MAX_STRIPES];
+    rsm_pool_t pool[RSM_MAX_STRIPES];
+} rsm_area_t;
+
+/* What an outstanding postbox holds until acked: the pool runs to free. */
+typedef struct rsm_slot {
+    uint8_t nruns;
+    rsm_run_t runs[RSM_PB_RUNS];
+} rsm_slot_t;
+
+struct mca_btl_rsm_frag_t;
+
+struct mca_btl_base_endpoint_t {
+    opal_proc_t *proc;
+    uint32_t local_rank;
+    pid_t pid;
+    int numa_node;
+    char tag[33];
+    rsm_seg_t peer_ctl;             /* its control segment (doorbell, our ack row) */
+
+    /* outbound: us -> peer */
+    bool out_connected, out_listed;
+    rsm_area_t *area;
+    rsm_postbox_t *out_queue;
+    uint32_t tail, reclaimed;       /* next seq to write; oldest not yet acked */
+    rsm_slot_t *slots;
+    _Atomic uint8_t *out_acks;      /* its acks for us: a row of OUR control segment */
+    struct mca_btl_rsm_frag_t *pending_head, *pending_tail;
+
+    /* inbound: peer -> us */
+    bool in_connected;
+    rsm_seg_t in_seg[RSM_MAX_STRIPES];
+    rsm_postbox_t *in_queue;
+    uint32_t head, unacked;         /* next seq to read; oldest not yet acked */
+    _Atomic uint8_t *in_acks;       /* our acks for it: a row of ITS control segment */
+    rsm_assembler_t assembler;
+};
+typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
+
+typedef struct mca_btl_rsm_component_t {
+    mca_btl_base_component_3_0_0_t super;
+
+    /* parameters (btl_rsm_component.c registers them all) */
+    unsigned int postboxes;         /* per queue */
+    size_t pool_size;               /* per area, all stripes */
+    unsigned int small_block, large_block;
+    unsigned int inline_max;
+    unsigned int pipeline_size;
+    unsigned int stripes;
+    bool single_copy;
+    bool numa_place;
+    unsigned int poll_budget;
+
+    /* this rank */
+    uint32_t my_local_rank, nlocal;
+    int numa_node;
+    char tag[33];
+    rsm_layout_t layout;
+    uint64_t params;
+    rsm_seg_t ctl;
+    uint64_t seen_gen;
+    bool accept_pending;            /* a doorbell rang for a peer we do not know yet */
+    volatile uint64_t probe_word;
+    bool single_copy_on;
+
+    mca_btl_base_endpoint_t **by_local_rank;
+    mca_btl_base_endpoint_t **inbound;   /* polled by progress */
+    uint32_t n_inbound;
+    mca_btl_base_endpoint_t **outbound;  /* connected: acks reclaimed by progress */
+    uint32_t n_outbound;
+    uint32_t outbound_busy;         /* outbound endpoints with unacked or pending postboxes */
+    rsm_area_t *areas[RSM_MAX_NUMA];
+
+    struct mca_btl_rsm_frag_t *free_frags;
+    uint8_t *scratch;               /* sendi packs inline messages here */
+    opal_recursive_mutex_t lock;
+    uint64_t dropped;               /* refused postboxes, all peers */
+    uint64_t cleanup_registered;
+    bool in_progress;
+} mca_btl_rsm_component_t;
+
+extern mca_btl_rsm_component_t mca_btl_rsm_component;
+extern mca_btl_base_module_t mca_btl_rsm;
+
+/* btl_rsm_module.c */
+void rsm_fatal(mca_btl_base_endpoint_t *ep, const char *what);
+mca_btl_base_descriptor_t *rsm_alloc(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
+                                     uint8_t order, size_t size, uint32_t flags);
+
+/* btl_rsm_endpoint.c */
+int rsm_endpoint_connect(mca_btl_base_endpoint_t *ep);
+int rsm_accept_connections(void);
+void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep);
+void rsm_endpoint_release(mca_btl_base_endpoint_t *ep);
+void rsm_areas_release(void);
+int rsm_seg_name(char *out, size_t len, const char *tag, const char *what, int a, int b);
+int rsm_export_registered(rsm_seg_t *seg, const char *name, size_t size, int numa_node);
+
+/* btl_rsm_send.c */
+int rsm_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
+             mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag);
+int rsm_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
+              struct opal_convertor_t *convertor, void *header, size_t header_size,
+              size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+              mca_btl_base_descriptor_t **descriptor);
+int rsm_send_pending(mca_btl_base_endpoint_t *ep);
+
+/* btl_rsm_recv.c */
+int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget);
+
+#define RSM_LOCK() OPAL_THREAD_LOCK(&mca_btl_rsm_component.lock)
+#define RSM_UNLOCK() OPAL_THREAD_UNLOCK(&mca_btl_rsm_component.lock)
+
+#define RSM_VERBOSE(level, ...) \
+    opal_output_verbose(level, opal_btl_base_framework.framework_output, "btl:rsm: " __VA_ARGS__)
+
+#endif

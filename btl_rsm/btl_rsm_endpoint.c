@@ -1,0 +1,270 @@
+/*
+ * Connections (seed 000, 3.3): half duplex and deferred.  The first send to a
+ * peer creates (once per destination NUMA node) this rank's area there, maps the
+ * peer's control segment and rings its doorbell; the peer, polling, maps our
+ * area and starts reading the queue we own in it for it.  Acks flow back into
+ * our control segment.  Nothing is set up for pairs that never talk.
+ */
+#include "btl_rsm.h"
+#include "btl_rsm_frag.h"
+
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/show_help.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int rsm_seg_name(char *out, size_t len, const char *tag, const char *what, int a, int b)
+{
+    if (strcmp(what, "ctl") == 0) {
+        return snprintf(out, len, "/rsm-%.32s-ctl", tag);
+    }
+    return snprintf(out, len, "/rsm-%.32s-a%ds%d", tag, a, b);
+}
+
+/* Export, then ask the launcher to delete the file when the job ends however it
+ * ends (kill -9 and MPI_Abort included): connections are lazy, so no rank can
+ * know when every peer that will ever map a segment has mapped it. */
+int rsm_export_registered(rsm_seg_t *seg, const char *name, size_t size, int numa_node)
+{
+    int rc = rsm_seg_shm_ops.seg_export(seg, name, size, numa_node);
+    if (rc != 0) {
+        return rc;
+    }
+    if (NULL != opal_pmix.register_cleanup) {
+        char path[RSM_SEG_NAME_MAX + 16];
+        snprintf(path, sizeof(path), "/dev/shm%s", name);
+        if (OPAL_SUCCESS == opal_pmix.register_cleanup(path, false, false, false)) {
+            mca_btl_rsm_component.cleanup_registered++;
+        } else {
+            RSM_VERBOSE(1, "the launcher refused to clean up %s at job end", path);
+        }
+    }
+    return 0;
+}
+
+static rsm_area_t *area_get(int numa_node)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    int slot = numa_node >= 0 && numa_node < RSM_MAX_NUMA ? numa_node : 0;
+    if (c->areas[slot] != NULL) {
+        return c->areas[slot];
+    }
+    rsm_area_t *area = calloc(1, sizeof(*area));
+    if (area == NULL) {
+        return NULL;
+    }
+    area->numa_node = slot;
+    for (unsigned k = 0; k < c->layout.stripes; k++) {
+        char name[RSM_SEG_NAME_MAX];
+        rsm_seg_name(name, sizeof(name), c->tag, "area", slot, (int) k);
+        int rc = rsm_export_registered(&area->seg[k], name, rsm_layout_seg_size(&c->layout, k),
+                                       c->numa_place ? numa_node : -1);
+        if (rc == 0 && rsm_pool_init(&area->pool[k], &c->layout, (uint8_t) k) != 0) {
+            rc = -ENOMEM;
+        }
+        if (rc != 0) {
+            opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,
+                           "export", name, rsm_layout_seg_size(&c->layout, k), strerror(-rc));
+            for (unsigned j = 0; j <= k; j++) {
+                if (area->seg[j].ops != NULL) {
+                    area->seg[j].ops->seg_release(&area->seg[j]);
+                }
+                rsm_pool_fini(&area->pool[j]);
+            }
+            free(area);
+            return NULL;
+        }
+    }
+    RSM_VERBOSE(10, "area for NUMA node %d: %u stripe(s), %zu bytes each", slot,
+                c->layout.stripes, rsm_layout_seg_size(&c->layout, 0));
+    c->areas[slot] = area;
+    return area;
+}
+
+static int map_peer_ctl(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    if (ep->peer_ctl.base != NULL) {
+        return OPAL_SUCCESS;
+    }
+    char name[RSM_SEG_NAME_MAX];
+    rsm_seg_name(name, sizeof(name), ep->tag, "ctl", 0, 0);
+    int rc = rsm_seg_shm_ops.seg_import(&ep->peer_ctl, name, rsm_ctl_size(&c->layout));
+    if (rc != 0 || ((rsm_ctl_t *) ep->peer_ctl.base)->magic != RSM_CTL_MAGIC) {
+        opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,
+                       "import", name, rsm_ctl_size(&c->layout),
+                       rc != 0 ? strerror(-rc) : "bad magic");
+        if (rc == 0) {
+            ep->peer_ctl.ops->seg_release(&ep->peer_ctl);
+        }
+        return OPAL_ERROR;
+    }
+    return OPAL_SUCCESS;
+}
+
+static int list_add(mca_btl_base_endpoint_t ***list, uint32_t *n, mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_base_endpoint_t **grown = realloc(*list, (*n + 1) * sizeof(**list));
+    if (grown == NULL) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    grown[(*n)++] = ep;
+    *list = grown;
+    return OPAL_SUCCESS;
+}
+
+int rsm_endpoint_connect(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    const rsm_layout_t *lay = &c->layout;
+    if (ep->out_connected) {
+        return OPAL_SUCCESS;
+    }
+    if (ep->area == NULL && (ep->area = area_get(ep->numa_node)) == NULL) {
+        return OPAL_ERROR;
+    }
+    if (map_peer_ctl(ep) != OPAL_SUCCESS) {
+        return OPAL_ERROR;
+    }
+    if (ep->slots == NULL && (ep->slots = calloc(lay->queue_len, sizeof(rsm_slot_t))) == NULL) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    if (list_add(&c->outbound, &c->n_outbound, ep) != OPAL_SUCCESS) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    ep->out_queue = rsm_layout_queue(lay, ep->area->seg[0].base, ep->local_rank);
+    ep->out_acks = rsm_ctl_ack_row(lay, c->ctl.base, ep->local_rank);
+    ep->tail = ep->reclaimed = 0;
+    /* ring the doorbell: our byte, then the generation the receiver polls */
+    rsm_ctl_t *peer = ep->peer_ctl.base;
+    ((volatile uint8_t *) peer + rsm_ctl_connect_off())[c->my_local_rank] = 1;
+    atomic_fetch_add_explicit(&peer->connect_gen, 1, memory_order_release);
+    ep->out_connected = true;
+    RSM_VERBOSE(10, "connected to local rank %u (pid %d, NUMA node %d)", ep->local_rank,
+                (int) ep->pid, ep->numa_node);
+    return OPAL_SUCCESS;
+}
+
+static int accept_one(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    const rsm_layout_t *lay = &c->layout;
+    if (map_peer_ctl(ep) != OPAL_SUCCESS) {
+        return OPAL_ERROR;
+    }
+    for (unsigned k = 0; k < lay->stripes; k++) {
+        char name[RSM_SEG_NAME_MAX];
+        int node = c->numa_node >= 0 && c->numa_node < RSM_MAX_NUMA ? c->numa_node : 0;
+        rsm_seg_name(name, sizeof(name), ep->tag, "area", node, (int) k);
+        int rc = rsm_seg_shm_ops.seg_import(&ep->in_seg[k], name, rsm_layout_seg_size(lay, k));
+        if (rc != 0) {
+            opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,
+                           "import", name, rsm_layout_seg_size(lay, k), strerror(-rc));
+            return OPAL_ERROR;
+        }
+    }
+    ep->assembler.staging_cap = lay->max_inline + RSM_PB_DATA;
+    ep->assembler.staging = malloc(ep->assembler.staging_cap);
+    if (ep->assembler.staging == NULL
+        || list_add(&c->inbound, &c->n_inbound, ep) != OPAL_SUCCESS) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    ep->in_queue = rsm_layout_queue(lay, ep->in_seg[0].base, c->my_local_rank);
+    ep->in_acks = rsm_ctl_ack_row(lay, ep->peer_ctl.base, c->my_local_rank);
+    ep->head = ep->unacked = 0;
+    ep->in_connected = true;
+    RSM_VERBOSE(10, "accepted a connection from local rank %u", ep->local_rank);
+    return OPAL_SUCCESS;
+}
+
+/* The doorbell: only when the generation moved do we scan the bytes. */
+int rsm_accept_connections(void)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    rsm_ctl_t *ctl = c->ctl.base;
+    uint64_t gen = atomic_load_explicit(&ctl->connect_gen, memory_order_acquire);
+    if (gen == c->seen_gen && !c->accept_pending) {
+        return 0;
+    }
+    c->seen_gen = gen;
+    c->accept_pending = false;
+    const volatile uint8_t *bell = (const volatile uint8_t *) ctl + rsm_ctl_connect_off();
+    int accepted = 0;
+    for (uint32_t s = 0; s < c->nlocal; s++) {
+        if (bell[s] == 0 || s == c->my_local_rank) {
+            continue;
+        }
+        mca_btl_base_endpoint_t *ep = c->by_local_rank[s];
+        if (ep == NULL) {
+            c->accept_pending = true;   /* add_procs has not told us of it yet */
+            continue;
+        }
+        if (ep->in_connected) {
+            continue;
+        }
+        if (accept_one(ep) != OPAL_SUCCESS) {
+            return OPAL_ERROR;
+        }
+        accepted++;
+    }
+    return accepted;
+}
+
+void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep)
+{
+    const uint32_t qlen = mca_btl_rsm_component.layout.queue_len, mask = qlen - 1;
+    while (ep->reclaimed != ep->tail) {
+        uint32_t i = ep->reclaimed & mask;
+        if (atomic_load_explicit(&ep->out_acks[i], memory_order_acquire)
+            != rsm_lap_tag(ep->reclaimed, qlen)) {
+            break;
+        }
+        rsm_slot_t *slot = &ep->slots[i];
+        for (unsigned r = 0; r < slot->nruns; r++) {
+            rsm_pool_free(&ep->area->pool[slot->runs[r].stripe], &slot->runs[r]);
+        }
+        slot->nruns = 0;
+        ep->reclaimed++;
+    }
+}
+
+void rsm_endpoint_release(mca_btl_base_endpoint_t *ep)
+{
+    for (unsigned k = 0; k < RSM_MAX_STRIPES; k++) {
+        if (ep->in_seg[k].base != NULL) {
+            ep->in_seg[k].ops->seg_release(&ep->in_seg[k]);
+        }
+    }
+    if (ep->peer_ctl.base != NULL) {
+        ep->peer_ctl.ops->seg_release(&ep->peer_ctl);
+    }
+    while (ep->pending_head != NULL) {
+        mca_btl_rsm_frag_t *frag = ep->pending_head;
+        ep->pending_head = frag->next;
+        rsm_frag_complete(frag, OPAL_ERR_UNREACH);
+    }
+    free(ep->slots);
+    free(ep->assembler.staging);
+    ep->slots = NULL;
+    ep->assembler.staging = NULL;
+}
+
+void rsm_areas_release(void)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    for (int n = 0; n < RSM_MAX_NUMA; n++) {
+        rsm_area_t *area = c->areas[n];
+        if (area == NULL) {
+            continue;
+        }
+        for (unsigned k = 0; k < c->layout.stripes; k++) {
+            area->seg[k].ops->seg_release(&area->seg[k]);
+            rsm_pool_fini(&area->pool[k]);
+        }
+        free(area);
+        c->areas[n] = NULL;
+    }
+}

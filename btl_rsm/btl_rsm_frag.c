@@ -1,0 +1,119 @@
+/* Send fragments: a LIFO of reusable descriptors, and their pool blocks. */
+#include "btl_rsm_frag.h"
+
+#include <stdlib.h>
+
+mca_btl_rsm_frag_t *rsm_frag_get(mca_btl_base_endpoint_t *ep, uint8_t kind)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    mca_btl_rsm_frag_t *frag = c->free_frags;
+    if (frag != NULL) {
+        c->free_frags = frag->next;
+    } else {
+        frag = calloc(1, sizeof(*frag) + c->inline_max);
+        if (frag == NULL) {
+            return NULL;
+        }
+        OBJ_CONSTRUCT(&frag->base, mca_btl_base_descriptor_t);
+    }
+    frag->next = NULL;
+    frag->endpoint = ep;
+    frag->kind = kind;
+    frag->nruns = 0;
+    frag->base.des_segments = frag->segments;
+    frag->base.des_segment_count = 1;
+    frag->base.des_cbfunc = NULL;
+    frag->base.des_cbdata = NULL;
+    frag->base.des_context = NULL;
+    frag->base.des_flags = 0;
+    frag->base.order = MCA_BTL_NO_ORDER;
+    frag->segments[0].seg_addr.pval = frag->data;
+    frag->segments[0].seg_len = 0;
+    return frag;
+}
+
+void rsm_frag_put(mca_btl_rsm_frag_t *frag)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    for (unsigned i = 0; i < frag->nruns; i++) {
+        rsm_pool_free(&frag->endpoint->area->pool[frag->runs[i].stripe], &frag->runs[i]);
+    }
+    frag->nruns = 0;
+    frag->next = c->free_frags;
+    c->free_frags = frag;
+}
+
+void rsm_frag_release_all(void)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    while (c->free_frags != NULL) {
+        mca_btl_rsm_frag_t *frag = c->free_frags;
+        c->free_frags = frag->next;
+        OBJ_DESTRUCT(&frag->base);
+        free(frag);
+    }
+}
+
+void rsm_frag_complete(mca_btl_rsm_frag_t *frag, int status)
+{
+    uint32_t flags = frag->base.des_flags;
+    if (flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) {
+        frag->base.des_cbfunc(&mca_btl_rsm, frag->endpoint, &frag->base, status);
+    }
+    if (flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) {
+        rsm_frag_put(frag);
+    }
+}
+
+void *rsm_run_addr(rsm_area_t *area, const rsm_run_t *run)
+{
+    return (char *) area->seg[run->stripe].base
+           + rsm_layout_pool_base(&mca_btl_rsm_component.layout, run->stripe) + run->offset;
+}
+
+/* One attempt: all runs or none. */
+static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe)
+{
+    const rsm_layout_t *lay = &mca_btl_rsm_component.layout;
+    rsm_area_t *area = frag->endpoint->area;
+    unsigned n = 1;
+    /* software striping (seed 000, 3.3): a long message is cut into one piece
+     * per stripe, each written into that stripe's part of the pool */
+    if (may_stripe && lay->stripes > 1 && len >= (size_t) lay->stripes * 2 * lay->large_block) {
+        n = lay->stripes;
+    }
+    size_t piece = rsm_round64((len + n - 1) / n), done = 0;
+    for (unsigned i = 0; i < n; i++) {
+        uint32_t this_len = (uint32_t) (len - done < piece ? len - done : piece);
+        if (rsm_pool_alloc(&area->pool[i], this_len, &frag->runs[i]) != 0) {
+            for (unsigned j = 0; j < i; j++) {
+                rsm_pool_free(&area->pool[j], &frag->runs[j]);
+            }
+            return -1;
+        }
+        frag->segments[i].seg_addr.pval = rsm_run_addr(area, &frag->runs[i]);
+        frag->segments[i].seg_len = this_len;
+        done += this_len;
+    }
+    frag->nruns = (uint8_t) n;
+    frag->base.des_segment_count = n;
+    return 0;
+}
+
+int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    if (len > c->layout.max_msg) {
+        return -1;
+    }
+    if (alloc_runs_once(frag, len, may_stripe) == 0) {
+        return 0;
+    }
+    /* the pool is full of acknowledged blocks we have not collected yet? */
+    for (uint32_t i = 0; i < c->n_outbound; i++) {
+        if (c->outbound[i]->area == frag->endpoint->area) {
+            rsm_endpoint_reclaim(c->outbound[i]);
+        }
+    }
+    return alloc_runs_once(frag, len, may_stripe);
+}

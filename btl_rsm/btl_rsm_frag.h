@@ -1,0 +1,36 @@
+/*
+ * A send fragment: local bookkeeping for one BTL descriptor.  INLINE frags
+ * hold their bytes here and are copied into postboxes at send; POOL frags
+ * point straight into blocks of the sender's area, so ob1 packs its data
+ * where the receiver will read it (one copy in, one copy out).
+ */
+#ifndef BTL_RSM_FRAG_H
+#define BTL_RSM_FRAG_H
+
+#include "btl_rsm.h"
+
+enum { RSM_FRAG_INLINE = 1, RSM_FRAG_POOL = 2 };
+
+typedef struct mca_btl_rsm_frag_t {
+    mca_btl_base_descriptor_t base;
+    mca_btl_base_segment_t segments[RSM_MAX_STRIPES];
+    struct mca_btl_rsm_frag_t *next;        /* free list, or an endpoint's pending list */
+    mca_btl_base_endpoint_t *endpoint;
+    uint8_t kind;
+    uint8_t tag;                            /* while pending */
+    uint8_t nruns;
+    rsm_run_t runs[RSM_MAX_STRIPES];        /* POOL: the blocks as allocated */
+    uint8_t data[];                         /* INLINE: inline_max bytes */
+} mca_btl_rsm_frag_t;
+
+mca_btl_rsm_frag_t *rsm_frag_get(mca_btl_base_endpoint_t *ep, uint8_t kind);
+/* Return a frag; a POOL frag that was never sent gives its blocks back. */
+void rsm_frag_put(mca_btl_rsm_frag_t *frag);
+void rsm_frag_release_all(void);
+/* The send is done: call back when asked, and recycle when the BTL owns it. */
+void rsm_frag_complete(mca_btl_rsm_frag_t *frag, int status);
+/* Runs for LEN bytes (split across stripes when long); 0 or -1. */
+int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe);
+void *rsm_run_addr(rsm_area_t *area, const rsm_run_t *run);
+
+#endif

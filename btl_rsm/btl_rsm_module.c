@@ -1,0 +1,312 @@
+/*
+ * The BTL module: peers (add_procs/del_procs), descriptors (alloc, free,
+ * prepare_src), single-copy get through CMA, and teardown.
+ */
+#define _GNU_SOURCE
+#include "btl_rsm.h"
+#include "btl_rsm_frag.h"
+
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/show_help.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+static mca_btl_base_module_error_cb_fn_t rsm_error_cb;
+
+/* Can we read PEER's memory with process_vm_readv?  Yama's ptrace_scope, a
+ * seccomp filter or another user namespace may say no. */
+static bool cma_probe(const rsm_modex_t *peer, int *err)
+{
+    uint64_t word = 0;
+    struct iovec local = {.iov_base = &word, .iov_len = sizeof(word)};
+    struct iovec remote = {.iov_base = (void *) (uintptr_t) peer->probe_addr,
+                           .iov_len = sizeof(word)};
+    ssize_t n = process_vm_readv(peer->pid, &local, 1, &remote, 1, 0);
+    *err = n < 0 ? errno : 0;
+    return n == (ssize_t) sizeof(word) && word == RSM_CTL_MAGIC;
+}
+
+static void single_copy_off(const char *why)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    if (!c->single_copy_on) {
+        return;
+    }
+    c->single_copy_on = false;
+    mca_btl_rsm.btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_GET;
+    RSM_VERBOSE(1, "single copy (CMA) disabled: %s; large messages take the pipelined "
+                "two-copy path", why);
+}
+
+static int rsm_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
+                         mca_btl_base_endpoint_t **peers, opal_bitmap_t *reachable)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    const opal_proc_t *me = opal_proc_local_get();
+    int rc = OPAL_SUCCESS;
+
+    RSM_LOCK();
+    for (size_t i = 0; i < nprocs; i++) {
+        opal_proc_t *proc = procs[i];
+        rsm_modex_t *modex = NULL;
+        size_t msize = 0;
+        peers[i] = NULL;
+        if (proc == me || proc->proc_name.jobid != me->proc_name.jobid
+            || !OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags)) {
+            continue;
+        }
+        int mrc;
+        OPAL_MODEX_RECV(mrc, &c->super.btl_version, &proc->proc_name, (void **) &modex, &msize);
+        if (mrc != OPAL_SUCCESS || msize != sizeof(*modex) || modex->version != RSM_MODEX_VERSION
+            || modex->local_rank >= c->nlocal || modex->local_rank == c->my_local_rank) {
+            free(modex);
+            continue;
+        }
+        if (modex->params != c->params) {
+            opal_show_help("help-btl-rsm.txt", "params-mismatch", true, opal_process_info.nodename,
+                           OPAL_NAME_PRINT(proc->proc_name));
+            free(modex);
+            continue;
+        }
+        mca_btl_base_endpoint_t *ep = c->by_local_rank[modex->local_rank];
+        if (ep == NULL) {
+            ep = calloc(1, sizeof(*ep));
+            if (ep == NULL) {
+                free(modex);
+                rc = OPAL_ERR_OUT_OF_RESOURCE;
+                break;
+            }
+            ep->proc = proc;
+            ep->local_rank = modex->local_rank;
+            ep->pid = modex->pid;
+            ep->numa_node = modex->numa_node;
+            memcpy(ep->tag, modex->tag, sizeof(ep->tag));
+            ep->tag[sizeof(ep->tag) - 1] = '\0';
+            c->by_local_rank[modex->local_rank] = ep;
+        }
+        if (c->single_copy_on) {
+            int err;
+            if (!cma_probe(modex, &err)) {
+                char why[160];
+                snprintf(why, sizeof(why), "process_vm_readv of pid %d refused (%s)",
+                         (int) modex->pid, err ? strerror(err) : "short read");
+                single_copy_off(why);
+            }
+        }
+        peers[i] = ep;
+        opal_bitmap_set_bit(reachable, (int) i);
+        free(modex);
+    }
+    RSM_UNLOCK();
+    return rc;
+}
+
+static int rsm_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
+                         mca_btl_base_endpoint_t **peers)
+{
+    /* endpoints stay until finalize: a peer's area may still be polled */
+    return OPAL_SUCCESS;
+}
+
+static int rsm_finalize(mca_btl_base_module_t *btl)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    RSM_LOCK();
+    for (uint32_t i = 0; c->by_local_rank != NULL && i < c->nlocal; i++) {
+        if (c->by_local_rank[i] != NULL) {
+            rsm_endpoint_release(c->by_local_rank[i]);
+            free(c->by_local_rank[i]);
+            c->by_local_rank[i] = NULL;
+        }
+    }
+    rsm_frag_release_all();
+    rsm_areas_release();
+    if (c->ctl.base != NULL) {
+        c->ctl.ops->seg_release(&c->ctl);
+    }
+    free(c->by_local_rank);
+    free(c->inbound);
+    free(c->outbound);
+    free(c->scratch);
+    c->by_local_rank = NULL;
+    c->inbound = c->outbound = NULL;
+    c->n_inbound = c->n_outbound = 0;
+    c->scratch = NULL;
+    if (c->dropped > 0) {
+        RSM_VERBOSE(1, "%" PRIu64 " malformed postboxes were dropped", c->dropped);
+    }
+    RSM_UNLOCK();
+    return OPAL_SUCCESS;
+}
+
+mca_btl_base_descriptor_t *rsm_alloc(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
+                                     uint8_t order, size_t size, uint32_t flags)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    mca_btl_rsm_frag_t *frag = NULL;
+    RSM_LOCK();
+    if (OPAL_UNLIKELY(!ep->out_connected) && rsm_endpoint_connect(ep) != OPAL_SUCCESS) {
+        goto out;
+    }
+    if (size <= c->inline_max) {
+        frag = rsm_frag_get(ep, RSM_FRAG_INLINE);
+        if (frag != NULL) {
+            frag->segments[0].seg_len = size;
+        }
+    } else if (size <= c->layout.max_msg) {
+        frag = rsm_frag_get(ep, RSM_FRAG_POOL);
+        /* ob1 writes header and data contiguously: one run, no striping */
+        if (frag != NULL && rsm_frag_alloc_runs(frag, size, false) != 0) {
+            rsm_frag_put(frag);
+            frag = NULL;
+        }
+    }
+    if (frag != NULL) {
+        frag->base.des_flags = flags;
+        frag->base.order = order;
+    }
+out:
+    RSM_UNLOCK();
+    return frag != NULL ? &frag->base : NULL;
+}
+
+static int rsm_free(mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des)
+{
+    RSM_LOCK();
+    rsm_frag_put((mca_btl_rsm_frag_t *) des);
+    RSM_UNLOCK();
+    return OPAL_SUCCESS;
+}
+
+/* Pack straight into the pool blocks the receiver will read. */
+static mca_btl_base_descriptor_t *rsm_prepare_src(mca_btl_base_module_t *btl,
+                                                  mca_btl_base_endpoint_t *ep,
+                                                  struct opal_convertor_t *convertor,
+                                                  uint8_t order, size_t reserve, size_t *size,
+                                                  uint32_t flags)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    mca_btl_rsm_frag_t *frag = NULL;
+    struct iovec iov[RSM_MAX_STRIPES];
+    uint32_t iov_count = 1;
+    size_t max_data;
+
+    RSM_LOCK();
+    if (OPAL_UNLIKELY(!ep->out_connected) && rsm_endpoint_connect(ep) != OPAL_SUCCESS) {
+        goto out;
+    }
+    if (reserve + *size > c->layout.max_msg) {
+        *size = c->layout.max_msg - reserve;
+    }
+    max_data = *size;
+    if (reserve + *size <= c->inline_max) {
+        frag = rsm_frag_get(ep, RSM_FRAG_INLINE);
+        if (frag == NULL) {
+            goto out;
+        }
+        iov[0].iov_base = frag->data + reserve;
+        iov[0].iov_len = *size;
+    } else {
+        frag = rsm_frag_get(ep, RSM_FRAG_POOL);
+        if (frag == NULL) {
+            goto out;
+        }
+        if (rsm_frag_alloc_runs(frag, reserve + *size, true) != 0) {
+            rsm_frag_put(frag);
+            frag = NULL;
+            goto out;
+        }
+        iov_count = frag->nruns;
+        for (unsigned i = 0; i < frag->nruns; i++) {
+            size_t skip = i == 0 ? reserve : 0;
+            iov[i].iov_base = (char *) frag->segments[i].seg_addr.pval + skip;
+            iov[i].iov_len = frag->segments[i].seg_len - skip;
+        }
+    }
+    if (*size > 0 && opal_convertor_pack(convertor, iov, &iov_count, &max_data) < 0) {
+        rsm_frag_put(frag);
+        frag = NULL;
+        goto out;
+    }
+    if (*size == 0) {
+        max_data = 0;
+    }
+    /* the convertor may have packed less than asked: trim the pieces */
+    size_t left = reserve + max_data;
+    for (unsigned i = 0; i < (frag->kind == RSM_FRAG_POOL ? frag->nruns : 1u); i++) {
+        size_t cap = frag->kind == RSM_FRAG_POOL ? frag->segments[i].seg_len : left;
+        frag->segments[i].seg_len = left < cap ? left : cap;
+        left -= frag->segments[i].seg_len;
+    }
+    if (frag->kind == RSM_FRAG_POOL && frag->segments[0].seg_len == 0) {
+        rsm_frag_put(frag);     /* nothing to point at */
+        frag = NULL;
+        goto out;
+    }
+    *size = max_data;
+    frag->base.des_flags = flags;
+    frag->base.order = order;
+out:
+    RSM_UNLOCK();
+    return frag != NULL ? &frag->base : NULL;
+}
+
+/* Single copy: read the sender's buffer straight out of its address space. */
+static int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
+                   uint64_t remote_address,
+                   struct mca_btl_base_registration_handle_t *local_handle,
+                   struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                   int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+                   void *cbcontext, void *cbdata)
+{
+    struct iovec local = {.iov_base = local_address, .iov_len = size};
+    struct iovec remote = {.iov_base = (void *) (uintptr_t) remote_address, .iov_len = size};
+    while (local.iov_len > 0) {
+        ssize_t n = process_vm_readv(ep->pid, &local, 1, &remote, 1, 0);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            opal_show_help("help-btl-rsm.txt", "cma-failed", true, opal_process_info.nodename,
+                           (int) ep->pid, strerror(n < 0 ? errno : EIO));
+            return OPAL_ERROR;
+        }
+        local.iov_base = (char *) local.iov_base + n;
+        local.iov_len -= (size_t) n;
+        remote.iov_base = (char *) remote.iov_base + n;
+        remote.iov_len -= (size_t) n;
+    }
+    cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
+    return OPAL_SUCCESS;
+}
+
+static int rsm_register_error(mca_btl_base_module_t *btl, mca_btl_base_module_error_cb_fn_t cb)
+{
+    rsm_error_cb = cb;
+    return OPAL_SUCCESS;
+}
+
+void rsm_fatal(mca_btl_base_endpoint_t *ep, const char *what)
+{
+    if (rsm_error_cb != NULL) {
+        rsm_error_cb(&mca_btl_rsm, MCA_BTL_ERROR_FLAGS_FATAL, ep != NULL ? ep->proc : NULL,
+                     (char *) what);
+    }
+}
+
+mca_btl_base_module_t mca_btl_rsm = {
+    .btl_component = &mca_btl_rsm_component.super,
+    .btl_add_procs = rsm_add_procs,
+    .btl_del_procs = rsm_del_procs,
+    .btl_finalize = rsm_finalize,
+    .btl_alloc = rsm_alloc,
+    .btl_free = rsm_free,
+    .btl_prepare_src = rsm_prepare_src,
+    .btl_send = rsm_send,
+    .btl_sendi = rsm_sendi,
+    .btl_get = rsm_get,
+    .btl_register_error = rsm_register_error,
+};

@@ -1,0 +1,235 @@
+/*
+ * The sender's half of the transfer protocols (seed 000, 3.2).
+ *
+ * Short messages go inline: the bytes themselves fill one or more postboxes, no
+ * barrier.  Long messages were packed into pool blocks when ob1 prepared them;
+ * here a barrier orders those writes before the pointer postboxes that name the
+ * blocks.  Consecutive fragments of a long message form the pipeline: while the
+ * receiver drains fragment k (copies it out, acks its postbox) the sender packs
+ * fragment k+1 into other blocks.  A message is written only when the whole of
+ * it fits in the queue, so the receiver never waits on a half-written message
+ * because of us.
+ */
+#include "btl_rsm.h"
+#include "btl_rsm_frag.h"
+
+static inline uint32_t inline_postboxes(size_t len)
+{
+    return len == 0 ? 1 : (uint32_t) ((len + RSM_PB_DATA - 1) / RSM_PB_DATA);
+}
+
+/* Room for N more postboxes in our queue to EP, collecting acks if need be. */
+static inline bool queue_room(mca_btl_base_endpoint_t *ep, uint32_t n)
+{
+    const uint32_t qlen = mca_btl_rsm_component.layout.queue_len;
+    if (ep->tail - ep->reclaimed + n <= qlen) {
+        return true;
+    }
+    rsm_endpoint_reclaim(ep);
+    return ep->tail - ep->reclaimed + n <= qlen;
+}
+
+static void post_inline(mca_btl_base_endpoint_t *ep, uint8_t tag, const uint8_t *data, size_t len)
+{
+    const uint32_t mask = mca_btl_rsm_component.layout.queue_len - 1;
+    uint32_t n = inline_postboxes(len);
+    rsm_postbox_t pb;
+    for (uint32_t i = 0; i < n; i++) {
+        size_t chunk = len > RSM_PB_DATA ? RSM_PB_DATA : len;
+        __builtin_memcpy(pb.u.data, data, chunk);
+        pb.nbytes = (uint16_t) chunk;
+        pb.kind = RSM_PB_INLINE | (i == 0 ? RSM_PB_FIRST : 0) | (i == n - 1 ? RSM_PB_LAST : 0);
+        pb.tag = tag;
+        ep->slots[ep->tail & mask].nruns = 0;
+        rsm_pb_publish(&ep->out_queue[ep->tail & mask], &pb, ep->tail);
+        ep->tail++;
+        data += chunk;
+        len -= chunk;
+    }
+}
+
+static uint32_t pointer_postboxes(const mca_btl_rsm_frag_t *frag)
+{
+    return (frag->nruns + RSM_PB_RUNS - 1) / RSM_PB_RUNS;
+}
+
+/* The blocks hold the data: barrier, then the pointers.  The blocks now belong
+ * to the postboxes and come back with their acks. */
+static void post_pointer(mca_btl_base_endpoint_t *ep, uint8_t tag, mca_btl_rsm_frag_t *frag)
+{
+    const uint32_t mask = mca_btl_rsm_component.layout.queue_len - 1;
+    uint32_t n = pointer_postboxes(frag);
+    for (unsigned r = 0; r < frag->nruns; r++) {
+        if (r == 0 || frag->runs[r].stripe != frag->runs[r - 1].stripe) {
+            rsm_seg_barrier(&ep->area->seg[frag->runs[r].stripe]);
+        }
+    }
+    rsm_postbox_t pb;
+    unsigned r = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        rsm_slot_t *slot = &ep->slots[ep->tail & mask];
+        unsigned k = 0;
+        slot->nruns = 0;
+        for (; r < frag->nruns && slot->nruns < RSM_PB_RUNS; r++) {
+            slot->runs[slot->nruns++] = frag->runs[r];
+            if (frag->segments[r].seg_len > 0) {
+                pb.u.runs[k] = frag->runs[r];
+                pb.u.runs[k].len = (uint32_t) frag->segments[r].seg_len;
+                k++;
+            }
+        }
+        pb.nbytes = (uint16_t) k;
+        pb.kind = RSM_PB_POINTER | (i == 0 ? RSM_PB_FIRST : 0) | (i == n - 1 ? RSM_PB_LAST : 0);
+        pb.tag = tag;
+        rsm_pb_publish(&ep->out_queue[ep->tail & mask], &pb, ep->tail);
+        ep->tail++;
+    }
+    frag->nruns = 0;
+}
+
+static bool try_post(mca_btl_base_endpoint_t *ep, mca_btl_rsm_frag_t *frag)
+{
+    if (frag->kind == RSM_FRAG_INLINE) {
+        size_t len = frag->segments[0].seg_len;
+        if (!queue_room(ep, inline_postboxes(len))) {
+            return false;
+        }
+        post_inline(ep, frag->tag, frag->data, len);
+    } else {
+        if (!queue_room(ep, pointer_postboxes(frag))) {
+            return false;
+        }
+        post_pointer(ep, frag->tag, frag);
+    }
+    return true;
+}
+
+static void pending_append(mca_btl_base_endpoint_t *ep, mca_btl_rsm_frag_t *frag)
+{
+    /* ob1 was told "in progress": it must hear of the completion */
+    frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+    frag->next = NULL;
+    if (ep->pending_head == NULL) {
+        ep->pending_head = frag;
+        mca_btl_rsm_component.outbound_busy++;
+    } else {
+        ep->pending_tail->next = frag;
+    }
+    ep->pending_tail = frag;
+}
+
+int rsm_send_pending(mca_btl_base_endpoint_t *ep)
+{
+    int sent = 0;
+    while (ep->pending_head != NULL) {
+        mca_btl_rsm_frag_t *frag = ep->pending_head;
+        if (!try_post(ep, frag)) {
+            break;
+        }
+        ep->pending_head = frag->next;
+        if (ep->pending_head == NULL) {
+            mca_btl_rsm_component.outbound_busy--;
+        }
+        rsm_frag_complete(frag, OPAL_SUCCESS);
+        sent++;
+    }
+    return sent;
+}
+
+int rsm_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
+             mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
+{
+    mca_btl_rsm_frag_t *frag = (mca_btl_rsm_frag_t *) des;
+    int rc = 1;
+    RSM_LOCK();
+    frag->tag = tag;
+    if (OPAL_UNLIKELY(!ep->out_connected) && rsm_endpoint_connect(ep) != OPAL_SUCCESS) {
+        rc = OPAL_ERR_UNREACH;
+    } else if (OPAL_UNLIKELY(ep->pending_head != NULL) || !try_post(ep, frag)) {
+        pending_append(ep, frag);       /* keeps the order of sends */
+        rc = OPAL_SUCCESS;
+    } else {
+        rsm_frag_complete(frag, OPAL_SUCCESS);
+    }
+    RSM_UNLOCK();
+    return rc;
+}
+
+static int pack(struct opal_convertor_t *convertor, struct iovec *iov, uint32_t iov_count,
+                size_t *bytes)
+{
+    size_t max_data = *bytes;
+    int rc = opal_convertor_pack(convertor, iov, &iov_count, &max_data);
+    *bytes = max_data;
+    return rc < 0 ? rc : OPAL_SUCCESS;
+}
+
+/* Send at once or refuse (ob1 then takes the descriptor path). */
+int rsm_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
+              struct opal_convertor_t *convertor, void *header, size_t header_size,
+              size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+              mca_btl_base_descriptor_t **descriptor)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    size_t total = header_size + payload_size;
+    int rc = OPAL_ERR_OUT_OF_RESOURCE;
+    if (descriptor != NULL) {
+        *descriptor = NULL;
+    }
+    RSM_LOCK();
+    if (OPAL_UNLIKELY(!ep->out_connected) && rsm_endpoint_connect(ep) != OPAL_SUCCESS) {
+        rc = OPAL_ERR_UNREACH;
+        goto out;
+    }
+    if (OPAL_UNLIKELY(ep->pending_head != NULL)) {
+        goto out;
+    }
+    if (total <= c->inline_max) {
+        if (!queue_room(ep, inline_postboxes(total))) {
+            goto out;
+        }
+        const uint8_t *bytes = header;
+        if (payload_size > 0) {
+            memcpy(c->scratch, header, header_size);
+            struct iovec iov = {.iov_base = c->scratch + header_size, .iov_len = payload_size};
+            size_t packed = payload_size;
+            if (pack(convertor, &iov, 1, &packed) != OPAL_SUCCESS) {
+                rc = OPAL_ERROR;
+                goto out;
+            }
+            total = header_size + packed;
+            bytes = c->scratch;
+        }
+        post_inline(ep, tag, bytes, total);
+        rc = OPAL_SUCCESS;
+    } else if (total <= c->layout.max_msg) {
+        mca_btl_rsm_frag_t *frag = rsm_frag_get(ep, RSM_FRAG_POOL);
+        if (frag == NULL) {
+            goto out;
+        }
+        if (rsm_frag_alloc_runs(frag, total, true) != 0
+            || !queue_room(ep, pointer_postboxes(frag))) {
+            rsm_frag_put(frag);
+            goto out;
+        }
+        struct iovec iov[RSM_MAX_STRIPES];
+        memcpy(frag->segments[0].seg_addr.pval, header, header_size);
+        for (unsigned i = 0; i < frag->nruns; i++) {
+            size_t skip = i == 0 ? header_size : 0;
+            iov[i].iov_base = (char *) frag->segments[i].seg_addr.pval + skip;
+            iov[i].iov_len = frag->segments[i].seg_len - skip;
+        }
+        size_t packed = payload_size;
+        if (payload_size > 0 && pack(convertor, iov, frag->nruns, &packed) != OPAL_SUCCESS) {
+            rsm_frag_put(frag);
+            rc = OPAL_ERROR;
+            goto out;
+        }
+        post_pointer(ep, tag, frag);
+        rsm_frag_put(frag);
+        rc = OPAL_SUCCESS;
+    }
+out:
+    RSM_UNLOCK();
+    return rc;
+}

@@ -1,0 +1,128 @@
+/* Block pool allocator (see rsm_pool.h): a bitmap per block size, next fit. */
+#include "rsm_pool.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int blockset_init(rsm_blockset_t *set, uint32_t count, uint32_t block, uint32_t base)
+{
+    set->count = count;
+    set->block = block;
+    set->cursor = 0;
+    set->free = count;
+    set->base = base;
+    set->map = calloc((count + 63) / 64 + 1, sizeof(uint64_t));
+    return set->map != NULL ? 0 : -1;
+}
+
+static bool bit(const rsm_blockset_t *set, uint32_t i)
+{
+    return (set->map[i / 64] >> (i % 64)) & 1;
+}
+
+static void set_bits(rsm_blockset_t *set, uint32_t first, uint32_t n, bool used)
+{
+    for (uint32_t i = first; i < first + n; i++) {
+        if (used) {
+            set->map[i / 64] |= 1ull << (i % 64);
+        } else {
+            set->map[i / 64] &= ~(1ull << (i % 64));
+        }
+    }
+}
+
+/* First run of N free blocks at or after the cursor, wrapping once. */
+static int blockset_alloc(rsm_blockset_t *set, uint32_t n)
+{
+    if (n == 0 || n > set->free) {
+        return -1;
+    }
+    uint32_t start = set->cursor, scanned = 0, i = start, run = 0, first = 0;
+    while (scanned < set->count + n) {
+        if (i == set->count) {  /* a run cannot wrap around the end */
+            i = 0;
+            run = 0;
+        }
+        if (run == 0 && i % 64 == 0 && set->map[i / 64] == ~0ull && i + 64 <= set->count) {
+            i += 64;            /* a full word: skip it */
+            scanned += 64;
+            continue;
+        }
+        if (bit(set, i)) {
+            run = 0;
+        } else {
+            if (run == 0) {
+                first = i;
+            }
+            if (++run == n) {
+                set_bits(set, first, n, true);
+                set->free -= n;
+                set->cursor = first + n == set->count ? 0 : first + n;
+                return (int) first;
+            }
+        }
+        i++;
+        scanned++;
+    }
+    return -1;
+}
+
+int rsm_pool_init(rsm_pool_t *pool, const rsm_layout_t *lay, uint8_t stripe)
+{
+    memset(pool, 0, sizeof(*pool));
+    pool->stripe = stripe;
+    if (blockset_init(&pool->small, lay->small_count, lay->small_block, 0) != 0
+        || blockset_init(&pool->large, lay->large_count, lay->large_block,
+                         lay->small_count * lay->small_block) != 0) {
+        rsm_pool_fini(pool);
+        return -1;
+    }
+    return 0;
+}
+
+void rsm_pool_fini(rsm_pool_t *pool)
+{
+    free(pool->small.map);
+    free(pool->large.map);
+    pool->small.map = pool->large.map = NULL;
+}
+
+int rsm_pool_alloc(rsm_pool_t *pool, uint32_t len, rsm_run_t *run)
+{
+    rsm_blockset_t *set = NULL;
+    int first = -1;
+    if (len == 0) {
+        return -1;
+    }
+    if (len <= pool->small.block) {
+        set = &pool->small;
+        first = blockset_alloc(set, 1);
+    }
+    if (first < 0) {
+        set = &pool->large;
+        first = blockset_alloc(set, (len + set->block - 1) / set->block);
+    }
+    if (first < 0) {
+        return -1;
+    }
+    run->offset = set->base + (uint32_t) first * set->block;
+    run->len = len;
+    run->stripe = pool->stripe;
+    memset(run->pad, 0, sizeof(run->pad));
+    return 0;
+}
+
+void rsm_pool_free(rsm_pool_t *pool, const rsm_run_t *run)
+{
+    rsm_blockset_t *set = run->offset < pool->large.base ? &pool->small : &pool->large;
+    uint32_t first = (run->offset - set->base) / set->block;
+    uint32_t n = (run->len + set->block - 1) / set->block;
+    set_bits(set, first, n, false);
+    set->free += n;
+}
+
+size_t rsm_pool_free_bytes(const rsm_pool_t *pool)
+{
+    return (size_t) pool->small.free * pool->small.block
+           + (size_t) pool->large.free * pool->large.block;
+}

@@ -1,0 +1,33 @@
+/*
+ * The sender's allocator for one stripe's block pool (seed 000, 3.1): space in
+ * multiples of a small or a large block, so the pool never fragments into
+ * useless slivers.  Only the owning sender allocates, so there are no locks and
+ * the bookkeeping lives in the sender's private memory; the receiver only ever
+ * sees runs in pointer postboxes.  Blocks come back when their postbox is acked.
+ */
+#ifndef RSM_POOL_H
+#define RSM_POOL_H
+
+#include "rsm_postbox.h"
+
+typedef struct rsm_blockset {
+    uint32_t count, block, cursor, free;
+    uint32_t base;              /* offset of the first block in the pool */
+    uint64_t *map;              /* bit set = block in use */
+} rsm_blockset_t;
+
+typedef struct rsm_pool {
+    rsm_blockset_t small, large;
+    uint8_t stripe;
+} rsm_pool_t;
+
+int rsm_pool_init(rsm_pool_t *pool, const rsm_layout_t *lay, uint8_t stripe);
+void rsm_pool_fini(rsm_pool_t *pool);
+/* A run of at least LEN bytes (run->len = LEN).  Returns 0, or -1 when the pool
+ * has no such run right now (the caller reclaims acked blocks and retries). */
+int rsm_pool_alloc(rsm_pool_t *pool, uint32_t len, rsm_run_t *run);
+void rsm_pool_free(rsm_pool_t *pool, const rsm_run_t *run);
+/* bytes not allocated */
+size_t rsm_pool_free_bytes(const rsm_pool_t *pool);
+
+#endif

@@ -1,0 +1,161 @@
+/*
+ * The postbox protocol of Sun MPI over remote shared memory (seed 000, 3.1-3.2),
+ * without MPI: the layout of a sender's area, the 64-byte postbox, the 1-byte
+ * acknowledgements, and the receiver's parser.
+ *
+ * One AREA per (sender, destination NUMA node, stripe), owned and written only
+ * by its sender, living on the destination node:
+ *
+ *   stripe 0:  [ queue for local rank 0 | queue for 1 | ... ]  [ pool ]
+ *   stripe k:                                                  [ pool ]
+ *   queue   = queue_len postboxes of 64 bytes, used as a ring
+ *   pool    = small blocks (small messages) then large blocks (runs of them)
+ *
+ * A message is one or more consecutive postboxes of one queue: INLINE postboxes
+ * carry up to 56 bytes each; POINTER postboxes carry up to 4 runs (stripe,
+ * offset, length) of pool blocks the sender filled before a barrier.  The flag
+ * word of postbox number `seq` is seq+1 (never 0, so fresh zeroed memory is
+ * empty) and is stored last with release ordering; the receiver loads it with
+ * acquire, copies the postbox, and parses only the copy, so a peer cannot
+ * change a field between its check and its use.
+ *
+ * After consuming postbox `seq` the receiver writes its lap tag (a byte, never
+ * 0) into ack[seq % queue_len] of the row for it in the SENDER's control
+ * segment; the sender may reuse the slot, and free the blocks it pointed to,
+ * once that byte matches.  Nothing a peer wrote is used before it is checked.
+ */
+#ifndef RSM_POSTBOX_H
+#define RSM_POSTBOX_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RSM_POSTBOX_SIZE 64
+#define RSM_PB_DATA 56          /* payload bytes of one postbox */
+#define RSM_PB_RUNS 4           /* pool runs one pointer postbox can carry */
+#define RSM_MSG_MAX_RUNS 16     /* runs one message may gather (bounded recv descriptor) */
+#define RSM_MAX_STRIPES 8
+#define RSM_PAGE 4096
+
+/* kind byte */
+#define RSM_PB_INLINE  0x01
+#define RSM_PB_POINTER 0x02
+#define RSM_PB_TYPE    0x03
+#define RSM_PB_FIRST   0x10
+#define RSM_PB_LAST    0x20
+
+typedef struct rsm_run {        /* one contiguous piece of a pool: what crosses the wire */
+    uint32_t offset;            /* from the start of that stripe's pool */
+    uint32_t len;
+    uint8_t stripe;
+    uint8_t pad[3];
+} rsm_run_t;
+
+typedef struct rsm_postbox {
+    union {
+        uint8_t data[RSM_PB_DATA];
+        rsm_run_t runs[RSM_PB_RUNS];
+    } u;
+    uint16_t nbytes;            /* INLINE: data bytes used; POINTER: runs used */
+    uint8_t kind;
+    uint8_t tag;                /* BTL tag, in the FIRST postbox */
+    _Atomic uint32_t flag;      /* seq + 1, written last */
+} __attribute__((aligned(RSM_POSTBOX_SIZE))) rsm_postbox_t;
+
+_Static_assert(sizeof(rsm_postbox_t) == RSM_POSTBOX_SIZE, "a postbox is one cache line");
+_Static_assert(sizeof(rsm_run_t) * RSM_PB_RUNS <= RSM_PB_DATA, "runs fit a postbox");
+
+/* Everything both sides must agree on; computed from the MCA parameters, which
+ * the modex checks are equal across ranks.  Never read from a peer. */
+typedef struct rsm_layout {
+    uint32_t nqueues;           /* local ranks: one queue each in every area */
+    uint32_t queue_len;         /* postboxes per queue, a power of two */
+    uint32_t stripes;
+    uint32_t small_block, large_block;
+    uint32_t small_count, large_count;   /* per stripe */
+    uint32_t max_inline;        /* largest inline message */
+    uint32_t max_msg;           /* largest pointer message */
+    size_t queues_bytes;        /* queue region of stripe 0, page aligned */
+    size_t pool_bytes;          /* per stripe */
+} rsm_layout_t;
+
+/* Fill in the derived sizes; returns 0, or -1 with *why set when the
+ * parameters cannot form a layout. */
+int rsm_layout_init(rsm_layout_t *lay, uint32_t nqueues, uint32_t queue_len, uint32_t stripes,
+                    size_t pool_total, uint32_t small_block, uint32_t large_block,
+                    uint32_t max_inline, uint32_t max_msg, const char **why);
+
+static inline size_t rsm_layout_pool_base(const rsm_layout_t *lay, unsigned stripe)
+{
+    return stripe == 0 ? lay->queues_bytes : 0;
+}
+
+static inline size_t rsm_layout_seg_size(const rsm_layout_t *lay, unsigned stripe)
+{
+    return rsm_layout_pool_base(lay, stripe) + lay->pool_bytes;
+}
+
+static inline rsm_postbox_t *rsm_layout_queue(const rsm_layout_t *lay, void *stripe0,
+                                              unsigned local_rank)
+{
+    return (rsm_postbox_t *) ((char *) stripe0 + (size_t) local_rank * lay->queue_len
+                                                     * RSM_POSTBOX_SIZE);
+}
+
+/* The ack byte for postbox SEQ: its lap around the ring, 1..128, never 0. */
+static inline uint8_t rsm_lap_tag(uint32_t seq, uint32_t queue_len)
+{
+    return (uint8_t) (((seq / queue_len) & 0x7f) + 1);
+}
+
+/* Store a composed postbox into its slot: body first, then the flag with release. */
+static inline void rsm_pb_publish(rsm_postbox_t *slot, const rsm_postbox_t *pb, uint32_t seq)
+{
+    __builtin_memcpy(slot, pb, offsetof(rsm_postbox_t, flag));
+    atomic_store_explicit(&slot->flag, seq + 1, memory_order_release);
+}
+
+/* Has postbox SEQ arrived in SLOT?  If so copy it to *snap (acquire ordered). */
+static inline bool rsm_pb_take(const rsm_postbox_t *slot, uint32_t seq, rsm_postbox_t *snap)
+{
+    if (atomic_load_explicit((_Atomic uint32_t *) &slot->flag, memory_order_acquire) != seq + 1) {
+        return false;
+    }
+    __builtin_memcpy(snap, slot, sizeof(*snap));
+    return true;
+}
+
+/* ---- the receiver's parser: peer-written postboxes in, checked messages out ---- */
+
+typedef enum {
+    RSM_PB_MORE = 0,            /* consumed; the message continues in the next postbox */
+    RSM_PB_DONE = 1,            /* a whole message is described by the assembler */
+    RSM_PB_BAD = -1,            /* dropped: out of range or out of sequence */
+} rsm_pb_result_t;
+
+typedef struct rsm_assembler {
+    bool active;                /* between a FIRST and its LAST */
+    uint8_t type;               /* RSM_PB_INLINE or RSM_PB_POINTER */
+    uint8_t tag;
+    uint32_t postboxes;         /* of the current message, so far */
+    uint32_t total;             /* bytes */
+    uint32_t nruns;
+    rsm_run_t runs[RSM_MSG_MAX_RUNS];
+    const uint8_t *single;      /* a one-postbox inline message: its data (in the snapshot) */
+    uint8_t *staging;           /* multi-postbox inline messages gather here */
+    uint32_t staging_cap;       /* >= layout max_inline */
+    uint64_t dropped;           /* postboxes refused */
+} rsm_assembler_t;
+
+/* Feed one snapshot.  On DONE, an INLINE message is `single` (one postbox, valid
+ * while *snap is) or `staging`, `total` bytes; a POINTER message is `runs`,
+ * every one inside its stripe's pool.  On BAD the partial message is discarded. */
+rsm_pb_result_t rsm_assembler_feed(rsm_assembler_t *a, const rsm_layout_t *lay,
+                                   const rsm_postbox_t *snap);
+
+/* Check one run against the layout (also used by the sender's assertions). */
+bool rsm_run_valid(const rsm_layout_t *lay, const rsm_run_t *run);
+
+#endif

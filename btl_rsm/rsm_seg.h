@@ -1,0 +1,79 @@
+/*
+ * The segment transport: the seam between the Sun-MPI postbox protocol and
+ * whatever provides remote shared memory, in the spirit of RSMAPI (seed 000,
+ * section 2.8).  A process EXPORTS a region of its memory under a name, a peer
+ * IMPORTS it by that name, WRITEs into it, ORDERs its writes with a barrier and
+ * may SIGNAL the owner.  The protocol only ever writes into imported segments
+ * (remote writes are cheaper than remote reads) and reads its own exported ones.
+ *
+ * Back ends: shm (this file's rsm_seg_shm.c: POSIX shared memory, one host,
+ * writes are plain stores) and, later, verbs (RDMA write between hosts).  A
+ * back end whose imported segments are directly addressable sets `direct`; the
+ * protocol then stores through `base` and the inline helpers below skip the
+ * indirect call.  A non-direct back end keeps `base` as a local shadow the
+ * protocol composes in, and `write` pushes a range of it to the owner.
+ *
+ * No MPI here: unit-tested on its own (test/unit/t_rsm_seg.c).
+ */
+#ifndef RSM_SEG_H
+#define RSM_SEG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define RSM_SEG_NAME_MAX 64
+
+struct rsm_seg_ops;
+
+typedef struct rsm_seg {
+    const struct rsm_seg_ops *ops;
+    void *base;                      /* local mapping (or shadow, when !direct) */
+    size_t size;
+    bool direct;                     /* stores through base reach the owner */
+    bool exported;                   /* we own it: release() also removes the name */
+    bool named;                      /* the name still exists (not yet unlinked) */
+    char name[RSM_SEG_NAME_MAX];     /* what a peer passes to import() */
+} rsm_seg_t;
+
+typedef struct rsm_seg_ops {
+    const char *transport;
+    /* Create SIZE bytes under NAME, mode 0600, failing if NAME exists.  NUMA_NODE >= 0
+     * asks for the pages on that node (best effort); the pages are zero. */
+    int (*seg_export)(rsm_seg_t *seg, const char *name, size_t size, int numa_node);
+    /* Map a peer's exported segment; fails unless it is at least SIZE bytes. */
+    int (*seg_import)(rsm_seg_t *seg, const char *name, size_t size);
+    /* Push [off, off+len) of the shadow to the owner (non-direct back ends only). */
+    void (*seg_write)(rsm_seg_t *seg, size_t off, size_t len);
+    /* Every write issued before completes before any write issued after. */
+    void (*seg_barrier)(rsm_seg_t *seg);
+    /* Optional (NULL): wake the owner. */
+    int (*seg_signal)(rsm_seg_t *seg);
+    /* Remove the name; the mappings stay valid. */
+    void (*seg_unlink)(rsm_seg_t *seg);
+    /* Unmap; an exporter also removes the name if still there. */
+    void (*seg_release)(rsm_seg_t *seg);
+} rsm_seg_ops_t;
+
+extern const rsm_seg_ops_t rsm_seg_shm_ops;
+
+/* 32 hex digits from the kernel's CSPRNG: the unguessable part of every name.
+ * Returns 0, or -errno. */
+int rsm_seg_random_tag(char out[33]);
+
+/* Write LEN bytes from SRC at offset OFF of an imported segment. */
+static inline void rsm_seg_write(rsm_seg_t *seg, size_t off, const void *src, size_t len)
+{
+    memcpy((char *) seg->base + off, src, len);
+    if (!seg->direct) {
+        seg->ops->seg_write(seg, off, len);
+    }
+}
+
+static inline void rsm_seg_barrier(rsm_seg_t *seg)
+{
+    seg->ops->seg_barrier(seg);
+}
+
+#endif

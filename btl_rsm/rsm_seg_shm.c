@@ -1,0 +1,169 @@
+/*
+ * shm back end of the segment transport: POSIX shared memory on one host.
+ *
+ * Names are "/rsm-<128 random bits>-<what>", created O_EXCL with mode 0600, so
+ * another user can neither open nor pre-create them.  An imported segment is
+ * mapped read-write and written with plain stores (direct); the barrier is a
+ * release fence, which is all the ordering a cache-coherent host needs.
+ *
+ * Placement: the exporter binds the pages to the requested NUMA node before
+ * anything touches them (MPOL_PREFERRED: never fails for lack of memory there).
+ */
+#define _GNU_SOURCE
+#include "rsm_seg.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef MPOL_PREFERRED
+#define MPOL_PREFERRED 1
+#endif
+
+int rsm_seg_random_tag(char out[33])
+{
+    unsigned char raw[16];
+    size_t got = 0;
+    while (got < sizeof(raw)) {
+        ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -errno;
+        }
+        got += (size_t) n;
+    }
+    for (int i = 0; i < 16; i++) {
+        snprintf(out + 2 * i, 3, "%02x", raw[i]);
+    }
+    return 0;
+}
+
+static void shm_place(void *addr, size_t size, int numa_node)
+{
+#ifdef SYS_mbind
+    if (numa_node < 0 || numa_node >= 64) {
+        return;
+    }
+    unsigned long mask = 1UL << numa_node;
+    /* best effort: a kernel without NUMA support says ENOSYS, which is fine */
+    (void) syscall(SYS_mbind, addr, size, MPOL_PREFERRED, &mask, 64UL, 0U);
+#endif
+}
+
+static int shm_export(rsm_seg_t *seg, const char *name, size_t size, int numa_node)
+{
+    if (strlen(name) >= RSM_SEG_NAME_MAX || name[0] != '/' || size == 0) {
+        return -EINVAL;
+    }
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+        return -errno;
+    }
+    int rc = 0;
+    void *base = MAP_FAILED;
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t) size) != 0) {
+        rc = -errno;
+    } else {
+        base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (base == MAP_FAILED) {
+            rc = -errno;
+        }
+    }
+    close(fd);
+    if (rc != 0) {
+        shm_unlink(name);
+        return rc;
+    }
+    shm_place(base, size, numa_node);
+    seg->ops = &rsm_seg_shm_ops;
+    seg->base = base;
+    seg->size = size;
+    seg->direct = true;
+    seg->exported = true;
+    seg->named = true;
+    snprintf(seg->name, sizeof(seg->name), "%s", name);
+    return 0;
+}
+
+static int shm_import(rsm_seg_t *seg, const char *name, size_t size)
+{
+    if (strlen(name) >= RSM_SEG_NAME_MAX || name[0] != '/') {
+        return -EINVAL;
+    }
+    int fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0) {
+        return -errno;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    /* the exporter could be anybody who guessed right: only its owner (us) may
+     * have made it, and it must be as large as the layout we will address */
+    if (st.st_uid != geteuid() || (size_t) st.st_size < size) {
+        close(fd);
+        return -EBADF;
+    }
+    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int rc = base == MAP_FAILED ? -errno : 0;
+    close(fd);
+    if (rc != 0) {
+        return rc;
+    }
+    seg->ops = &rsm_seg_shm_ops;
+    seg->base = base;
+    seg->size = size;
+    seg->direct = true;
+    seg->exported = false;
+    seg->named = false;
+    snprintf(seg->name, sizeof(seg->name), "%s", name);
+    return 0;
+}
+
+static void shm_write(rsm_seg_t *seg, size_t off, size_t len)
+{
+    /* direct: the caller's stores were the write */
+}
+
+static void shm_barrier(rsm_seg_t *seg)
+{
+    atomic_thread_fence(memory_order_release);
+}
+
+static void shm_unlink_name(rsm_seg_t *seg)
+{
+    if (seg->exported && seg->named) {
+        shm_unlink(seg->name);
+        seg->named = false;
+    }
+}
+
+static void shm_release(rsm_seg_t *seg)
+{
+    shm_unlink_name(seg);
+    if (seg->base != NULL) {
+        munmap(seg->base, seg->size);
+        seg->base = NULL;
+    }
+}
+
+const rsm_seg_ops_t rsm_seg_shm_ops = {
+    .transport = "shm",
+    .seg_export = shm_export,
+    .seg_import = shm_import,
+    .seg_write = shm_write,
+    .seg_barrier = shm_barrier,
+    .seg_signal = NULL,
+    .seg_unlink = shm_unlink_name,
+    .seg_release = shm_release,
+};
