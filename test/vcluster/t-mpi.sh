@@ -8,8 +8,7 @@
 . "$TOP_SRCDIR/test/vcluster/vclib.sh"
 vc_require
 vc_setup tmpi
-LOG=$(mktemp -d /tmp/xbvc-tmpi.XXXXXX)
-trap 'rm -rf "$LOG"; vc_cleanup' EXIT
+VC_TMP=$(mktemp -d /tmp/xbvc-tmpi.XXXXXX); LOG=$VC_TMP
 
 vc create pair --links 2 --rate 1gbit --force >/dev/null || { not_ok "create pair"; tap_done; exit; }
 

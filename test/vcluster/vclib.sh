@@ -12,7 +12,7 @@ vc_require() {
     done
 }
 
-# vc_setup NAME: use cluster NAME for this test and remove it on any exit.
+# vc_setup NAME: use cluster NAME for this test and remove it (and $VC_TMP) on any exit.
 vc_setup() {
     export XBVC_NAME=$1
     "$VC" destroy >/dev/null 2>&1
@@ -21,7 +21,8 @@ vc_setup() {
 }
 
 vc_cleanup() {
-    local rc=$?
+    local rc=$?     # first: the test's own status is what the trap exits with
+    [ -n "${VC_TMP:-}" ] && rm -rf "$VC_TMP"
     timeout 60 "$VC" destroy >/dev/null 2>&1 || echo "# destroy of $XBVC_NAME failed"
     exit $rc
 }
