@@ -27,16 +27,19 @@ import time
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("TOP_BUILDDIR", os.path.join(TOP, "build"))
 
-# benchmark -> program, default sizes, metrics (name, unit, True when higher is better)
+# benchmark -> program, default sizes, metrics (JSON key, label, unit, True when higher is better)
 BENCHES = {
-    "latency":  ("xb-latency",  "0:4M", [("latency_us", "us", False)]),
-    "bw":       ("xb-bw",       "1:4M", [("mbps", "MB/s", True)]),
-    "bibw":     ("xb-bibw",     "1:4M", [("mbps", "MB/s", True)]),
-    "mbw_mr":   ("xb-mbw-mr",   "1:4M", [("mbps", "MB/s", True), ("msg_per_s", "msg/s", True)]),
-    "halo3d":   ("xb-halo3d",   "8:1M", [("all_us", "us", False), ("phased_us", "us", False)]),
-    "ring":     ("xb-ring",     "8:1M", [("natural_us", "us", False), ("random_us", "us", False),
-                                         ("random_mbps", "MB/s", True)]),
-    "alltoall": ("xb-alltoall", "1:1M", [("latency_us", "us", False)]),
+    "latency":  ("xb-latency",  "0:4M", [("latency_us", "latency", "us", False)]),
+    "bw":       ("xb-bw",       "1:4M", [("mbps", "bandwidth", "MB/s", True)]),
+    "bibw":     ("xb-bibw",     "1:4M", [("mbps", "bi-directional bandwidth", "MB/s", True)]),
+    "mbw_mr":   ("xb-mbw-mr",   "1:4M", [("mbps", "aggregate bandwidth", "MB/s", True),
+                                         ("msg_per_s", "message rate", "msg/s", True)]),
+    "halo3d":   ("xb-halo3d",   "8:1M", [("all_us", "6 directions at once", "us", False),
+                                         ("phased_us", "+xyz then -xyz", "us", False)]),
+    "ring":     ("xb-ring",     "8:1M", [("natural_us", "natural ring", "us", False),
+                                         ("random_us", "random ring", "us", False),
+                                         ("random_mbps", "random ring bandwidth/rank", "MB/s", True)]),
+    "alltoall": ("xb-alltoall", "1:1M", [("latency_us", "alltoall time", "us", False)]),
 }
 
 
@@ -143,7 +146,7 @@ def main():
                     continue
                 per_size = samples.setdefault((b, n), {})
                 for r in rows:
-                    for m, _, _ in metrics:
+                    for m, _, _, _ in metrics:
                         per_size.setdefault(r["size"], {}).setdefault(m, []).append(r[m])
             order = order[1:] + order[:1]  # rotate, so no transport always runs first
     elapsed = time.monotonic() - t_start
@@ -152,14 +155,14 @@ def main():
     report = []
     medians = {}
     for b in benches:
-        for m, unit, higher in BENCHES[b][2]:
+        for m, label, unit, higher in BENCHES[b][2]:
             shown = [n for n in names if (b, n) in samples]
             if not shown:
                 continue
             sizes = sorted({s for n in shown for s in samples[(b, n)]})
             ratio_of = [n for n in shown if n != args.baseline] if args.baseline in shown else []
             report.append("")
-            report.append(f"{b}: {m} [{unit}], median of {args.repeats}; "
+            report.append(f"{b}: {label} [{unit}], median of {args.repeats}; "
                           f"{'higher' if higher else 'lower'} is better"
                           + (f"; ratio = transport / {args.baseline}" if ratio_of else ""))
             head = f"{'size(B)':>9}" + "".join(f"{n:>11}" for n in shown) \
@@ -203,7 +206,7 @@ def plot(medians, out_dir, args):
     for b, per_metric in medians.items():
         metrics = BENCHES[b][2]
         fig, axes = plt.subplots(1, len(metrics), figsize=(6.5 * len(metrics), 4.5), squeeze=False)
-        for ax, (m, unit, higher) in zip(axes[0], metrics):
+        for ax, (m, label, unit, higher) in zip(axes[0], metrics):
             for n, series in per_metric.get(m, {}).items():
                 pts = sorted((s, v) for s, v in series.items() if v is not None)
                 xs = [max(s, 0.5) for s, _ in pts]  # size 0 plotted at 0.5 on the log axis
@@ -212,8 +215,8 @@ def plot(medians, out_dir, args):
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.set_xlabel("message size (bytes; 0 B plotted at 0.5)")
-            ax.set_ylabel(f"{m} [{unit}] ({'higher' if higher else 'lower'} is better)")
-            ax.set_title(f"{b}: {m}, {args.np} ranks, median of {args.repeats}")
+            ax.set_ylabel(f"{label} [{unit}] ({'higher' if higher else 'lower'} is better)")
+            ax.set_title(f"{BENCHES[b][0]}: {label}, {args.np} ranks, median of {args.repeats}")
             ax.grid(True, which="both", alpha=0.3)
             ax.legend()
         fig.tight_layout()
