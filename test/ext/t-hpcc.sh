@@ -7,9 +7,7 @@
 command -v hpcc >/dev/null || { not_ok "hpcc installed (contrib/setup installs Debian's hpcc)"; tap_done; exit; }
 work=$(mktemp -d /tmp/xb-hpcc.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-# Debian's example input with a small problem (N=400, NB=40) on a 1 x 2 grid
-sed -e 's/^1000 .*Ns/400          Ns/' -e 's/^80 .*NBs/40           NBs/' \
-    -e '0,/^2 .*Ps/s//1            Ps/' /usr/share/doc/hpcc/examples/_hpccinf.txt > "$work/hpccinf.txt"
+cp "$TOP_SRCDIR/test/ext/hpccinf.txt" "$work/hpccinf.txt"   # N=400, NB=40, 1 x 2 grid
 while IFS=$'\t' read -r name targs; do
     rm -f "$work/hpccoutf.txt"
     out=$(cd "$work" && mpirun_np 2 600 "$targs" -- hpcc 2>&1); rc=$?
