@@ -16,6 +16,16 @@ skip()    { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1 # SKIP ${2:-}"; }
 check()   { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
 tap_done() { echo "1..$tap_n"; [ "$tap_failed" -eq 0 ]; }
 diag()    { sed 's/^/# /'; }
+# relay_tap PREFIX: re-number the TAP lines of a program's output (stdin) into this script's sequence
+relay_tap() {
+    local line
+    while IFS= read -r line; do
+        case "$line" in
+            "ok "*)     ok "$1${line#ok * - }";;
+            "not ok "*) not_ok "$1${line#not ok * - }";;
+        esac
+    done
+}
 
 # Transports for USE ("test" or "bench"): prints "name<TAB>args" lines from contrib/transports.conf.
 transports() {

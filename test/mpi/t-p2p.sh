@@ -7,13 +7,7 @@ prog=$TOP_BUILDDIR/test/mpi/mpi_p2p
 while IFS=$'\t' read -r name targs; do
     for np in 1 2 3 4; do
         out=$(mpirun_np "$np" 300 "$targs" -- "$prog" 2>&1); rc=$?
-        # re-number the program's TAP lines into this script's sequence
-        while read -r line; do
-            case "$line" in
-                "ok "*)     ok "$name: ${line#ok * - }";;
-                "not ok "*) not_ok "$name: ${line#not ok * - }";;
-            esac
-        done <<< "$(grep -E '^(not )?ok ' <<< "$out")"
+        relay_tap "$name: " <<< "$out"
         [ "$rc" -eq 0 ] || { not_ok "$name: np $np: mpirun exited $rc"; echo "$out" | tail -20 | diag; }
     done
 done < <(transports test)
