@@ -36,6 +36,19 @@ measure "200mbit mtu 1500 n0->n1" 200000000 n0 n1 eth0 198.18.0.2
 vc create xbar --dims 3 --rate 1gbit --force >/dev/null
 measure "1gbit through the switch n0->n1" 1000000000 n0 n1 eth0 198.18.0.2
 
+# many-to-one: n1 and n2 both send to n0; the switch port towards n0 drains at 1 Gbit/s,
+# so its bounded buffer overflows (drops counted by its tbf) and n0 receives one link's worth
+drops() { tc -n "xbvc-$XBVC_NAME-sw" -j -s qdisc show dev s0n0 | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['drops'])"; }
+d0=$(drops)
+"$VC" exec n0 -- iperf3 -s -D -1 -p 5902; sleep 0.3
+timeout 30 "$VC" exec n2 -- iperf3 -c 198.18.0.1 -p 5902 -t 5 >/dev/null 2>&1 &
+r=$(wire_rate n1 n0 eth0 198.18.0.1 3)
+wait
+d1=$(drops)
+echo "# two senders into one switch port: $r bit/s arrive, switch port dropped $((d1 - d0)) frames"
+check "many-to-one: n0 receives one link's rate ($r bit/s within 10% of 1 Gbit/s)" within "$r" 1000000000 0.10
+check "many-to-one: the switch port's bounded buffer overflowed ($((d1 - d0)) drops)" [ $((d1 - d0)) -gt 0 ]
+
 check "destroy" bash -c "$VC destroy >/dev/null"
 vc_assert_clean
 tap_done
