@@ -23,5 +23,26 @@ btl_rsm_mca_btl_rsm_la_LIBADD = common/libxbtl_common.la $(OPAL_LIBS)
 ompihelp_DATA += btl_rsm/help-btl-rsm.txt
 EXTRA_DIST += btl_rsm/help-btl-rsm.txt test/fuzz test/rsm
 
+# Unit tests of the protocol core (TAP, run by test/run).
+check_PROGRAMS += test/unit/t_rsm_postbox test/unit/t_rsm_pool test/unit/t_rsm_seg
+test_unit_t_rsm_postbox_SOURCES = test/unit/t_rsm_postbox.c btl_rsm/rsm_postbox.c
+test_unit_t_rsm_postbox_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/unit
+test_unit_t_rsm_postbox_LDADD =
+test_unit_t_rsm_pool_SOURCES = test/unit/t_rsm_pool.c btl_rsm/rsm_pool.c btl_rsm/rsm_postbox.c
+test_unit_t_rsm_pool_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/unit
+test_unit_t_rsm_pool_LDADD =
+test_unit_t_rsm_seg_SOURCES = test/unit/t_rsm_seg.c btl_rsm/rsm_seg_shm.c
+test_unit_t_rsm_seg_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/unit
+test_unit_t_rsm_seg_LDADD = -lrt
+
+# MPI programs the rsm test scripts (test/rsm/t-*.sh) launch.
+check_PROGRAMS += test/rsm/rsm_soak test/rsm/rsm_abort
+test_rsm_rsm_soak_SOURCES = test/rsm/rsm_soak.c
+test_rsm_rsm_soak_CPPFLAGS = $(MPI_CFLAGS)
+test_rsm_rsm_soak_LDADD = $(MPI_LIBS)
+test_rsm_rsm_abort_SOURCES = test/rsm/rsm_abort.c
+test_rsm_rsm_abort_CPPFLAGS = $(MPI_CFLAGS)
+test_rsm_rsm_abort_LDADD = $(MPI_LIBS)
+
 # The libFuzzer target for the postbox parser is built by clang from its test
 # script (test/fuzz/t-rsm-fuzz.sh), since the project's CC may be gcc.

@@ -1,0 +1,49 @@
+#!/bin/bash
+# Memory per host grows with the number of senders, not with the square of the
+# job.  With N ranks on a host, Q postboxes per queue, stripes S and pool P:
+#   control segment per rank  C = page(128 + r64(N) + N * r64(Q))
+#   area per sender           A = page(N * Q * 64) + S * floor-to-blocks(P / S)
+#   host total                M = N * C + (senders) * A
+# Each rank here sends to every other, so senders = N.  The test measures the
+# bytes of this job's files in /dev/shm (apparent size and pages actually
+# touched) at 2, 4, 8 and 16 ranks and checks them against the formula.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/rsm_lib.sh"
+prog=$TOP_BUILDDIR/test/rsm/rsm_abort
+[ -x "$prog" ] || { echo "# $prog not built"; exit 1; }
+Q=64; P=$((4 * 1024 * 1024)); S=1; SB=2048; LB=4096
+page() { echo $(( ($1 + 4095) / 4096 * 4096 )); }
+r64() { echo $(( ($1 + 63) / 64 * 64 )); }
+pool_bytes() {   # what rsm_layout_init keeps of P per stripe: 1/8 small blocks, the rest large
+    local per=$((P / S)); local small=$(( per / 8 / SB * SB )); local large=$(( (per - small) / LB * LB ))
+    echo $((small + large))
+}
+work=$(mktemp -d); trap 'touch "$work/go"; rm -rf "$work"' EXIT
+echo "# ranks  measured(B)  formula(B)  touched(B)  per-rank(B)"
+for np in 2 4 8 16; do
+    rm -f "$work/go"
+    mpirun_np "$np" 300 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_postboxes $Q --mca btl_rsm_pool_size $P" \
+        -- "$prog" hold "$work/go" >"$work/log" 2>&1 &
+    pid=$!
+    for _ in $(seq 600); do grep -q "connected $np ranks" "$work/log" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    sleep 0.5
+    files=$(rsm_leftovers "$work/log" | sed 's|^|/dev/shm/|')
+    measured=0; touched=0
+    if [ -n "$files" ]; then
+        measured=$(stat -c %s $files | awk '{s += $1} END {print s + 0}')
+        touched=$(du -B1 -c $files | tail -1 | awk '{print $1}')
+    fi
+    touch "$work/go"; wait "$pid"; rc=$?
+    C=$(page $((128 + $(r64 $np) + np * $(r64 $Q))))
+    A=$(( $(page $((np * Q * 64))) + S * $(pool_bytes) ))
+    formula=$(( np * C + np * A ))
+    echo "# $np  $measured  $formula  $touched  $((measured / np))"
+    check "np $np: /dev/shm holds $measured B = N*C + N*A = $formula B (job rc $rc)" \
+        [ "$rc" -eq 0 ] && [ "$measured" -eq "$formula" ]
+    eval "m$np=$measured"
+done
+# linear in senders: per-rank bytes grow only by the N*Q*64 queue term (4 KiB per extra rank)
+per2=$((m2 / 2)); per16=$((m16 / 16))
+check "per-rank bytes at 16 ranks ($per16) exceed those at 2 ($per2) only by the queue term" \
+    [ $((per16 - per2)) -le $((14 * Q * 64 + 4096)) ]
+tap_done
