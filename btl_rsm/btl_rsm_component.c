@@ -99,7 +99,7 @@ static int rsm_component_register(void)
      * exclusivity, flags... registered by the base with these defaults */
     mca_btl_base_module_t *m = &mca_btl_rsm;
     m->btl_exclusivity = MCA_BTL_EXCLUSIVITY_HIGH;
-    m->btl_eager_limit = 4 * 1024;
+    m->btl_eager_limit = 16 * 1024;   /* two copies in parallel on two cores beat a rendezvous here */
     m->btl_rndv_eager_limit = 4 * 1024;
     m->btl_max_send_size = c->pipeline_size;
     m->btl_rdma_pipeline_send_length = m->btl_eager_limit;
@@ -256,11 +256,15 @@ static int rsm_component_progress(void)
         return 0;
     }
     c->in_progress = true;
-    int accepted = rsm_accept_connections();
-    if (OPAL_UNLIKELY(accepted < 0)) {
-        rsm_fatal(NULL, "btl rsm: a connection could not be accepted");
-    } else {
-        count += accepted;
+    rsm_ctl_t *ctl = c->ctl.base;
+    if (OPAL_UNLIKELY(atomic_load_explicit(&ctl->connect_gen, memory_order_relaxed) != c->seen_gen
+                      || c->accept_pending)) {
+        int accepted = rsm_accept_connections();
+        if (OPAL_UNLIKELY(accepted < 0)) {
+            rsm_fatal(NULL, "btl rsm: a connection could not be accepted");
+        } else {
+            count += accepted;
+        }
     }
     for (uint32_t i = 0; i < c->n_inbound; i++) {
         count += rsm_poll_endpoint(c->inbound[i], c->poll_budget);

@@ -54,7 +54,18 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
     rsm_postbox_t snap;
 
     while (delivered < budget && rsm_pb_take(&ep->in_queue[ep->head & mask], ep->head, &snap)) {
-        rsm_pb_result_t r = rsm_assembler_feed(&ep->assembler, &c->layout, &snap);
+        rsm_pb_result_t r;
+        if (OPAL_LIKELY(snap.kind == (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST)
+                        && snap.nbytes <= RSM_PB_DATA && !ep->assembler.active)) {
+            /* the latency path, a one-postbox message: the checks of the parser, inline */
+            ep->assembler.type = RSM_PB_INLINE;
+            ep->assembler.tag = snap.tag;
+            ep->assembler.single = snap.u.data;
+            ep->assembler.total = snap.nbytes;
+            r = RSM_PB_DONE;
+        } else {
+            r = rsm_assembler_feed(&ep->assembler, &c->layout, &snap);
+        }
         if (r == RSM_PB_MORE) {
             ep->head++;
             continue;
