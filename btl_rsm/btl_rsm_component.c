@@ -175,6 +175,13 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
         max_msg = m->btl_rndv_eager_limit;
     }
     max_msg = rsm_round64(max_msg);
+    /* an inline message may use at most half a queue: a short queue lowers the limit */
+    unsigned int inline_cap = c->postboxes / 2 * RSM_PB_DATA;
+    if (c->postboxes >= 4 && c->inline_max > inline_cap) {
+        RSM_VERBOSE(1, "inline limit lowered from %u to %u bytes to fit %u-postbox queues",
+                    c->inline_max, inline_cap, c->postboxes);
+        c->inline_max = inline_cap;
+    }
     if (rsm_layout_init(&c->layout, c->nlocal, c->postboxes, c->stripes, c->pool_size,
                         c->small_block, c->large_block, c->inline_max, (uint32_t) max_msg, &why)
         != 0) {
