@@ -58,6 +58,19 @@ static void shm_place(void *addr, size_t size, int numa_node)
 #endif
 }
 
+/* A mapping made: fill in the handle (an exporter owns the name). */
+static int shm_mapped(rsm_seg_t *seg, void *base, size_t size, const char *name, bool exported)
+{
+    seg->ops = &rsm_seg_shm_ops;
+    seg->base = base;
+    seg->size = size;
+    seg->direct = true;
+    seg->exported = exported;
+    seg->named = exported;
+    snprintf(seg->name, sizeof(seg->name), "%s", name);
+    return 0;
+}
+
 static int shm_export(rsm_seg_t *seg, const char *name, size_t size, int numa_node)
 {
     if (strlen(name) >= RSM_SEG_NAME_MAX || name[0] != '/' || size == 0) {
@@ -83,14 +96,7 @@ static int shm_export(rsm_seg_t *seg, const char *name, size_t size, int numa_no
         return rc;
     }
     shm_place(base, size, numa_node);
-    seg->ops = &rsm_seg_shm_ops;
-    seg->base = base;
-    seg->size = size;
-    seg->direct = true;
-    seg->exported = true;
-    seg->named = true;
-    snprintf(seg->name, sizeof(seg->name), "%s", name);
-    return 0;
+    return shm_mapped(seg, base, size, name, true);
 }
 
 static int shm_import(rsm_seg_t *seg, const char *name, size_t size)
@@ -120,14 +126,7 @@ static int shm_import(rsm_seg_t *seg, const char *name, size_t size)
     if (rc != 0) {
         return rc;
     }
-    seg->ops = &rsm_seg_shm_ops;
-    seg->base = base;
-    seg->size = size;
-    seg->direct = true;
-    seg->exported = false;
-    seg->named = false;
-    snprintf(seg->name, sizeof(seg->name), "%s", name);
-    return 0;
+    return shm_mapped(seg, base, size, name, false);
 }
 
 static void shm_write(rsm_seg_t *seg, size_t off, size_t len)
