@@ -116,6 +116,7 @@ struct mca_btl_base_endpoint_t {
     rsm_seg_t in_seg[RSM_MAX_STRIPES];
     rsm_postbox_t *in_queue;
     uint32_t head, unacked;         /* next seq to read; oldest not yet acked */
+    uint32_t in_mask;               /* postboxes per queue - 1 */
     _Atomic uint8_t *in_acks;       /* our acks for it: a row of ITS control segment */
     rsm_assembler_t assembler;
 };
@@ -191,6 +192,17 @@ int rsm_send_pending(mca_btl_base_endpoint_t *ep);
 
 /* btl_rsm_recv.c */
 int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget);
+
+/* Polling an empty queue is the common case: one load, no call. */
+static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
+{
+    const rsm_postbox_t *slot = &ep->in_queue[ep->head & ep->in_mask];
+    if (atomic_load_explicit((_Atomic uint32_t *) &slot->flag, memory_order_relaxed)
+        != ep->head + 1) {
+        return 0;
+    }
+    return rsm_poll_endpoint(ep, budget);
+}
 
 #define RSM_LOCK() OPAL_THREAD_LOCK(&mca_btl_rsm_component.lock)
 #define RSM_UNLOCK() OPAL_THREAD_UNLOCK(&mca_btl_rsm_component.lock)

@@ -274,7 +274,7 @@ static int rsm_component_progress(void)
         }
     }
     for (uint32_t i = 0; i < c->n_inbound; i++) {
-        count += rsm_poll_endpoint(c->inbound[i], c->poll_budget);
+        count += rsm_poll(c->inbound[i], c->poll_budget);
     }
     if (c->outbound_busy > 0) {
         for (uint32_t i = 0; i < c->n_outbound; i++) {

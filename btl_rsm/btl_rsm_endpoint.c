@@ -175,6 +175,7 @@ static int accept_one(mca_btl_base_endpoint_t *ep)
     ep->in_queue = rsm_layout_queue(lay, ep->in_seg[0].base, c->my_local_rank);
     ep->in_acks = rsm_ctl_ack_row(lay, ep->peer_ctl.base, c->my_local_rank);
     ep->head = ep->unacked = 0;
+    ep->in_mask = lay->queue_len - 1;
     ep->in_connected = true;
     RSM_VERBOSE(10, "accepted a connection from local rank %u", ep->local_rank);
     return OPAL_SUCCESS;
