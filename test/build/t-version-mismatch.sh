@@ -16,9 +16,9 @@ build_for() { # VERSION: a component whose config header claims that release
         "$TOP_SRCDIR/test/build/xbcheck_component.c" "$TOP_SRCDIR/common/xbtl_compat.c" \
         "$TOP_SRCDIR/common/xbtl_version.c" $(pkg-config --libs opal)
 }
-run_with() { # DIR: a 1-rank job asking for the component in DIR
-    timeout 60 mpirun -np 1 --mca mca_base_component_path "$1:$libdir/openmpi3:$libdir/openmpi" \
-        --mca pml ob1 --mca btl self,xbcheck "$TOP_BUILDDIR/test/mpi/mpi_p2p" -M 64 < /dev/null 2>&1
+run_with() { # DIR [NP]: a job asking for the component in DIR
+    timeout 60 mpirun -np "${2:-1}" --bind-to none --mca mca_base_component_path "$1:$libdir/openmpi3:$libdir/openmpi" \
+        --mca pml ob1 --mca btl self,vader,xbcheck "$TOP_BUILDDIR/test/mpi/mpi_p2p" -M 64 < /dev/null 2>&1
 }
 check "a test component builds for a claimed release 4.0.9" build_for 4.0.9
 out=$(run_with "$tmp/4.0.9"); rc=$?
@@ -26,6 +26,8 @@ grep -q "was built against Open MPI 4.0.9, but this" <<< "$out" && grep -q "runn
 check "opening it prints the readable mismatch message naming 4.0.9 and $running" [ $? -eq 0 ]
 echo "$out" | head -12 | diag
 check "the job still runs (exit $rc) without the refused component" [ "$rc" -eq 0 ]
+n=$(run_with "$tmp/4.0.9" 2 | grep -c "was built against Open MPI 4.0.9")
+check "with 2 ranks on one node the message appears once, not per rank ($n)" [ "$n" -eq 1 ]
 check "a test component builds for the running release $running" build_for "$running"
 out=$(run_with "$tmp/$running")
 check "built for the running release, it opens without a mismatch message" \
