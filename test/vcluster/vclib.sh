@@ -16,6 +16,7 @@ vc_require() {
 vc_setup() {
     export XBVC_NAME=$1
     "$VC" destroy >/dev/null 2>&1
+    VC_HOST_BEFORE=$(vc_host_net)
     trap 'vc_cleanup' EXIT
     trap 'exit 130' INT TERM HUP
 }
@@ -64,15 +65,26 @@ print(int((b1 - b0) * 8 / (t1 - t0)))' "$ifn" "$secs"
 # within VALUE WANT FRACTION: is |VALUE - WANT| <= FRACTION * WANT ?
 within() { python3 -c "import sys; sys.exit(0 if abs($1 - $2) <= $3 * $2 else 1)"; }
 
-# leftovers: nothing of this test's cluster (or of any bridge to it) may remain.
+# What the tool could leak into the initial namespace if it went wrong: veths, bridges,
+# shaping/filter qdiscs, nftables tables (one per line, sorted).
+vc_host_net() {
+    {
+        { ip -o link show type veth; ip -o link show type bridge; } | awk '{print "link", $2}'
+        tc qdisc show | grep -E '^qdisc (tbf|clsact|ingress)' | awk '{print "qdisc", $2, $5}'
+        nft list tables | sed 's/^/nft /'
+    } 2>/dev/null | sort
+}
+
+# leftovers: nothing of this test's cluster may remain, and the initial namespace has
+# no veth, bridge, tbf/clsact qdisc or nftables table it did not have before the test.
 vc_assert_clean() {
-    local bad=""
+    local bad="" new
     ip -j netns list | grep -q "\"xbvc-$XBVC_NAME-" && bad="$bad namespaces"
     [ -e "/run/xbvc/$XBVC_NAME" ] && bad="$bad state-dir"
-    # every veth, bridge and qdisc lives in our namespaces; none may show up here
-    ip -o link show | grep -q -e 'xbvc' -e '02:58:56:' && bad="$bad links-in-init-ns"
-    tc qdisc show | grep -q -e 'xbvc' && bad="$bad qdisc"
+    new=$(comm -13 <(echo "$VC_HOST_BEFORE") <(vc_host_net))
+    [ -n "$new" ] && { bad="$bad initial-namespace:"; echo "$new" | diag; }
+    ip -o link show | grep -q '02:58:56:' && bad="$bad our-MAC-in-initial-namespace"
     ps -eo args | grep -v grep | grep -q "^socat .*xbvc/$XBVC_NAME/" && bad="$bad socat"
-    if [ -z "$bad" ]; then ok "nothing of cluster $XBVC_NAME left (namespaces, veth, bridges, qdiscs, socat, state)"
+    if [ -z "$bad" ]; then ok "nothing of cluster $XBVC_NAME left (namespaces, veth, bridges, qdiscs, nft, socat, state)"
     else not_ok "left behind:$bad"; fi
 }
