@@ -50,6 +50,26 @@ check "create with another layout without --force is refused" bash -c "! $VC cre
 ns_before=$(ip netns list | grep -c "xbvc-$XBVC_NAME-")
 check "a damaged cluster is rebuilt by create" bash -c \
     "ip netns del xbvc-$XBVC_NAME-n3 && $VC create nbr6 >/dev/null 2>&1 && [ \$(ip netns list | grep -c xbvc-$XBVC_NAME-) = $ns_before ]"
+# interrupted in the middle of building: the half-built cluster is removed
+quiet vc destroy
+"$VC" create xbar --dims 6x6 >/dev/null 2>&1 &
+cpid=$!
+sleep 0.6
+kill -TERM $cpid; wait $cpid; rc=$?
+if [ "$rc" = 0 ]; then
+    skip "SIGTERM during create" "create finished within 0.6 s"
+else
+    check "SIGTERM during create (status $rc): nothing of the half-built cluster remains" \
+        bash -c "! ip netns list | grep -q xbvc-$XBVC_NAME- && [ ! -e /run/xbvc/$XBVC_NAME ]"
+fi
+
+# a test killed half-way still removes its cluster (the EXIT trap of vclib.sh)
+bash -c ". '$TOP_SRCDIR/test/lib.sh'; . '$TOP_SRCDIR/test/vcluster/vclib.sh'; vc_setup ttrap
+         \"\$VC\" create pair >/dev/null; kill -TERM \$\$; sleep 30" >/dev/null 2>&1
+check "a test killed by SIGTERM leaves no namespace of its cluster" \
+    bash -c "! ip netns list | grep -q xbvc-ttrap- && [ ! -e /run/xbvc/ttrap ]"
+
+vc create nbr6 >/dev/null
 check "destroy" quiet vc destroy
 check "destroy again is a no-op" bash -c "$VC destroy | grep -q 'nothing to destroy'"
 check "status of no cluster says so" bash -c "$VC status | grep -q 'no cluster'"
