@@ -56,7 +56,7 @@ static int rsm_component_register(void)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
 
-    c->postboxes = 64;
+    c->postboxes = 128;
     reg("postboxes", "Postboxes (64 bytes each) in each queue, one queue per (sender, receiver); "
         "a power of two.  Bounds how many messages a sender may have unacknowledged per receiver",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->postboxes, OPAL_INFO_LVL_5);
@@ -70,9 +70,10 @@ static int rsm_component_register(void)
     c->large_block = 4096;
     reg("large_block", "Large block size (bytes, power of two): longer messages take a run of "
         "large blocks", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->large_block, OPAL_INFO_LVL_6);
-    c->inline_max = 512;
+    c->inline_max = 1088;
     reg("inline_max", "Short-message limit: messages up to this many bytes (ob1 header included) "
-        "travel inside postboxes, 56 bytes per postbox, without a barrier",
+        "travel inside a group of postboxes (56 bytes in the first, 64 in each next), without a "
+        "barrier, and are handed up in place",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->inline_max, OPAL_INFO_LVL_5);
     c->pipeline_size = 32 * 1024;
     reg("pipeline_size", "Fragment size of the pipelined two-copy path: each fragment is one run "
@@ -175,8 +176,13 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
         max_msg = m->btl_rndv_eager_limit;
     }
     max_msg = rsm_round64(max_msg);
-    /* an inline message may use at most half a queue: a short queue lowers the limit */
-    unsigned int inline_cap = c->postboxes / 2 * RSM_PB_DATA;
+    /* an inline group, plus the postbox kept in reserve, may use at most half a
+     * queue: a short queue lowers the limit */
+    unsigned int inline_cap = c->postboxes >= 4
+                                  ? RSM_PB_DATA + (c->postboxes / 2 - 2) * RSM_POSTBOX_SIZE : 0;
+    if (inline_cap > 0xffff) {
+        inline_cap = 0xffff;
+    }
     if (c->postboxes >= 4 && c->inline_max > inline_cap) {
         RSM_VERBOSE(1, "inline limit lowered from %u to %u bytes to fit %u-postbox queues",
                     c->inline_max, inline_cap, c->postboxes);
@@ -201,9 +207,8 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
         return NULL;
     }
     ((rsm_ctl_t *) c->ctl.base)->magic = RSM_CTL_MAGIC;
-    c->scratch = malloc(c->inline_max + RSM_PB_DATA);
     c->by_local_rank = calloc(c->nlocal, sizeof(*c->by_local_rank));
-    if (c->scratch == NULL || c->by_local_rank == NULL) {
+    if (c->by_local_rank == NULL) {
         c->ctl.ops->seg_release(&c->ctl);
         return NULL;
     }

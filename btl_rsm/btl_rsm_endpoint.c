@@ -166,10 +166,7 @@ static int accept_one(mca_btl_base_endpoint_t *ep)
             return OPAL_ERROR;
         }
     }
-    ep->assembler.staging_cap = lay->max_inline + RSM_PB_DATA;
-    ep->assembler.staging = malloc(ep->assembler.staging_cap);
-    if (ep->assembler.staging == NULL
-        || list_add(&c->inbound, &c->n_inbound, ep) != OPAL_SUCCESS) {
+    if (list_add(&c->inbound, &c->n_inbound, ep) != OPAL_SUCCESS) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     ep->in_queue = rsm_layout_queue(lay, ep->in_seg[0].base, c->my_local_rank);
@@ -216,11 +213,12 @@ int rsm_accept_connections(void)
 
 void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep)
 {
-    const uint32_t qlen = mca_btl_rsm_component.layout.queue_len, mask = qlen - 1;
+    const uint32_t mask = mca_btl_rsm_component.layout.queue_len - 1;
+    const uint32_t shift = mca_btl_rsm_component.layout.queue_shift;
     while (ep->reclaimed != ep->tail) {
         uint32_t i = ep->reclaimed & mask;
         if (atomic_load_explicit(&ep->out_acks[i], memory_order_acquire)
-            != rsm_lap_tag(ep->reclaimed, qlen)) {
+            != rsm_lap_tag(ep->reclaimed, shift)) {
             break;
         }
         rsm_slot_t *slot = &ep->slots[i];
@@ -248,9 +246,7 @@ void rsm_endpoint_release(mca_btl_base_endpoint_t *ep)
         rsm_frag_complete(frag, OPAL_ERR_UNREACH);
     }
     free(ep->slots);
-    free(ep->assembler.staging);
     ep->slots = NULL;
-    ep->assembler.staging = NULL;
 }
 
 void rsm_areas_release(void)

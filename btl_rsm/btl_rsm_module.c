@@ -130,11 +130,9 @@ static int rsm_finalize(mca_btl_base_module_t *btl)
     free(c->by_local_rank);
     free(c->inbound);
     free(c->outbound);
-    free(c->scratch);
     c->by_local_rank = NULL;
     c->inbound = c->outbound = NULL;
     c->n_inbound = c->n_outbound = 0;
-    c->scratch = NULL;
     if (c->dropped > 0) {
         RSM_VERBOSE(1, "%" PRIu64 " malformed postboxes were dropped", c->dropped);
     }

@@ -7,77 +7,105 @@
  */
 #include "btl_rsm.h"
 
-static void ack_through(mca_btl_base_endpoint_t *ep, uint32_t last)
+static inline bool deliver_inline(uint8_t tag, void *data, uint32_t len)
 {
-    const uint32_t qlen = mca_btl_rsm_component.layout.queue_len, mask = qlen - 1;
-    for (uint32_t seq = ep->unacked; seq != last + 1; seq++) {
-        /* release: our reads of the message are done before the sender reuses it */
-        atomic_store_explicit(&ep->in_acks[seq & mask], rsm_lap_tag(seq, qlen),
-                              memory_order_release);
+    if (OPAL_UNLIKELY(tag >= MCA_BTL_TAG_MAX)) {
+        return false;
     }
-    ep->unacked = last + 1;
+    mca_btl_active_message_callback_t *reg = &mca_btl_base_active_message_trigger[tag];
+    if (OPAL_UNLIKELY(reg->cbfunc == NULL)) {
+        return false;
+    }
+    mca_btl_base_segment_t seg = {.seg_addr.pval = data, .seg_len = len};
+    mca_btl_base_descriptor_t des = {.des_segments = &seg, .des_segment_count = 1};
+    reg->cbfunc(&mca_btl_rsm, tag, &des, reg->cbdata);
+    return true;
 }
 
-static bool deliver(mca_btl_base_endpoint_t *ep)
+static bool deliver_runs(mca_btl_base_endpoint_t *ep)
 {
     const rsm_assembler_t *a = &ep->assembler;
     const rsm_layout_t *lay = &mca_btl_rsm_component.layout;
     mca_btl_base_segment_t segs[RSM_MSG_MAX_RUNS];
-    mca_btl_base_descriptor_t des = {.des_segments = segs, .des_segment_count = 1};
+    mca_btl_base_descriptor_t des = {.des_segments = segs, .des_segment_count = a->nruns};
     uint8_t tag = a->tag;
 
     if (tag >= MCA_BTL_TAG_MAX || mca_btl_base_active_message_trigger[tag].cbfunc == NULL) {
         return false;
     }
-    if (a->type == RSM_PB_INLINE) {
-        segs[0].seg_addr.pval = (void *) (a->single != NULL ? a->single : a->staging);
-        segs[0].seg_len = a->total;
-    } else {
-        for (uint32_t i = 0; i < a->nruns; i++) {
-            const rsm_run_t *run = &a->runs[i];   /* checked by the parser */
-            segs[i].seg_addr.pval = (char *) ep->in_seg[run->stripe].base
-                                    + rsm_layout_pool_base(lay, run->stripe) + run->offset;
-            segs[i].seg_len = run->len;
-        }
-        des.des_segment_count = a->nruns;
+    for (uint32_t i = 0; i < a->nruns; i++) {
+        const rsm_run_t *run = &a->runs[i];   /* checked by the parser */
+        segs[i].seg_addr.pval = (char *) ep->in_seg[run->stripe].base
+                                + rsm_layout_pool_base(lay, run->stripe) + run->offset;
+        segs[i].seg_len = run->len;
     }
     mca_btl_active_message_callback_t *reg = &mca_btl_base_active_message_trigger[tag];
     reg->cbfunc(&mca_btl_rsm, tag, &des, reg->cbdata);
     return true;
 }
 
+/* Everything but the latency path (rsm_poll in btl_rsm.h): pointer messages,
+ * pads, and whatever the fast path refused, through the parser.  Inline groups
+ * are handed up in place, straight from the queue: the header fields are read
+ * once into locals and checked, the payload is the peer's to change (as it
+ * would be in a pool block), and the postboxes are acked only after the
+ * callback has copied it out. */
 int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
-    const uint32_t mask = c->layout.queue_len - 1;
+    const uint32_t qlen = c->layout.queue_len, mask = qlen - 1;
     unsigned delivered = 0;
-    rsm_postbox_t snap;
 
-    while (delivered < budget && rsm_pb_take(&ep->in_queue[ep->head & mask], ep->head, &snap)) {
-        rsm_pb_result_t r;
-        if (OPAL_LIKELY(snap.kind == (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST)
-                        && snap.nbytes <= RSM_PB_DATA && !ep->assembler.active)) {
-            /* the latency path, a one-postbox message: the checks of the parser, inline */
-            ep->assembler.type = RSM_PB_INLINE;
-            ep->assembler.tag = snap.tag;
-            ep->assembler.single = snap.u.data;
-            ep->assembler.total = snap.nbytes;
-            r = RSM_PB_DONE;
-        } else {
-            r = rsm_assembler_feed(&ep->assembler, &c->layout, &snap);
+    while (delivered < budget) {
+        const uint32_t head = ep->head, index = head & mask;
+        rsm_postbox_t *slot = &ep->in_queue[index];
+        if (atomic_load_explicit(&slot->flag, memory_order_acquire) != head + 1) {
+            break;
         }
+        rsm_pb_hdr_t h = rsm_pb_read_hdr(slot);
+        rsm_postbox_t snap;
+        __builtin_memcpy(&snap, slot, sizeof(snap));
+        snap.nbytes = h.nbytes;     /* the fields as read once above */
+        snap.kind = h.kind;
+        snap.tag = h.tag;
+        rsm_pb_result_t r = rsm_assembler_feed(&ep->assembler, &c->layout, &snap, index);
+        uint32_t n = ep->assembler.postboxes;
         if (r == RSM_PB_MORE) {
-            ep->head++;
+            ep->head = head + 1;
             continue;
         }
-        if (r == RSM_PB_BAD || !deliver(ep)) {
+        if (r == RSM_PB_SKIP) {
+            rsm_ack_through(ep, head + n - 1);
+            ep->head = head + n;
+            continue;
+        }
+        if (r == RSM_PB_DONE) {
+            bool ok = ep->assembler.type == RSM_PB_INLINE
+                          ? deliver_inline(ep->assembler.tag, slot->u.data, ep->assembler.total)
+                          : deliver_runs(ep);
+            if (OPAL_UNLIKELY(!ok)) {
+                goto bad_tag;
+            }
+        } else {
             c->dropped++;
             RSM_VERBOSE(1, "dropped a malformed message from local rank %u (postbox %u, kind 0x%x, "
-                        "%u bytes/runs); %" PRIu64 " dropped so far", ep->local_rank, ep->head,
-                        snap.kind, snap.nbytes, c->dropped);
+                        "%u bytes/runs); %" PRIu64 " dropped so far", ep->local_rank, head,
+                        h.kind, h.nbytes, c->dropped);
         }
-        ack_through(ep, ep->head);
-        ep->head++;
+        rsm_ack_through(ep, head + n - 1);
+        ep->head = head + n;
+        delivered++;
+        continue;
+bad_tag:
+        /* a whole message with no receiver for its tag: dropped, counted, acked */
+        ep->assembler.active = false;
+        c->dropped++;
+        RSM_VERBOSE(1, "dropped a message with unknown tag %u from local rank %u; %" PRIu64
+                    " dropped so far", h.tag, ep->local_rank, c->dropped);
+        n = h.kind == (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST)
+                ? rsm_inline_postboxes(h.nbytes) : 1;
+        rsm_ack_through(ep, head + n - 1);
+        ep->head = head + n;
         delivered++;
     }
     return (int) delivered;

@@ -13,39 +13,50 @@
 #include "btl_rsm.h"
 #include "btl_rsm_frag.h"
 
-static inline uint32_t inline_postboxes(size_t len)
-{
-    return len == 0 ? 1 : (uint32_t) ((len + RSM_PB_DATA - 1) / RSM_PB_DATA);
-}
-
-/* Room for N more postboxes in our queue to EP, collecting acks if need be. */
+/* Room for N more postboxes in our queue to EP, collecting acks if need be.
+ * One more is always kept: the postbox after a message, whose flag we zero. */
 static inline bool queue_room(mca_btl_base_endpoint_t *ep, uint32_t n)
 {
     const uint32_t qlen = mca_btl_rsm_component.layout.queue_len;
-    if (ep->tail - ep->reclaimed + n <= qlen) {
+    if (OPAL_LIKELY(ep->tail - ep->reclaimed + n + 1 <= qlen)) {
         return true;
     }
     rsm_endpoint_reclaim(ep);
-    return ep->tail - ep->reclaimed + n <= qlen;
+    return ep->tail - ep->reclaimed + n + 1 <= qlen;
 }
 
-static void post_inline(mca_btl_base_endpoint_t *ep, uint8_t tag, const uint8_t *data, size_t len)
+/* Reserve an inline group for LEN bytes at the tail and return its head; the
+ * caller writes the payload at head->u.data (contiguous: a group never wraps)
+ * and then calls inline_publish.  A group that would cross the end of the ring
+ * is preceded by a pad postbox that fills the ring to its end.  NULL: no room. */
+static inline rsm_postbox_t *inline_reserve(mca_btl_base_endpoint_t *ep, size_t len)
+{
+    const uint32_t qlen = mca_btl_rsm_component.layout.queue_len, mask = qlen - 1;
+    uint32_t k = rsm_inline_postboxes((uint32_t) len);
+    uint32_t index = ep->tail & mask;
+    if (OPAL_LIKELY(index + k <= qlen)) {
+        return queue_room(ep, k) ? &ep->out_queue[index] : NULL;
+    }
+    uint32_t pad = qlen - index;
+    if (!queue_room(ep, pad + k)) {
+        return NULL;
+    }
+    rsm_pb_clear_next(&ep->out_queue[0]);
+    rsm_pb_publish_hdr(&ep->out_queue[index], 0, RSM_PB_PAD | RSM_PB_FIRST | RSM_PB_LAST, 0,
+                       ep->tail);
+    ep->tail += pad;
+    return &ep->out_queue[0];
+}
+
+static inline void inline_publish(mca_btl_base_endpoint_t *ep, rsm_postbox_t *head, uint8_t tag,
+                                  size_t len)
 {
     const uint32_t mask = mca_btl_rsm_component.layout.queue_len - 1;
-    uint32_t n = inline_postboxes(len);
-    rsm_postbox_t pb;
-    for (uint32_t i = 0; i < n; i++) {
-        size_t chunk = len > RSM_PB_DATA ? RSM_PB_DATA : len;
-        __builtin_memcpy(pb.u.data, data, chunk);
-        pb.nbytes = (uint16_t) chunk;
-        pb.kind = RSM_PB_INLINE | (i == 0 ? RSM_PB_FIRST : 0) | (i == n - 1 ? RSM_PB_LAST : 0);
-        pb.tag = tag;
-        ep->slots[ep->tail & mask].nruns = 0;
-        rsm_pb_publish(&ep->out_queue[ep->tail & mask], &pb, ep->tail);
-        ep->tail++;
-        data += chunk;
-        len -= chunk;
-    }
+    uint32_t k = rsm_inline_postboxes((uint32_t) len);
+    rsm_pb_clear_next(&ep->out_queue[(ep->tail + k) & mask]);
+    rsm_pb_publish_hdr(head, (uint16_t) len, RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST, tag,
+                       ep->tail);
+    ep->tail += k;
 }
 
 static uint32_t pointer_postboxes(const mca_btl_rsm_frag_t *frag)
@@ -81,6 +92,7 @@ static void post_pointer(mca_btl_base_endpoint_t *ep, uint8_t tag, mca_btl_rsm_f
         pb.nbytes = (uint16_t) k;
         pb.kind = RSM_PB_POINTER | (i == 0 ? RSM_PB_FIRST : 0) | (i == n - 1 ? RSM_PB_LAST : 0);
         pb.tag = tag;
+        rsm_pb_clear_next(&ep->out_queue[(ep->tail + 1) & mask]);
         rsm_pb_publish(&ep->out_queue[ep->tail & mask], &pb, ep->tail);
         ep->tail++;
     }
@@ -91,10 +103,12 @@ static bool try_post(mca_btl_base_endpoint_t *ep, mca_btl_rsm_frag_t *frag)
 {
     if (frag->kind == RSM_FRAG_INLINE) {
         size_t len = frag->segments[0].seg_len;
-        if (!queue_room(ep, inline_postboxes(len))) {
+        rsm_postbox_t *head = inline_reserve(ep, len);
+        if (head == NULL) {
             return false;
         }
-        post_inline(ep, frag->tag, frag->data, len);
+        memcpy(head->u.data, frag->data, len);
+        inline_publish(ep, head, frag->tag, len);
     } else {
         if (!queue_room(ep, pointer_postboxes(frag))) {
             return false;
@@ -184,23 +198,31 @@ int rsm_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
     if (OPAL_UNLIKELY(ep->pending_head != NULL)) {
         goto out;
     }
-    if (total <= c->inline_max) {
-        if (!queue_room(ep, inline_postboxes(total))) {
+    if (OPAL_LIKELY(total <= c->inline_max)) {
+        /* header and payload go straight into the group (no staging) */
+        rsm_postbox_t *head = inline_reserve(ep, total);
+        if (head == NULL) {
             goto out;
         }
-        const uint8_t *bytes = header;
+        memcpy(head->u.data, header, header_size);
         if (payload_size > 0) {
-            memcpy(c->scratch, header, header_size);
-            struct iovec iov = {.iov_base = c->scratch + header_size, .iov_len = payload_size};
-            size_t packed = payload_size;
-            if (pack(convertor, &iov, 1, &packed) != OPAL_SUCCESS) {
-                rc = OPAL_ERROR;
-                goto out;
+            if (!opal_convertor_need_buffers(convertor)) {
+                /* contiguous: one memcpy; ob1 is done with the convertor after sendi */
+                void *src;
+                opal_convertor_get_current_pointer(convertor, &src);
+                memcpy(head->u.data + header_size, src, payload_size);
+            } else {
+                struct iovec iov = {.iov_base = head->u.data + header_size,
+                                    .iov_len = payload_size};
+                size_t packed = payload_size;
+                if (pack(convertor, &iov, 1, &packed) != OPAL_SUCCESS) {
+                    rc = OPAL_ERROR;    /* the reserved postboxes stay unpublished */
+                    goto out;
+                }
+                total = header_size + packed;
             }
-            total = header_size + packed;
-            bytes = c->scratch;
         }
-        post_inline(ep, tag, bytes, total);
+        inline_publish(ep, head, tag, total);
         rc = OPAL_SUCCESS;
     } else if (total <= c->layout.max_msg) {
         mca_btl_rsm_frag_t *frag = rsm_frag_get(ep, RSM_FRAG_POOL);

@@ -34,9 +34,10 @@ int rsm_layout_init(rsm_layout_t *lay, uint32_t nqueues, uint32_t queue_len, uin
         *why = "block sizes must be powers of two, 64 <= small <= large <= 16 MiB";
         return -1;
     }
-    /* an inline message must leave half the ring free, so a full-size one
-     * always fits once the earlier half is acknowledged */
-    if ((max_inline + RSM_PB_DATA - 1) / RSM_PB_DATA > queue_len / 2) {
+    /* an inline group (with the postbox kept in reserve) must leave half the
+     * ring free, so a full-size one always fits, pad included, once the
+     * earlier half is acknowledged */
+    if (max_inline > 0xffff || rsm_inline_postboxes(max_inline) + 1 > queue_len / 2) {
         *why = "the inline limit needs more than half of a queue's postboxes";
         return -1;
     }
@@ -49,6 +50,7 @@ int rsm_layout_init(rsm_layout_t *lay, uint32_t nqueues, uint32_t queue_len, uin
     }
     lay->nqueues = nqueues;
     lay->queue_len = queue_len;
+    lay->queue_shift = (uint32_t) __builtin_ctz(queue_len);
     lay->stripes = stripes;
     lay->small_block = small_block;
     lay->large_block = large_block;
@@ -77,15 +79,39 @@ static rsm_pb_result_t drop(rsm_assembler_t *a)
 }
 
 rsm_pb_result_t rsm_assembler_feed(rsm_assembler_t *a, const rsm_layout_t *lay,
-                                   const rsm_postbox_t *snap)
+                                   const rsm_postbox_t *snap, uint32_t index)
 {
     uint8_t kind = snap->kind;
     uint8_t type = kind & RSM_PB_TYPE;
     bool first = kind & RSM_PB_FIRST, last = kind & RSM_PB_LAST;
+    uint32_t to_end = index < lay->queue_len ? lay->queue_len - index : 0;
 
-    if ((kind & ~(RSM_PB_TYPE | RSM_PB_FIRST | RSM_PB_LAST)) != 0
-        || (type != RSM_PB_INLINE && type != RSM_PB_POINTER)) {
+    a->postboxes = 1;
+    if ((kind & ~(RSM_PB_TYPE | RSM_PB_FIRST | RSM_PB_LAST)) != 0 || type == 0 || to_end == 0) {
         return drop(a);
+    }
+    if (type != RSM_PB_POINTER) {
+        /* groups and pads are whole in one header: never inside a pointer message */
+        if (!first || !last || a->active) {
+            return drop(a);
+        }
+        if (type == RSM_PB_PAD) {
+            if (snap->nbytes != 0) {
+                return drop(a);
+            }
+            a->postboxes = to_end;
+            return RSM_PB_SKIP;
+        }
+        uint32_t n = snap->nbytes, k = rsm_inline_postboxes(n);
+        if (n > lay->max_inline || k > to_end) {
+            return drop(a);
+        }
+        a->type = RSM_PB_INLINE;
+        a->tag = snap->tag;
+        a->total = n;
+        a->nruns = 0;
+        a->postboxes = k;
+        return RSM_PB_DONE;
     }
     if (first) {
         if (a->active) {
@@ -95,44 +121,22 @@ rsm_pb_result_t rsm_assembler_feed(rsm_assembler_t *a, const rsm_layout_t *lay,
         a->active = true;
         a->type = type;
         a->tag = snap->tag;
-        a->postboxes = 0;
         a->total = 0;
         a->nruns = 0;
-        a->single = NULL;
-    } else if (!a->active || type != a->type) {
+    } else if (!a->active) {
         return drop(a);
     }
-    a->postboxes++;
-
     uint32_t n = snap->nbytes;
-    if (type == RSM_PB_INLINE) {
-        if (n > RSM_PB_DATA) {
+    if (n == 0 || n > RSM_PB_RUNS || a->nruns + n > RSM_MSG_MAX_RUNS) {
+        return drop(a);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const rsm_run_t *run = &snap->u.runs[i];
+        if (!rsm_run_valid(lay, run) || (uint64_t) a->total + run->len > lay->max_msg) {
             return drop(a);
         }
-        if (first && last) {
-            a->single = snap->u.data;
-            a->total = n;
-            a->active = false;
-            return RSM_PB_DONE;
-        }
-        if ((uint64_t) a->total + n > lay->max_inline || (uint64_t) a->total + n > a->staging_cap
-            || a->staging == NULL) {
-            return drop(a);
-        }
-        memcpy(a->staging + a->total, snap->u.data, n);
-        a->total += n;
-    } else {
-        if (n == 0 || n > RSM_PB_RUNS || a->nruns + n > RSM_MSG_MAX_RUNS) {
-            return drop(a);
-        }
-        for (uint32_t i = 0; i < n; i++) {
-            const rsm_run_t *run = &snap->u.runs[i];
-            if (!rsm_run_valid(lay, run) || (uint64_t) a->total + run->len > lay->max_msg) {
-                return drop(a);
-            }
-            a->runs[a->nruns++] = *run;
-            a->total += run->len;
-        }
+        a->runs[a->nruns++] = *run;
+        a->total += run->len;
     }
     if (last) {
         a->active = false;

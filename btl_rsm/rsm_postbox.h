@@ -11,18 +11,33 @@
  *   queue   = queue_len postboxes of 64 bytes, used as a ring
  *   pool    = small blocks (small messages) then large blocks (runs of them)
  *
- * A message is one or more consecutive postboxes of one queue: INLINE postboxes
- * carry up to 56 bytes each; POINTER postboxes carry up to 4 runs (stripe,
- * offset, length) of pool blocks the sender filled before a barrier.  The flag
- * word of postbox number `seq` is seq+1 (never 0, so fresh zeroed memory is
- * empty) and is stored last with release ordering; the receiver loads it with
- * acquire, copies the postbox, and parses only the copy, so a peer cannot
- * change a field between its check and its use.
+ * A message is one or more consecutive postboxes of one queue.  Every postbox
+ * starts with an 8-byte header whose first word is the FLAG: for postbox number
+ * `seq` it is seq+1 (never 0, so fresh zeroed memory is empty), stored last with
+ * release ordering after everything the postbox announces; the receiver loads it
+ * with acquire and reads the other header fields exactly once.
  *
- * After consuming postbox `seq` the receiver writes its lap tag (a byte, never
- * 0) into ack[seq % queue_len] of the row for it in the SENDER's control
- * segment; the sender may reuse the slot, and free the blocks it pointed to,
- * once that byte matches.  Nothing a peer wrote is used before it is checked.
+ *   INLINE   a POSTBOX GROUP of 1..k consecutive postboxes: the head carries the
+ *            header and the first 56 bytes, each following postbox 64 more bytes
+ *            and no header of its own, so the payload is one contiguous range of
+ *            the queue and is handed up in place (no staging copy; like the
+ *            barrier + pointer postbox, the head's flag orders the whole group).
+ *            A group never wraps around the end of the ring:
+ *   PAD      tells the receiver to skip to the end of the ring (the sender puts
+ *            one there when the next group does not fit before the end).
+ *   POINTER  up to 4 runs (stripe, offset, length) of pool blocks the sender
+ *            filled before a barrier; a message may take several (FIRST..LAST).
+ *
+ * Since postboxes of a group carry no flag, a slot may hold, at its flag offset,
+ * payload of an earlier lap; so before publishing a message the sender zeroes the
+ * flag word of the postbox right after it (its previous occupant is already
+ * acknowledged: a sender keeps one postbox of its queue in reserve for this).
+ *
+ * After consuming postbox `seq` (every postbox of a group or a pad) the receiver
+ * writes its lap tag (a byte, never 0) into ack[seq % queue_len] of the row for
+ * it in the SENDER's control segment; the sender may reuse the slot, and free the
+ * blocks it pointed to, once that byte matches.  Nothing a peer wrote is used
+ * before it is checked.
  */
 #ifndef RSM_POSTBOX_H
 #define RSM_POSTBOX_H
@@ -42,6 +57,7 @@
 /* kind byte */
 #define RSM_PB_INLINE  0x01
 #define RSM_PB_POINTER 0x02
+#define RSM_PB_PAD     0x03     /* skip to the end of the ring */
 #define RSM_PB_TYPE    0x03
 #define RSM_PB_FIRST   0x10
 #define RSM_PB_LAST    0x20
@@ -54,14 +70,14 @@ typedef struct rsm_run {        /* one contiguous piece of a pool: what crosses 
 } rsm_run_t;
 
 typedef struct rsm_postbox {
+    _Atomic uint32_t flag;      /* seq + 1, written last */
+    uint16_t nbytes;            /* INLINE: message bytes (the whole group); POINTER: runs used */
+    uint8_t kind;
+    uint8_t tag;                /* BTL tag, in the FIRST postbox */
     union {
         uint8_t data[RSM_PB_DATA];
         rsm_run_t runs[RSM_PB_RUNS];
     } u;
-    uint16_t nbytes;            /* INLINE: data bytes used; POINTER: runs used */
-    uint8_t kind;
-    uint8_t tag;                /* BTL tag, in the FIRST postbox */
-    _Atomic uint32_t flag;      /* seq + 1, written last */
 } __attribute__((aligned(RSM_POSTBOX_SIZE))) rsm_postbox_t;
 
 _Static_assert(sizeof(rsm_postbox_t) == RSM_POSTBOX_SIZE, "a postbox is one cache line");
@@ -72,6 +88,7 @@ _Static_assert(sizeof(rsm_run_t) * RSM_PB_RUNS <= RSM_PB_DATA, "runs fit a postb
 typedef struct rsm_layout {
     uint32_t nqueues;           /* local ranks: one queue each in every area */
     uint32_t queue_len;         /* postboxes per queue, a power of two */
+    uint32_t queue_shift;       /* log2(queue_len) */
     uint32_t stripes;
     uint32_t small_block, large_block;
     uint32_t small_count, large_count;   /* per stripe */
@@ -105,15 +122,52 @@ static inline rsm_postbox_t *rsm_layout_queue(const rsm_layout_t *lay, void *str
 }
 
 /* The ack byte for postbox SEQ: its lap around the ring, 1..128, never 0. */
-static inline uint8_t rsm_lap_tag(uint32_t seq, uint32_t queue_len)
+static inline uint8_t rsm_lap_tag(uint32_t seq, uint32_t queue_shift)
 {
-    return (uint8_t) (((seq / queue_len) & 0x7f) + 1);
+    return (uint8_t) (((seq >> queue_shift) & 0x7f) + 1);
+}
+
+/* Postboxes of an inline group of LEN bytes: 56 in the head, 64 in each other. */
+static inline uint32_t rsm_inline_postboxes(uint32_t len)
+{
+    return len <= RSM_PB_DATA ? 1 : 1 + (len - RSM_PB_DATA + RSM_POSTBOX_SIZE - 1) / RSM_POSTBOX_SIZE;
+}
+
+/* The header fields after the flag, read from a peer-written postbox exactly once. */
+typedef struct rsm_pb_hdr {
+    uint16_t nbytes;
+    uint8_t kind, tag;
+} rsm_pb_hdr_t;
+
+static inline rsm_pb_hdr_t rsm_pb_read_hdr(const rsm_postbox_t *slot)
+{
+    const volatile rsm_postbox_t *v = slot;
+    rsm_pb_hdr_t h = {.nbytes = v->nbytes, .kind = v->kind, .tag = v->tag};
+    return h;
+}
+
+/* Zero the flag of the postbox after a message before publishing the message:
+ * it may hold payload of an earlier lap that happens to look like a flag. */
+static inline void rsm_pb_clear_next(rsm_postbox_t *slot)
+{
+    atomic_store_explicit(&slot->flag, 0, memory_order_relaxed);
 }
 
 /* Store a composed postbox into its slot: body first, then the flag with release. */
 static inline void rsm_pb_publish(rsm_postbox_t *slot, const rsm_postbox_t *pb, uint32_t seq)
 {
-    __builtin_memcpy(slot, pb, offsetof(rsm_postbox_t, flag));
+    __builtin_memcpy((char *) slot + sizeof(uint32_t), (const char *) pb + sizeof(uint32_t),
+                     sizeof(*pb) - sizeof(uint32_t));
+    atomic_store_explicit(&slot->flag, seq + 1, memory_order_release);
+}
+
+/* Publish a postbox whose payload was written in place: header, then flag. */
+static inline void rsm_pb_publish_hdr(rsm_postbox_t *slot, uint16_t nbytes, uint8_t kind,
+                                      uint8_t tag, uint32_t seq)
+{
+    slot->nbytes = nbytes;
+    slot->kind = kind;
+    slot->tag = tag;
     atomic_store_explicit(&slot->flag, seq + 1, memory_order_release);
 }
 
@@ -132,28 +186,29 @@ static inline bool rsm_pb_take(const rsm_postbox_t *slot, uint32_t seq, rsm_post
 typedef enum {
     RSM_PB_MORE = 0,            /* consumed; the message continues in the next postbox */
     RSM_PB_DONE = 1,            /* a whole message is described by the assembler */
+    RSM_PB_SKIP = 2,            /* a pad: `postboxes` slots to skip, nothing to deliver */
     RSM_PB_BAD = -1,            /* dropped: out of range or out of sequence */
 } rsm_pb_result_t;
 
 typedef struct rsm_assembler {
-    bool active;                /* between a FIRST and its LAST */
+    bool active;                /* between a FIRST and its LAST (pointer messages) */
     uint8_t type;               /* RSM_PB_INLINE or RSM_PB_POINTER */
     uint8_t tag;
-    uint32_t postboxes;         /* of the current message, so far */
+    uint32_t postboxes;         /* slots the postbox just fed occupies (1, a group's k, a pad's) */
     uint32_t total;             /* bytes */
     uint32_t nruns;
     rsm_run_t runs[RSM_MSG_MAX_RUNS];
-    const uint8_t *single;      /* a one-postbox inline message: its data (in the snapshot) */
-    uint8_t *staging;           /* multi-postbox inline messages gather here */
-    uint32_t staging_cap;       /* >= layout max_inline */
     uint64_t dropped;           /* postboxes refused */
 } rsm_assembler_t;
 
-/* Feed one snapshot.  On DONE, an INLINE message is `single` (one postbox, valid
- * while *snap is) or `staging`, `total` bytes; a POINTER message is `runs`,
- * every one inside its stripe's pool.  On BAD the partial message is discarded. */
+/* Feed one snapshot of the postbox in ring position INDEX (0..queue_len-1).
+ * On DONE an INLINE message is `total` bytes starting at the u.data of that
+ * postbox's slot and spanning `postboxes` slots, all before the ring's end; a
+ * POINTER message is `runs`, every one inside its stripe's pool.  On SKIP the
+ * `postboxes` slots up to the ring's end carry nothing.  On BAD the partial
+ * message is discarded and one postbox is consumed. */
 rsm_pb_result_t rsm_assembler_feed(rsm_assembler_t *a, const rsm_layout_t *lay,
-                                   const rsm_postbox_t *snap);
+                                   const rsm_postbox_t *snap, uint32_t index);
 
 /* Check one run against the layout (also used by the sender's assertions). */
 bool rsm_run_valid(const rsm_layout_t *lay, const rsm_run_t *run);

@@ -1,8 +1,10 @@
 /*
  * libFuzzer target: the postbox parser gets arbitrary peer-written postboxes.
  * Whatever it accepts is then read exactly as the BTL would read it (inline
- * bytes, pool runs in buffers of the layout's size), so AddressSanitizer
- * catches any range the parser let through that it should not have.
+ * bytes in place in the ring, pool runs in buffers of the layout's size), so
+ * AddressSanitizer catches any range the parser let through that it should not
+ * have.  The input is laid out as the ring of a 64-postbox queue, walked as the
+ * receiver walks it (groups and pads move the head by several postboxes).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,14 +14,13 @@
 
 static rsm_layout_t lay;
 static uint8_t *pool[2];
-static uint8_t staging[512 + RSM_PB_DATA];
 static volatile uint32_t sink;
 
-static void use(const rsm_assembler_t *a)
+static void use(const rsm_assembler_t *a, const rsm_postbox_t *slot)
 {
     uint32_t sum = 0;
     if (a->type == RSM_PB_INLINE) {
-        const uint8_t *p = a->single != NULL ? a->single : a->staging;
+        const uint8_t *p = slot->u.data;
         for (uint32_t i = 0; i < a->total; i++) sum += p[i];
     } else {
         for (uint32_t r = 0; r < a->nruns; r++) {
@@ -39,12 +40,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     rsm_assembler_t a;
     memset(&a, 0, sizeof(a));
-    a.staging = staging;
-    a.staging_cap = sizeof(staging);
-    for (size_t off = 0; off + RSM_POSTBOX_SIZE <= size; off += RSM_POSTBOX_SIZE) {
+    /* the ring: exactly queue_len postboxes, so a read past its end is caught */
+    size_t n = size / RSM_POSTBOX_SIZE;
+    if (n > lay.queue_len) n = lay.queue_len;
+    if (n == 0) return 0;
+    rsm_postbox_t *ring = malloc(lay.queue_len * sizeof(*ring));
+    memset(ring, 0, lay.queue_len * sizeof(*ring));
+    memcpy(ring, data, n * RSM_POSTBOX_SIZE);
+    uint32_t steps = 0;
+    for (uint32_t head = 0; head < n && steps < 4 * lay.queue_len; steps++) {
         rsm_postbox_t snap;
-        memcpy(&snap, data + off, sizeof(snap));
-        if (rsm_assembler_feed(&a, &lay, &snap) == RSM_PB_DONE) use(&a);
+        memcpy(&snap, &ring[head], sizeof(snap));
+        rsm_pb_result_t r = rsm_assembler_feed(&a, &lay, &snap, head);
+        if (r == RSM_PB_DONE) use(&a, &ring[head]);
+        if (a.postboxes == 0 || a.postboxes > lay.queue_len - head) abort();
+        head += a.postboxes;
     }
+    free(ring);
     return 0;
 }

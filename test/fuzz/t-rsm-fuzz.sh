@@ -16,11 +16,13 @@ if ! "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=u
     tap_done; exit
 fi
 ok "fuzz target builds with $CLANG"
-# seed the corpus with a valid one-postbox inline message and a pointer message
-printf '%-56s\x05\x00\x31\x41\x01\x00\x00\x00' hello > "$out/corpus-rsm/inline"
-printf '\x00\x10\x00\x00\x00\x01\x00\x00\x01\x00\x00\x00%-44s\x01\x00\x32\x07\x01\x00\x00\x00' "" > "$out/corpus-rsm/pointer"
+# seed the corpus with a one-postbox inline message, a pointer message, and a
+# two-postbox inline group followed by a pad (header: flag, nbytes, kind, tag)
+printf '\x01\x00\x00\x00\x05\x00\x31\x41%-56s' hello > "$out/corpus-rsm/inline"
+printf '\x01\x00\x00\x00\x01\x00\x32\x07\x00\x10\x00\x00\x00\x01\x00\x00\x01\x00\x00\x00%-44s' "" > "$out/corpus-rsm/pointer"
+printf '\x01\x00\x00\x00\x64\x00\x31\x41%-56s%-64s\x03\x00\x00\x00\x00\x00\x33\x00%-56s' a b c > "$out/corpus-rsm/group-pad"
 log=$out/fuzz.log
-timeout -k 10 $((secs + 60)) "$bin" -seed=12345 -max_total_time="$secs" -max_len=1024 \
+timeout -k 10 $((secs + 60)) "$bin" -seed=12345 -max_total_time="$secs" -max_len=4096 \
     -artifact_prefix="$out/" "$out/corpus-rsm" >"$log" 2>&1
 rc=$?
 tail -3 "$log" | diag

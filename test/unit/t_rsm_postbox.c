@@ -1,4 +1,5 @@
-/* Postbox parser: good messages assemble; out-of-range or out-of-sequence ones are dropped. */
+/* Postbox parser: good messages assemble; out-of-range or out-of-sequence ones are dropped.
+ * Inline groups and pads must lie inside the ring; the parser never reads past a header. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -6,7 +7,6 @@
 #include "tap.h"
 
 static rsm_layout_t lay;
-static uint8_t staging[1024];
 
 static rsm_postbox_t inl(uint8_t kind, uint8_t tag, const char *s, uint16_t n)
 {
@@ -38,8 +38,6 @@ static rsm_assembler_t fresh(void)
 {
     rsm_assembler_t a;
     memset(&a, 0, sizeof(a));
-    a.staging = staging;
-    a.staging_cap = sizeof(staging);
     return a;
 }
 
@@ -53,34 +51,47 @@ int main(void)
     rsm_layout_t bad;
     CHECK(rsm_layout_init(&bad, 4, 60, 1, 1 << 20, 2048, 4096, 512, 32768, &why) != 0,
           "queue length not a power of two refused: %s", why);
-    CHECK(rsm_layout_init(&bad, 4, 8, 1, 1 << 20, 2048, 4096, 512, 32768, &why) != 0,
+    CHECK(rsm_layout_init(&bad, 4, 16, 1, 1 << 20, 2048, 4096, 512, 32768, &why) != 0,
           "inline limit larger than half a queue refused: %s", why);
+    CHECK(rsm_layout_init(&bad, 4, 16, 1, 1 << 20, 2048, 4096, 56 + 5 * 64, 32768, &why) == 0,
+          "the largest inline group of half a queue (reserve included) accepted");
     CHECK(rsm_layout_init(&bad, 4, 64, 1, 1 << 14, 2048, 4096, 512, 32768, &why) != 0,
           "pool smaller than the largest message refused: %s", why);
 
     rsm_assembler_t a = fresh();
     rsm_postbox_t pb = inl(FL, 65, "hello", 5);
-    CHECK(rsm_assembler_feed(&a, &lay, &pb) == RSM_PB_DONE && a.single != NULL && a.total == 5
-          && a.tag == 65 && memcmp(a.single, "hello", 5) == 0, "one-postbox inline message");
+    CHECK(rsm_assembler_feed(&a, &lay, &pb, 0) == RSM_PB_DONE && a.total == 5 && a.tag == 65
+          && a.postboxes == 1 && a.type == RSM_PB_INLINE, "one-postbox inline message");
 
-    char big[120];
-    for (int i = 0; i < 120; i++) big[i] = (char) i;
-    rsm_postbox_t p1 = inl(RSM_PB_FIRST, 3, big, 56), p2 = inl(0, 0, big + 56, 56),
-                  p3 = inl(RSM_PB_LAST, 0, big + 112, 8);
-    CHECK(rsm_assembler_feed(&a, &lay, &p1) == RSM_PB_MORE
-          && rsm_assembler_feed(&a, &lay, &p2) == RSM_PB_MORE
-          && rsm_assembler_feed(&a, &lay, &p3) == RSM_PB_DONE && a.single == NULL
-          && a.total == 120 && memcmp(a.staging, big, 120) == 0 && a.tag == 3,
-          "three-postbox inline message gathers in order");
+    CHECK(rsm_inline_postboxes(0) == 1 && rsm_inline_postboxes(56) == 1
+          && rsm_inline_postboxes(57) == 2 && rsm_inline_postboxes(120) == 2
+          && rsm_inline_postboxes(121) == 3 && rsm_inline_postboxes(512) == 9,
+          "group sizes: 56 bytes in the head, 64 in each other postbox");
+    rsm_postbox_t g = inl(FL, 3, NULL, 120);
+    CHECK(rsm_assembler_feed(&a, &lay, &g, 10) == RSM_PB_DONE && a.total == 120
+          && a.postboxes == 2 && a.tag == 3, "a two-postbox inline group");
+    CHECK(rsm_assembler_feed(&a, &lay, &g, 62) == RSM_PB_DONE && a.postboxes == 2,
+          "a group that ends at the ring's end");
+    CHECK(rsm_assembler_feed(&a, &lay, &g, 63) == RSM_PB_BAD && a.postboxes == 1,
+          "a group that would wrap around the ring is dropped, one postbox consumed");
+    rsm_postbox_t pad = inl(FL, 0, NULL, 0);
+    pad.kind = RSM_PB_PAD | FL;
+    CHECK(rsm_assembler_feed(&a, &lay, &pad, 60) == RSM_PB_SKIP && a.postboxes == 4,
+          "a pad skips to the ring's end");
+    pad.nbytes = 1;
+    CHECK(rsm_assembler_feed(&a, &lay, &pad, 60) == RSM_PB_BAD, "a pad with bytes dropped");
+    pad.nbytes = 0;
+    CHECK(rsm_assembler_feed(&a, &lay, &pad, 64) == RSM_PB_BAD, "a position outside the ring dropped");
 
     rsm_postbox_t q = ptr(FL, 4096, 16000, 1, 2);
-    CHECK(rsm_assembler_feed(&a, &lay, &q) == RSM_PB_DONE && a.nruns == 2 && a.total == 32000
+    CHECK(rsm_assembler_feed(&a, &lay, &q, 0) == RSM_PB_DONE && a.nruns == 2 && a.total == 32000
           && a.runs[1].stripe == 1, "pointer message with two runs");
 
     uint64_t before = a.dropped;
     rsm_postbox_t cases[] = {
-        inl(FL, 1, NULL, 57),                                   /* length beyond a postbox */
+        inl(FL, 1, NULL, 513),                                  /* beyond the inline limit */
         inl(FL, 1, NULL, 0xffff),
+        inl(RSM_PB_FIRST, 1, "x", 1),                           /* a group is FIRST|LAST */
         ptr(FL, 0, 0, 0, 1),                                    /* empty run */
         ptr(FL, (uint32_t) lay.pool_bytes, 64, 0, 1),           /* offset at the end */
         ptr(FL, (uint32_t) lay.pool_bytes - 64, 128, 0, 1),     /* runs past the end */
@@ -96,31 +107,31 @@ int main(void)
     int refused = 0;
     for (int i = 0; i < n; i++) {
         rsm_assembler_t b = fresh();
-        refused += rsm_assembler_feed(&b, &lay, &cases[i]) == RSM_PB_BAD && b.dropped == 1;
+        refused += rsm_assembler_feed(&b, &lay, &cases[i], 0) == RSM_PB_BAD && b.dropped == 1;
     }
     CHECK(refused == n, "%d of %d malformed postboxes dropped and counted", refused, n);
 
     rsm_postbox_t junk = inl(FL, 1, "x", 1);
     junk.kind = 0xc1;
-    CHECK(rsm_assembler_feed(&a, &lay, &junk) == RSM_PB_BAD, "unknown kind bits dropped");
-    junk.kind = 0x13;
-    CHECK(rsm_assembler_feed(&a, &lay, &junk) == RSM_PB_BAD, "both types at once dropped");
+    CHECK(rsm_assembler_feed(&a, &lay, &junk, 0) == RSM_PB_BAD, "unknown kind bits dropped");
+    junk.kind = 0x10;
+    CHECK(rsm_assembler_feed(&a, &lay, &junk, 0) == RSM_PB_BAD, "no type dropped");
 
-    /* inline message that grows past the limit: 10 full postboxes = 560 > 512 */
-    rsm_assembler_t c = fresh();
-    rsm_postbox_t f = inl(RSM_PB_FIRST, 1, big, 56), m = inl(0, 0, big, 56);
-    rsm_pb_result_t r = rsm_assembler_feed(&c, &lay, &f);
-    for (int i = 0; i < 12 && r == RSM_PB_MORE; i++) r = rsm_assembler_feed(&c, &lay, &m);
-    CHECK(r == RSM_PB_BAD && !c.active, "inline message beyond the inline limit dropped");
-
-    /* a new FIRST in the middle of a message, and a type switch */
+    /* a new FIRST in the middle of a message, and a group or pad inside one */
     rsm_assembler_t d = fresh();
     rsm_postbox_t q1 = ptr(RSM_PB_FIRST, 0, 64, 0, 1);
-    CHECK(rsm_assembler_feed(&d, &lay, &q1) == RSM_PB_MORE
-          && rsm_assembler_feed(&d, &lay, &q1) == RSM_PB_BAD, "FIRST inside a message dropped");
-    CHECK(rsm_assembler_feed(&d, &lay, &q1) == RSM_PB_MORE
-          && rsm_assembler_feed(&d, &lay, &p3) == RSM_PB_BAD, "type switch inside a message dropped");
-    CHECK(rsm_assembler_feed(&d, &lay, &pb) == RSM_PB_DONE, "parser recovers after drops");
+    CHECK(rsm_assembler_feed(&d, &lay, &q1, 0) == RSM_PB_MORE
+          && rsm_assembler_feed(&d, &lay, &q1, 1) == RSM_PB_BAD, "FIRST inside a message dropped");
+    CHECK(rsm_assembler_feed(&d, &lay, &q1, 2) == RSM_PB_MORE
+          && rsm_assembler_feed(&d, &lay, &g, 3) == RSM_PB_BAD, "a group inside a pointer message dropped");
+    CHECK(rsm_assembler_feed(&d, &lay, &q1, 4) == RSM_PB_MORE
+          && rsm_assembler_feed(&d, &lay, &pad, 60) == RSM_PB_BAD, "a pad inside a pointer message dropped");
+    rsm_postbox_t q2 = ptr(RSM_PB_LAST, 64, 64, 0, 1);
+    CHECK(rsm_assembler_feed(&d, &lay, &q2, 5) == RSM_PB_BAD, "a continuation with no start dropped");
+    CHECK(rsm_assembler_feed(&d, &lay, &pb, 6) == RSM_PB_DONE, "parser recovers after drops");
+    CHECK(rsm_assembler_feed(&d, &lay, &q1, 7) == RSM_PB_MORE
+          && rsm_assembler_feed(&d, &lay, &q2, 8) == RSM_PB_DONE && d.nruns == 2 && d.total == 128,
+          "a two-postbox pointer message");
     CHECK(a.dropped == before + 2, "drops are counted per assembler");
 
     /* flags and acks */
@@ -130,10 +141,18 @@ int main(void)
     rsm_pb_publish(&slot, &pb, 0);
     CHECK(rsm_pb_take(&slot, 0, &snap) && snap.nbytes == 5, "a published postbox is taken");
     CHECK(!rsm_pb_take(&slot, 64, &snap), "a stale postbox from the last lap is not taken");
-    CHECK(rsm_lap_tag(0, 64) == 1 && rsm_lap_tag(63, 64) == 1 && rsm_lap_tag(64, 64) == 2
-          && rsm_lap_tag(127 * 64, 64) == 128 && rsm_lap_tag(128 * 64, 64) == 1,
+    rsm_pb_hdr_t h = rsm_pb_read_hdr(&slot);
+    CHECK(h.nbytes == 5 && h.kind == (RSM_PB_INLINE | FL) && h.tag == 65, "header read once");
+    rsm_pb_clear_next(&slot);
+    CHECK(!rsm_pb_take(&slot, 0, &snap), "a cleared flag is empty");
+    rsm_pb_publish_hdr(&slot, 7, RSM_PB_INLINE | FL, 9, 41);
+    CHECK(rsm_pb_take(&slot, 41, &snap) && snap.nbytes == 7 && snap.tag == 9,
+          "a postbox written in place is published by its header");
+    CHECK(lay.queue_shift == 6, "queue shift");
+    CHECK(rsm_lap_tag(0, 6) == 1 && rsm_lap_tag(63, 6) == 1 && rsm_lap_tag(64, 6) == 2
+          && rsm_lap_tag(127 * 64, 6) == 128 && rsm_lap_tag(128 * 64, 6) == 1,
           "lap tags are 1..128, never 0");
-    CHECK(rsm_lap_tag(0xffffffffu, 64) != rsm_lap_tag(0xffffffffu - 64, 64)
-          && rsm_lap_tag(0, 64) != rsm_lap_tag(0xffffffffu, 64), "lap tags differ across the 32-bit wrap");
+    CHECK(rsm_lap_tag(0xffffffffu, 6) != rsm_lap_tag(0xffffffffu - 64, 6)
+          && rsm_lap_tag(0, 6) != rsm_lap_tag(0xffffffffu, 6), "lap tags differ across the 32-bit wrap");
     return tap_done();
 }
