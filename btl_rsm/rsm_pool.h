@@ -11,7 +11,7 @@
 #include "rsm_postbox.h"
 
 typedef struct rsm_blockset {
-    uint32_t count, block, cursor, free;
+    uint32_t count, block, free;
     uint32_t base;              /* offset of the first block in the pool */
     uint64_t *map;              /* bit set = block in use */
 } rsm_blockset_t;
