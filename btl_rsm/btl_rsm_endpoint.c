@@ -132,6 +132,10 @@ int rsm_endpoint_connect(mca_btl_base_endpoint_t *ep)
     if (ep->slots == NULL && (ep->slots = calloc(lay->queue_len, sizeof(rsm_slot_t))) == NULL) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
+    /* the queue is fresh (zeroed) memory: no slot holds stale payload yet */
+    if (ep->stale == NULL && (ep->stale = calloc(lay->queue_len, 1)) == NULL) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
     if (list_add(&c->outbound, &c->n_outbound, ep) != OPAL_SUCCESS) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
@@ -247,6 +251,8 @@ void rsm_endpoint_release(mca_btl_base_endpoint_t *ep)
     }
     free(ep->slots);
     ep->slots = NULL;
+    free(ep->stale);
+    ep->stale = NULL;
 }
 
 void rsm_areas_release(void)

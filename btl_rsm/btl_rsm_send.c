@@ -14,7 +14,8 @@
 #include "btl_rsm_frag.h"
 
 /* Room for N more postboxes in our queue to EP, collecting acks if need be.
- * One more is always kept: the postbox after a message, whose flag we zero. */
+ * One more is always kept: the postbox after a message, whose flag we may have
+ * to zero (when it last held follow-on payload). */
 static inline bool queue_room(mca_btl_base_endpoint_t *ep, uint32_t n)
 {
     const uint32_t qlen = mca_btl_rsm_component.layout.queue_len;
@@ -35,16 +36,21 @@ static inline rsm_postbox_t *inline_reserve(mca_btl_base_endpoint_t *ep, size_t 
     uint32_t k = rsm_inline_postboxes((uint32_t) len);
     uint32_t index = ep->tail & mask;
     if (OPAL_LIKELY(index + k <= qlen)) {
-        return queue_room(ep, k) ? &ep->out_queue[index] : NULL;
+        if (!queue_room(ep, k)) {
+            return NULL;
+        }
+        rsm_pb_mark_follow_on(ep->stale, mask, ep->tail, k);
+        return &ep->out_queue[index];
     }
     uint32_t pad = qlen - index;
     if (!queue_room(ep, pad + k)) {
         return NULL;
     }
-    rsm_pb_clear_next(&ep->out_queue[0]);
+    rsm_pb_clear_stale(ep->out_queue, ep->stale, mask, ep->tail + pad);
     rsm_pb_publish_hdr(&ep->out_queue[index], 0, RSM_PB_PAD | RSM_PB_FIRST | RSM_PB_LAST, 0,
                        ep->tail);
     ep->tail += pad;
+    rsm_pb_mark_follow_on(ep->stale, mask, ep->tail, k);
     return &ep->out_queue[0];
 }
 
@@ -53,7 +59,7 @@ static inline void inline_publish(mca_btl_base_endpoint_t *ep, rsm_postbox_t *he
 {
     const uint32_t mask = mca_btl_rsm_component.layout.queue_len - 1;
     uint32_t k = rsm_inline_postboxes((uint32_t) len);
-    rsm_pb_clear_next(&ep->out_queue[(ep->tail + k) & mask]);
+    rsm_pb_clear_stale(ep->out_queue, ep->stale, mask, ep->tail + k);
     rsm_pb_publish_hdr(head, (uint16_t) len, RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST, tag,
                        ep->tail);
     ep->tail += k;
@@ -92,7 +98,7 @@ static void post_pointer(mca_btl_base_endpoint_t *ep, uint8_t tag, mca_btl_rsm_f
         pb.nbytes = (uint16_t) k;
         pb.kind = RSM_PB_POINTER | (i == 0 ? RSM_PB_FIRST : 0) | (i == n - 1 ? RSM_PB_LAST : 0);
         pb.tag = tag;
-        rsm_pb_clear_next(&ep->out_queue[(ep->tail + 1) & mask]);
+        rsm_pb_clear_stale(ep->out_queue, ep->stale, mask, ep->tail + 1);
         rsm_pb_publish(&ep->out_queue[ep->tail & mask], &pb, ep->tail);
         ep->tail++;
     }

@@ -31,7 +31,15 @@
  * Since postboxes of a group carry no flag, a slot may hold, at its flag offset,
  * payload of an earlier lap; so before publishing a message the sender zeroes the
  * flag word of the postbox right after it (its previous occupant is already
- * acknowledged: a sender keeps one postbox of its queue in reserve for this).
+ * acknowledged: a sender keeps one postbox of its queue in reserve for this) -
+ * but only when that slot last held such payload.  A slot whose last write was
+ * a header holds an older seq+1 (never the one the receiver waits for there),
+ * and fresh memory holds 0: both are already "empty".  The sender tracks this
+ * in private memory (one byte per slot, set when a group's follow-on postboxes
+ * are reserved, cleared with the flag).  Why: the receiver spins on that next
+ * slot, so zeroing it every time cost each message a second shared cache line
+ * (an extra invalidation and re-read); now a message of one postbox touches
+ * one line.  The receiver is unchanged: what it may see is exactly as before.
  *
  * After consuming postbox `seq` (every postbox of a group or a pad) the receiver
  * writes its lap tag (a byte, never 0) into ack[seq % queue_len] of the row for
@@ -151,6 +159,31 @@ static inline rsm_pb_hdr_t rsm_pb_read_hdr(const rsm_postbox_t *slot)
 static inline void rsm_pb_clear_next(rsm_postbox_t *slot)
 {
     atomic_store_explicit(&slot->flag, 0, memory_order_relaxed);
+}
+
+/* The sender's side of the rule above.  STALE is the sender's private byte per
+ * slot of one queue (MASK = queue_len - 1): 1 when the slot last held follow-on
+ * payload, so its flag word may read as any value.  Mark the follow-on slots of
+ * a group of K postboxes at SEQ when reserving it (before any payload is
+ * written, so a group that is then abandoned is covered too). */
+static inline void rsm_pb_mark_follow_on(uint8_t *stale, uint32_t mask, uint32_t seq, uint32_t k)
+{
+    for (uint32_t i = 1; i < k; i++) {
+        stale[(seq + i) & mask] = 1;
+    }
+}
+
+/* Before publishing a message whose next postbox is NEXT_SEQ: zero that slot's
+ * flag word only if it may hold stale payload.  The release store of the
+ * message's flag orders this store before it, as before. */
+static inline void rsm_pb_clear_stale(rsm_postbox_t *queue, uint8_t *stale, uint32_t mask,
+                                      uint32_t next_seq)
+{
+    uint32_t i = next_seq & mask;
+    if (__builtin_expect(stale[i], 0)) {
+        rsm_pb_clear_next(&queue[i]);
+        stale[i] = 0;
+    }
 }
 
 /* Store a composed postbox into its slot: body first, then the flag with release. */
