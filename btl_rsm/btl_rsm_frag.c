@@ -71,8 +71,10 @@ void *rsm_run_addr(rsm_area_t *area, const rsm_run_t *run)
            + rsm_layout_pool_base(&mca_btl_rsm_component.layout, run->stripe) + run->offset;
 }
 
-/* One attempt: all runs or none. */
-static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe)
+/* One attempt: all runs or none.  frag->runs are the blocks as allocated (what
+ * is freed); the segments, and the runs on the wire (post_pointer), start SKEW
+ * bytes into the first. */
+static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, uint32_t skew)
 {
     const rsm_layout_t *lay = &mca_btl_rsm_component.layout;
     rsm_area_t *area = frag->endpoint->area;
@@ -85,13 +87,14 @@ static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe
     size_t piece = rsm_round64((len + n - 1) / n), done = 0;
     for (unsigned i = 0; i < n; i++) {
         uint32_t this_len = (uint32_t) (len - done < piece ? len - done : piece);
-        if (rsm_pool_alloc(&area->pool[i], this_len, &frag->runs[i]) != 0) {
+        uint32_t this_skew = i == 0 ? skew : 0;
+        if (rsm_pool_alloc(&area->pool[i], this_len + this_skew, &frag->runs[i]) != 0) {
             for (unsigned j = 0; j < i; j++) {
                 rsm_pool_free(&area->pool[j], &frag->runs[j]);
             }
             return -1;
         }
-        frag->segments[i].seg_addr.pval = rsm_run_addr(area, &frag->runs[i]);
+        frag->segments[i].seg_addr.pval = (char *) rsm_run_addr(area, &frag->runs[i]) + this_skew;
         frag->segments[i].seg_len = this_len;
         done += this_len;
     }
@@ -100,13 +103,16 @@ static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe
     return 0;
 }
 
-int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe)
+int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, uint32_t skew)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     if (len > c->layout.max_msg) {
         return -1;
     }
-    if (alloc_runs_once(frag, len, may_stripe) == 0) {
+    if ((uint64_t) len + skew > (uint64_t) c->layout.large_count * c->layout.large_block) {
+        skew = 0;               /* a pool sized to the largest message exactly: no room to skew */
+    }
+    if (alloc_runs_once(frag, len, may_stripe, skew) == 0) {
         return 0;
     }
     /* the pool is full of acknowledged blocks we have not collected yet? */
@@ -115,5 +121,5 @@ int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe)
             rsm_endpoint_reclaim(c->outbound[i]);
         }
     }
-    return alloc_runs_once(frag, len, may_stripe);
+    return alloc_runs_once(frag, len, may_stripe, skew);
 }

@@ -157,7 +157,8 @@ mca_btl_base_descriptor_t *rsm_alloc(mca_btl_base_module_t *btl, mca_btl_base_en
     } else if (size <= c->layout.max_msg) {
         frag = rsm_frag_get(ep, RSM_FRAG_POOL);
         /* ob1 writes header and data contiguously: one run, no striping */
-        if (frag != NULL && rsm_frag_alloc_runs(frag, size, false) != 0) {
+        /* the header size is not known here: no skew */
+        if (frag != NULL && rsm_frag_alloc_runs(frag, size, false, 0) != 0) {
             rsm_frag_put(frag);
             frag = NULL;
         }
@@ -212,7 +213,11 @@ static mca_btl_base_descriptor_t *rsm_prepare_src(mca_btl_base_module_t *btl,
         if (frag == NULL) {
             goto out;
         }
-        if (rsm_frag_alloc_runs(frag, reserve + *size, true) != 0) {
+        void *src = NULL;
+        if (!opal_convertor_need_buffers(convertor)) {
+            opal_convertor_get_current_pointer(convertor, &src);
+        }
+        if (rsm_frag_alloc_runs(frag, reserve + *size, true, rsm_payload_skew(src, reserve)) != 0) {
             rsm_frag_put(frag);
             frag = NULL;
             goto out;

@@ -90,7 +90,11 @@ static void post_pointer(mca_btl_base_endpoint_t *ep, uint8_t tag, mca_btl_rsm_f
         for (; r < frag->nruns && slot->nruns < RSM_PB_RUNS; r++) {
             slot->runs[slot->nruns++] = frag->runs[r];
             if (frag->segments[r].seg_len > 0) {
+                /* on the wire: where the segment starts (the skew into the
+                 * first block, rsm_payload_skew) and what it holds */
                 pb.u.runs[k] = frag->runs[r];
+                pb.u.runs[k].offset += (uint32_t) ((char *) frag->segments[r].seg_addr.pval
+                                                   - (char *) rsm_run_addr(ep->area, &frag->runs[r]));
                 pb.u.runs[k].len = (uint32_t) frag->segments[r].seg_len;
                 k++;
             }
@@ -235,7 +239,11 @@ int rsm_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
         if (frag == NULL) {
             goto out;
         }
-        if (rsm_frag_alloc_runs(frag, total, true) != 0
+        void *src = NULL;
+        if (payload_size > 0 && !opal_convertor_need_buffers(convertor)) {
+            opal_convertor_get_current_pointer(convertor, &src);
+        }
+        if (rsm_frag_alloc_runs(frag, total, true, rsm_payload_skew(src, header_size)) != 0
             || !queue_room(ep, pointer_postboxes(frag))) {
             rsm_frag_put(frag);
             goto out;

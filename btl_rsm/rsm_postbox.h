@@ -71,7 +71,7 @@
 #define RSM_PB_LAST    0x20
 
 typedef struct rsm_run {        /* one contiguous piece of a pool: what crosses the wire */
-    uint32_t offset;            /* from the start of that stripe's pool */
+    uint32_t offset;            /* from the start of that stripe's pool (any byte: see rsm_run_valid) */
     uint32_t len;
     uint8_t stripe;
     uint8_t pad[3];
