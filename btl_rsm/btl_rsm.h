@@ -134,6 +134,7 @@ typedef struct mca_btl_rsm_component_t {
     unsigned int pipeline_size;
     unsigned int stripes;
     bool single_copy;
+    size_t single_copy_min;         /* smallest message sent by RDMA get */
     bool numa_place;
     unsigned int poll_budget;
 
@@ -160,6 +161,7 @@ typedef struct mca_btl_rsm_component_t {
     struct mca_btl_rsm_frag_t *free_frags;
     opal_recursive_mutex_t lock;
     uint64_t dropped;               /* refused postboxes, all peers */
+    uint64_t gets, get_bytes;       /* single-copy reads done (reported at finalize) */
     uint64_t cleanup_registered;
     bool in_progress;
 } mca_btl_rsm_component_t;

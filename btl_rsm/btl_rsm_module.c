@@ -133,6 +133,7 @@ static int rsm_finalize(mca_btl_base_module_t *btl)
     c->by_local_rank = NULL;
     c->inbound = c->outbound = NULL;
     c->n_inbound = c->n_outbound = 0;
+    RSM_VERBOSE(10, "%" PRIu64 " single-copy gets, %" PRIu64 " bytes", c->gets, c->get_bytes);
     if (c->dropped > 0) {
         RSM_VERBOSE(1, "%" PRIu64 " malformed postboxes were dropped", c->dropped);
     }
@@ -282,7 +283,36 @@ static int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void
         remote.iov_base = (char *) remote.iov_base + n;
         remote.iov_len -= (size_t) n;
     }
+    mca_btl_rsm_component.gets++;       /* statistics only: races are harmless */
+    mca_btl_rsm_component.get_bytes += size;
     cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
+    return OPAL_SUCCESS;
+}
+
+/* ob1 (4.1) has no size threshold of its own for RDMA get: past the eager limit it
+ * sends an RGET for any contiguous buffer that every rdma BTL can "register"
+ * (mca_pml_ob1_rdma_btls), otherwise a rendezvous followed by the send pipeline.
+ * Registration is therefore where we choose: nothing needs pinning for CMA, so the
+ * handle is a token, but asking to register a send buffer for remote reading
+ * (MCA_BTL_REG_FLAG_REMOTE_READ, the sender's question) below btl_rsm_single_copy_min
+ * bytes fails, and ob1 takes the two-copy pipeline for that message.  The
+ * receiver's own registrations (LOCAL_WRITE) always succeed: a get, once announced,
+ * must not be refused. */
+static char rsm_reg_token;
+
+static struct mca_btl_base_registration_handle_t *
+rsm_register_mem(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *base, size_t size,
+                 uint32_t flags)
+{
+    if ((flags & MCA_BTL_REG_FLAG_REMOTE_READ) && size < mca_btl_rsm_component.single_copy_min) {
+        return NULL;
+    }
+    return (struct mca_btl_base_registration_handle_t *) &rsm_reg_token;
+}
+
+static int rsm_deregister_mem(mca_btl_base_module_t *btl,
+                              struct mca_btl_base_registration_handle_t *handle)
+{
     return OPAL_SUCCESS;
 }
 
@@ -311,5 +341,7 @@ mca_btl_base_module_t mca_btl_rsm = {
     .btl_send = rsm_send,
     .btl_sendi = rsm_sendi,
     .btl_get = rsm_get,
+    .btl_register_mem = rsm_register_mem,
+    .btl_deregister_mem = rsm_deregister_mem,
     .btl_register_error = rsm_register_error,
 };

@@ -7,7 +7,7 @@
 prog=$TOP_BUILDDIR/test/rsm/rsm_soak
 [ -x "$prog" ] || { echo "# $prog not built"; exit 1; }
 secs=${RSM_SOAK_SECONDS:-20}
-for variant in "" "--mca btl_rsm_single_copy 0" "--mca btl_rsm_stripes 2 --mca btl_rsm_postboxes 16"; do
+for variant in "" "--mca btl_rsm_single_copy_min 0" "--mca btl_rsm_single_copy_min 65536" "--mca btl_rsm_stripes 2 --mca btl_rsm_postboxes 16"; do
     out=$(mpirun_np 8 $((secs + 120)) "$RSM_ARGS $variant" -- "$prog" "$secs" 2>&1); rc=$?
     line=$(grep -E '^(not )?ok 1 - soak' <<< "$out")
     if [ "$rc" -eq 0 ] && [[ $line == ok* ]]; then ok "${line#ok 1 - } ${variant:-(defaults)}"
