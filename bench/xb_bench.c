@@ -159,6 +159,11 @@ int xb_window_for(const struct xb_opts *o, size_t size)
     return w < 1 ? 1 : (int) w;
 }
 
+size_t xb_window_bytes(const struct xb_opts *o)
+{
+    return (size_t) xb_window_for(o, o->max_size) * o->max_size;
+}
+
 void *xb_alloc(size_t bytes)
 {
     void *p = NULL;

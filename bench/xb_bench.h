@@ -36,6 +36,10 @@ int xb_iters_for(const struct xb_opts *o, size_t size);
 /* Window for this size: o->window, capped so window * size stays within 64 MiB. */
 int xb_window_for(const struct xb_opts *o, size_t size);
 
+/* Bytes a window of the sweep's largest size needs: the most any size of it needs,
+ * since window * size only grows with size until the 64 MiB cap. */
+size_t xb_window_bytes(const struct xb_opts *o);
+
 /* Page-aligned, zeroed, touched allocation; aborts the job when out of memory. */
 void *xb_alloc(size_t bytes);
 

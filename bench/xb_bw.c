@@ -25,15 +25,9 @@ int main(int argc, char **argv)
         if (0 == xb_rank) fprintf(stderr, NAME " needs at least 2 ranks\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    int maxw = xb_window_for(&o, o.max_size) > o.window ? xb_window_for(&o, o.max_size) : o.window;
-    size_t slab = 0;
-    for (size_t s = xb_first_size(&o); ; ) { /* largest window * size over the sweep */
-        size_t b = (size_t) xb_window_for(&o, s) * s;
-        slab = b > slab ? b : slab;
-        if (!(s = xb_next_size(&o, s))) break;
-    }
+    size_t slab = xb_window_bytes(&o);
     char *sbuf = xb_alloc(slab), *rbuf = xb_alloc(slab);
-    MPI_Request *req = malloc(2 * (size_t) maxw * sizeof(*req));
+    MPI_Request *req = malloc(2 * (size_t) o.window * sizeof(*req));
     int peer = 1 - xb_rank;
     const int tag = 2;
     xb_header("# size(B)      bandwidth(MB/s)  messages/s");

@@ -18,11 +18,7 @@ int main(int argc, char **argv)
     int half = xb_nprocs / 2, sender = xb_rank < half;
     int peer = sender ? xb_rank + half : xb_rank - half, ack = 0;
     const int tag = 3;
-    size_t slab = (size_t) xb_window_for(&o, o.max_size) * o.max_size;
-    for (size_t s = xb_first_size(&o); s; s = xb_next_size(&o, s)) {
-        size_t b = (size_t) xb_window_for(&o, s) * s;
-        slab = b > slab ? b : slab;
-    }
+    size_t slab = xb_window_bytes(&o);
     char *buf = xb_alloc(slab);
     MPI_Request *req = malloc((size_t) o.window * sizeof(*req));
     xb_header("# size(B)      bandwidth(MB/s)  messages/s");
