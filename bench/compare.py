@@ -147,38 +147,51 @@ def main():
                 per_size = samples.setdefault((b, n), {})
                 for r in rows:
                     for m, _, _, _ in metrics:
-                        per_size.setdefault(r["size"], {}).setdefault(m, []).append(r[m])
+                        per_size.setdefault(r["size"], {}).setdefault(m, []).append(
+                            (r[m], r.get("probe_ns")))
             order = order[1:] + order[:1]  # rotate, so no transport always runs first
     elapsed = time.monotonic() - t_start
 
     # ---- report ---------------------------------------------------------------
+    split = placement_split(samples)
     report = []
-    medians = {}
-    for b in benches:
-        for m, label, unit, higher in BENCHES[b][2]:
-            shown = [n for n in names if (b, n) in samples]
-            if not shown:
-                continue
-            sizes = sorted({s for n in shown for s in samples[(b, n)]})
-            ratio_of = [n for n in shown if n != args.baseline] if args.baseline in shown else []
-            report.append("")
-            report.append(f"{b}: {label} [{unit}], median of {args.repeats}; "
-                          f"{'higher' if higher else 'lower'} is better"
-                          + (f"; ratio = transport / {args.baseline}" if ratio_of else ""))
-            head = f"{'size(B)':>9}" + "".join(f"{n:>11}" for n in shown) \
-                + "".join(f"{n + '/' + args.baseline:>14}" for n in ratio_of)
-            report.append(head)
-            for s in sizes:
-                med = {}
-                for n in shown:
-                    vals = samples[(b, n)].get(s, {}).get(m, [])
-                    med[n] = statistics.median(vals) if vals else None
-                    medians.setdefault(b, {}).setdefault(m, {}).setdefault(n, {})[s] = med[n]
-                line = f"{s:>9}" + "".join(f"{fmt(med[n]):>11}" for n in shown)
-                for n in ratio_of:
-                    r = med[n] / med[args.baseline] if med[n] and med[args.baseline] else None
-                    line += f"{(f'{r:.2f}' if r is not None else '-'):>14}"
-                report.append(line)
+    if split:
+        report.append(f"# placement: each row is grouped by the cache-line ping-pong between ranks 0 and 1"
+                      f" taken before and after it; near < {split:.0f} ns <= far (see README, 'Placement')")
+    medians = {}   # placement -> bench -> metric -> transport -> size -> median
+    for place in (["near", "far"] if split else ["all"]):
+        for b in benches:
+            for m, label, unit, higher in BENCHES[b][2]:
+                shown = [n for n in names if (b, n) in samples]
+                if not shown:
+                    continue
+                pick = {n: {s: [v for v, pr in per.get(m, []) if classify(pr, split) == place]
+                            for s, per in samples[(b, n)].items()} for n in shown}
+                if not any(v for n in shown for v in pick[n].values()):
+                    continue
+                sizes = sorted({s for n in shown for s in samples[(b, n)]})
+                ratio_of = [n for n in shown if n != args.baseline] if args.baseline in shown else []
+                floor = probe_floor(samples, split, place)
+                report.append("")
+                report.append(f"{b}: {label} [{unit}], {place_title(place, floor)}; median, runs in brackets; "
+                              f"{'higher' if higher else 'lower'} is better"
+                              + (f"; ratio = transport / {args.baseline}" if ratio_of else ""))
+                head = f"{'size(B)':>9}" + "".join(f"{n:>15}" for n in shown) \
+                    + "".join(f"{n + '/' + args.baseline:>14}" for n in ratio_of)
+                report.append(head)
+                for s in sizes:
+                    med, cnt = {}, {}
+                    for n in shown:
+                        vals = pick[n].get(s, [])
+                        med[n] = statistics.median(vals) if vals else None
+                        cnt[n] = len(vals)
+                        medians.setdefault(place, {}).setdefault(b, {}).setdefault(m, {}) \
+                            .setdefault(n, {})[s] = med[n]
+                    line = f"{s:>9}" + "".join(f"{fmt(med[n]) + f' ({cnt[n]})':>15}" for n in shown)
+                    for n in ratio_of:
+                        r = med[n] / med[args.baseline] if med[n] and med[args.baseline] else None
+                        line += f"{(f'{r:.2f}' if r is not None else '-'):>14}"
+                    report.append(line)
     for (b, n), why in failed.items():
         report.append(f"# {n} failed in {b}: {why}")
     text = "\n".join(report)
@@ -187,6 +200,7 @@ def main():
         f.write(text + "\n")
     with open(os.path.join(out_dir, "samples.json"), "w") as f:
         json.dump({"np": args.np, "repeats": args.repeats, "baseline": args.baseline,
+                   "placement_split_ns": split,
                    "transports": {n: known[n] for n in names},
                    "samples": {f"{b}/{n}": v for (b, n), v in samples.items()},
                    "medians": medians, "failed": {f"{b}/{n}": w for (b, n), w in failed.items()}},
@@ -198,27 +212,71 @@ def main():
     return 1 if failed else 0
 
 
+def placement_split(samples):
+    """The probe value separating near from far placements, or None for one placement.
+
+    On this kind of virtual machine the probe is bimodal (about 30-45 ns when the two
+    vCPUs share a last-level cache, 150-170 ns when they do not); a run keeps its
+    placement, so rows are compared only with rows of the same placement.  Split at
+    the geometric mean of the low and high tenth when they are clearly apart."""
+    probes = sorted(x for per in samples.values() for ms in per.values() for vs in ms.values()
+                    for _, pr in vs if pr for x in pr if x > 0)
+    if len(probes) < 10:
+        return None
+    lo, hi = probes[len(probes) // 10], probes[len(probes) * 9 // 10]
+    return (lo * hi) ** 0.5 if hi > 2.5 * lo else None
+
+
+def classify(probe, split):
+    if split is None:
+        return "all"
+    if not probe:
+        return "unknown"
+    if max(probe) < split:
+        return "near"
+    if min(probe) >= split:
+        return "far"
+    return "mixed"
+
+
+def probe_floor(samples, split, place):
+    """Median probe (cache-line half round trip, ns) of the rows of one placement."""
+    vals = [max(pr) for per in samples.values() for ms in per.values() for vs in ms.values()
+            for _, pr in vs if pr and classify(pr, split) == place]
+    return statistics.median(vals) if vals else None
+
+
+def place_title(place, floor):
+    text = {"near": "cores sharing a cache", "far": "cores not sharing a cache",
+            "all": "all runs"}[place]
+    return text + (f" (cache-line ping-pong {floor:.0f} ns)" if floor else "")
+
+
 def plot(medians, out_dir, args):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     written = []
-    for b, per_metric in medians.items():
+    places = list(medians)
+    for b in sorted({b for per in medians.values() for b in per}):
         metrics = BENCHES[b][2]
-        fig, axes = plt.subplots(1, len(metrics), figsize=(6.5 * len(metrics), 4.5), squeeze=False)
-        for ax, (m, label, unit, higher) in zip(axes[0], metrics):
-            for n, series in per_metric.get(m, {}).items():
-                pts = sorted((s, v) for s, v in series.items() if v is not None)
-                xs = [max(s, 0.5) for s, _ in pts]  # size 0 plotted at 0.5 on the log axis
-                ax.plot(xs, [v for _, v in pts], marker="o", markersize=3,
-                        linewidth=2.2 if n == args.baseline else 1.4, label=n)
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            ax.set_xlabel("message size (bytes; 0 B plotted at 0.5)")
-            ax.set_ylabel(f"{label} [{unit}] ({'higher' if higher else 'lower'} is better)")
-            ax.set_title(f"{BENCHES[b][0]}: {label}, {args.np} ranks, median of {args.repeats}")
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend()
+        fig, axes = plt.subplots(len(places), len(metrics), figsize=(6.5 * len(metrics), 4.5 * len(places)),
+                                 squeeze=False)
+        for row, place in zip(axes, places):
+            for ax, (m, label, unit, higher) in zip(row, metrics):
+                for n, series in medians[place].get(b, {}).get(m, {}).items():
+                    pts = sorted((s, v) for s, v in series.items() if v is not None)
+                    xs = [max(s, 0.5) for s, _ in pts]  # size 0 plotted at 0.5 on the log axis
+                    ax.plot(xs, [v for _, v in pts], marker="o", markersize=3,
+                            linewidth=2.2 if n == args.baseline else 1.4, label=n)
+                ax.set_xscale("log", base=2)
+                ax.set_yscale("log")
+                ax.set_xlabel("message size (bytes; 0 B plotted at 0.5)")
+                ax.set_ylabel(f"{label} [{unit}] ({'higher' if higher else 'lower'} is better)")
+                ax.set_title(f"{BENCHES[b][0]}: {label}, {args.np} ranks, {place_title(place, None)}",
+                             fontsize=10)
+                ax.grid(True, which="both", alpha=0.3)
+                ax.legend()
         fig.tight_layout()
         path = os.path.join(out_dir, f"{b}.png")
         fig.savefig(path, dpi=110)

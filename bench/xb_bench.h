@@ -40,17 +40,27 @@ int xb_window_for(const struct xb_opts *o, size_t size);
  * since window * size only grows with size until the 64 MiB cap. */
 size_t xb_window_bytes(const struct xb_opts *o);
 
+/* Median of v[0..n) (reorders v).  The benchmarks time each window (or block of
+ * round trips) and report the median, so a host preempting a vCPU for a few ms
+ * moves one sample, not the row; the mean goes into the JSON beside it. */
+double xb_median(double *v, int n);
+
 /* Page-aligned, zeroed, touched allocation; aborts the job when out of memory. */
 void *xb_alloc(size_t bytes);
 
 /* Check a received message against its pattern; records and reports a mismatch. */
 void xb_check(const void *buf, size_t len, int src, unsigned long iter, int tag);
 
+/* Half the round trip of one cache line between ranks 0 and 1 in ns (the cores'
+ * placement, see xb_bench.c), or -1 when they do not share a node.  Collective. */
+double xb_probe(void);
+
 /* Column header (rank 0 prints it). */
 void xb_header(const char *columns);
 
-/* One result row: fields are "name", value pairs, printed as columns and as JSON.
- * Only rank 0 prints.  `extra_json` (may be NULL) is appended verbatim inside the object. */
+/* One result row: fields are "name", value pairs, printed as columns and as JSON,
+ * with the placement probe taken before and after the row ("probe_ns").  Collective
+ * (every rank calls it), only rank 0 prints.  `extra_json` (may be NULL) is appended verbatim inside the object. */
 void xb_row(size_t size, int iters, int nfields, const char *const names[], const double values[],
             const char *extra_json);
 

@@ -86,9 +86,13 @@ typedef struct rsm_area {
     rsm_pool_t pool[RSM_MAX_STRIPES];
 } rsm_area_t;
 
-/* What an outstanding postbox holds until acked: the pool runs to free. */
+/* What an outstanding postbox holds until acked: the pool runs to free, and in
+ * the first slot of what was published at once (an inline group, a pad, one
+ * pointer postbox) how many slots that covers, so reclaim checks one ack per
+ * message instead of one per postbox. */
 typedef struct rsm_slot {
     uint8_t nruns;
+    uint16_t span;
     rsm_run_t runs[RSM_PB_RUNS];
 } rsm_slot_t;
 
@@ -229,6 +233,10 @@ static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
                           || k > qlen - index || h.tag >= MCA_BTL_TAG_MAX
                           || (reg = &mca_btl_base_active_message_trigger[h.tag])->cbfunc == NULL)) {
             return (int) delivered + rsm_poll_endpoint(ep, budget - delivered);
+        }
+        for (uint32_t i = 1; i < k; i++) {
+            /* ask for the whole group at once: the copy-out would find its lines one by one */
+            __builtin_prefetch(slot + i, 0, 3);
         }
         mca_btl_base_segment_t seg = {.seg_addr.pval = slot->u.data, .seg_len = h.nbytes};
         mca_btl_base_descriptor_t des = {.des_segments = &seg, .des_segment_count = 1};

@@ -219,18 +219,21 @@ void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep)
 {
     const uint32_t mask = mca_btl_rsm_component.layout.queue_len - 1;
     const uint32_t shift = mca_btl_rsm_component.layout.queue_shift;
+    /* The receiver acks every postbox, in order, every lap (release), so the
+     * last slot of a unit carrying this lap's tag means the whole unit was
+     * consumed; the other slots' bytes need not be read. */
     while (ep->reclaimed != ep->tail) {
-        uint32_t i = ep->reclaimed & mask;
-        if (atomic_load_explicit(&ep->out_acks[i], memory_order_acquire)
-            != rsm_lap_tag(ep->reclaimed, shift)) {
+        rsm_slot_t *slot = &ep->slots[ep->reclaimed & mask];
+        uint32_t last = ep->reclaimed + slot->span - 1;
+        if (atomic_load_explicit(&ep->out_acks[last & mask], memory_order_acquire)
+            != rsm_lap_tag(last, shift)) {
             break;
         }
-        rsm_slot_t *slot = &ep->slots[i];
         for (unsigned r = 0; r < slot->nruns; r++) {
             rsm_pool_free(&ep->area->pool[slot->runs[r].stripe], &slot->runs[r]);
         }
         slot->nruns = 0;
-        ep->reclaimed++;
+        ep->reclaimed += slot->span;
     }
 }
 

@@ -28,7 +28,10 @@ static inline bool queue_room(mca_btl_base_endpoint_t *ep, uint32_t n)
 
 /* Reserve an inline group for LEN bytes at the tail and return its head; the
  * caller writes the payload at head->u.data (contiguous: a group never wraps)
- * and then calls inline_publish.  A group that would cross the end of the ring
+ * and then calls inline_publish.  The postbox after the group is made safe
+ * (rsm_pb_clear_stale) here, not at publish time: that store may miss, and the
+ * flag would wait behind it; here it overlaps the payload's misses.  It is free
+ * (queue_room keeps it), so zeroing it early is harmless if the group is dropped.  A group that would cross the end of the ring
  * is preceded by a pad postbox that fills the ring to its end.  NULL: no room. */
 static inline rsm_postbox_t *inline_reserve(mca_btl_base_endpoint_t *ep, size_t len)
 {
@@ -40,6 +43,7 @@ static inline rsm_postbox_t *inline_reserve(mca_btl_base_endpoint_t *ep, size_t 
             return NULL;
         }
         rsm_pb_mark_follow_on(ep->stale, mask, ep->tail, k);
+        rsm_pb_clear_stale(ep->out_queue, ep->stale, mask, ep->tail + k);
         return &ep->out_queue[index];
     }
     uint32_t pad = qlen - index;
@@ -49,8 +53,10 @@ static inline rsm_postbox_t *inline_reserve(mca_btl_base_endpoint_t *ep, size_t 
     rsm_pb_clear_stale(ep->out_queue, ep->stale, mask, ep->tail + pad);
     rsm_pb_publish_hdr(&ep->out_queue[index], 0, RSM_PB_PAD | RSM_PB_FIRST | RSM_PB_LAST, 0,
                        ep->tail);
+    ep->slots[index].span = (uint16_t) pad;
     ep->tail += pad;
     rsm_pb_mark_follow_on(ep->stale, mask, ep->tail, k);
+    rsm_pb_clear_stale(ep->out_queue, ep->stale, mask, ep->tail + k);
     return &ep->out_queue[0];
 }
 
@@ -59,9 +65,11 @@ static inline void inline_publish(mca_btl_base_endpoint_t *ep, rsm_postbox_t *he
 {
     const uint32_t mask = mca_btl_rsm_component.layout.queue_len - 1;
     uint32_t k = rsm_inline_postboxes((uint32_t) len);
+    /* normally done at reserve time; not if the packed length came out shorter */
     rsm_pb_clear_stale(ep->out_queue, ep->stale, mask, ep->tail + k);
     rsm_pb_publish_hdr(head, (uint16_t) len, RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST, tag,
                        ep->tail);
+    ep->slots[ep->tail & mask].span = (uint16_t) k;
     ep->tail += k;
 }
 
@@ -87,6 +95,7 @@ static void post_pointer(mca_btl_base_endpoint_t *ep, uint8_t tag, mca_btl_rsm_f
         rsm_slot_t *slot = &ep->slots[ep->tail & mask];
         unsigned k = 0;
         slot->nruns = 0;
+        slot->span = 1;
         for (; r < frag->nruns && slot->nruns < RSM_PB_RUNS; r++) {
             slot->runs[slot->nruns++] = frag->runs[r];
             if (frag->segments[r].seg_len > 0) {
@@ -214,13 +223,21 @@ int rsm_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
         if (head == NULL) {
             goto out;
         }
-        memcpy(head->u.data, header, header_size);
         if (payload_size > 0) {
             if (!opal_convertor_need_buffers(convertor)) {
                 /* contiguous: one memcpy; ob1 is done with the convertor after sendi */
-                void *src;
-                opal_convertor_get_current_pointer(convertor, &src);
-                memcpy(head->u.data + header_size, src, payload_size);
+                /* contiguous: the follow-on postboxes first, the head's
+                 * line last, so the line the receiver spins on leaves its
+                 * cache once, just before the flag (see inline_publish) */
+                char *src;
+                opal_convertor_get_current_pointer(convertor, (void **) &src);
+                size_t in_head = header_size < RSM_PB_DATA ? RSM_PB_DATA - header_size : 0;
+                if (in_head > 0 && payload_size > in_head) {
+                    memcpy(head->u.data + RSM_PB_DATA, src + in_head, payload_size - in_head);
+                    memcpy(head->u.data + header_size, src, in_head);
+                } else {
+                    memcpy(head->u.data + header_size, src, payload_size);
+                }
             } else {
                 struct iovec iov = {.iov_base = head->u.data + header_size,
                                     .iov_len = payload_size};
@@ -232,6 +249,7 @@ int rsm_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
                 total = header_size + packed;
             }
         }
+        memcpy(head->u.data, header, header_size);
         inline_publish(ep, head, tag, total);
         rc = OPAL_SUCCESS;
     } else if (total <= c->layout.max_msg) {
