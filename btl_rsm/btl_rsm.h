@@ -59,10 +59,26 @@ static inline size_t rsm_ctl_ack_off(const rsm_layout_t *lay)
     return rsm_ctl_connect_off() + rsm_round64(lay->nqueues);
 }
 static inline size_t rsm_ctl_row_bytes(const rsm_layout_t *lay) { return rsm_round64(lay->queue_len); }
+/* Shared single-copy work: a receiver's get of a large message is split with the
+ * sender (btl_rsm_get.c); each split has one cache line here, in the receiver's
+ * control segment, that both claim halves through. */
+#define RSM_HELP_SLOTS 8
+typedef struct rsm_help_slot {
+    _Atomic uint64_t state;         /* gen << 8 | RSM_HELP_* */
+    uint8_t pad[56];
+} rsm_help_slot_t;
+static inline size_t rsm_ctl_help_off(const rsm_layout_t *lay)
+{
+    return rsm_ctl_ack_off(lay) + (size_t) lay->nqueues * rsm_ctl_row_bytes(lay);
+}
 static inline size_t rsm_ctl_size(const rsm_layout_t *lay)
 {
-    size_t s = rsm_ctl_ack_off(lay) + (size_t) lay->nqueues * rsm_ctl_row_bytes(lay);
+    size_t s = rsm_ctl_help_off(lay) + RSM_HELP_SLOTS * sizeof(rsm_help_slot_t);
     return (s + RSM_PAGE - 1) / RSM_PAGE * RSM_PAGE;
+}
+static inline rsm_help_slot_t *rsm_ctl_help(const rsm_layout_t *lay, void *ctl, unsigned slot)
+{
+    return (rsm_help_slot_t *) ((char *) ctl + rsm_ctl_help_off(lay)) + slot;
 }
 static inline _Atomic uint8_t *rsm_ctl_ack_row(const rsm_layout_t *lay, void *ctl, unsigned dest)
 {
@@ -139,6 +155,7 @@ typedef struct mca_btl_rsm_component_t {
     unsigned int stripes;
     bool single_copy;
     size_t single_copy_min;         /* smallest message sent by RDMA get */
+    size_t single_copy_split;       /* smallest get split with the sender (0: never) */
     bool numa_place;
     unsigned int poll_budget;
 
@@ -166,6 +183,10 @@ typedef struct mca_btl_rsm_component_t {
     opal_recursive_mutex_t lock;
     uint64_t dropped;               /* refused postboxes, all peers */
     uint64_t gets, get_bytes;       /* single-copy reads done (reported at finalize) */
+    uint64_t helped, help_bytes;    /* halves of a peer's get we wrote for it */
+    uint64_t help_gen;
+    uint32_t n_parked;              /* split gets waiting for the sender's half */
+    struct rsm_parked_get *parked[RSM_HELP_SLOTS];
     uint64_t cleanup_registered;
     bool in_progress;
 } mca_btl_rsm_component_t;
@@ -195,6 +216,22 @@ int rsm_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
               size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
               mca_btl_base_descriptor_t **descriptor);
 int rsm_send_pending(mca_btl_base_endpoint_t *ep);
+
+/* btl_rsm_send.c: an internal inline message (tag RSM_TAG_HELP); false if no room */
+bool rsm_send_internal(mca_btl_base_endpoint_t *ep, uint8_t tag, const void *data, size_t len);
+
+/* btl_rsm_get.c: single copy */
+#define RSM_TAG_HELP MCA_BTL_TAG_MAX    /* never a registered tag: cannot reach ob1 */
+int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
+            uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
+            struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
+            int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_t *btl,
+                                                            mca_btl_base_endpoint_t *ep, void *base,
+                                                            size_t size, uint32_t flags);
+int rsm_deregister_mem(mca_btl_base_module_t *btl, struct mca_btl_base_registration_handle_t *handle);
+void rsm_help_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t len);
+int rsm_get_progress(void);
 
 /* btl_rsm_recv.c */
 int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget);

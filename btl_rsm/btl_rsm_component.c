@@ -89,21 +89,24 @@ static int rsm_component_register(void)
         "(RDMA get through CMA / process_vm_readv).  Probed at start; turned off with one "
         "verbose line when the kernel refuses", MCA_BASE_VAR_TYPE_BOOL, &c->single_copy,
         OPAL_INFO_LVL_4);
-    /* On the 2-core test machine (2 ranks bound to the 2 cores) the pipelined two-copy
-     * path beats single copy at every rendezvous size measured, 16 KiB..32 MiB (bw
-     * 1.5-2.4x, bibw ~1.1x): the sender's copy-in and the receiver's copy-out run in
-     * parallel on both cores, while process_vm_readv is one copy on one core plus
-     * page-table walks (README, "Single copy threshold").  So by default no message is
-     * sent by get (SIZE_MAX); lower this where single copy wins (more ranks than
-     * cores, a busy sender, memory bandwidth rather than copy rate the limit). */
-    c->single_copy_min = SIZE_MAX;
+    /* Every rendezvous message goes by get by default, and from single_copy_split
+     * on the get is shared with the sender (btl_rsm_get.c).  Why (README, "Single
+     * copy"): the pipelined two-copy path moves every byte between the two cores
+     * twice; it wins (2-3x vader) when the cores share a last-level cache and loses
+     * (0.3-0.9x) when they do not, while the split get beats vader either way. */
+    c->single_copy_min = 0;
     reg("single_copy_min", "With btl_rsm_single_copy on: contiguous messages past the eager limit "
         "of at least this many bytes are read by the receiver straight from the sender's memory "
         "(one copy); shorter ones take the pipelined two-copy path.  0: every such message.  "
-        "Default SIZE_MAX (18446744073709551615): none, single copy stays unused and unprobed, "
-        "because on the 2-core machine it was measured on the two-copy pipeline is faster at "
-        "every size (16 KiB..32 MiB)",
+        "SIZE_MAX (18446744073709551615): none (single copy stays unused and unprobed).  The "
+        "two-copy path is faster only where sender and receiver share a last-level cache",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->single_copy_min, OPAL_INFO_LVL_4);
+    c->single_copy_split = 64 * 1024;
+    reg("single_copy_split", "Single-copy reads of at least this many bytes are split in two: the "
+        "receiver reads the first half while the sender writes the second (process_vm_writev), so "
+        "both cores copy.  Each byte is still copied once.  If the sender is busy the receiver "
+        "takes the second half back.  0: never split",
+        MCA_BASE_VAR_TYPE_SIZE_T, &c->single_copy_split, OPAL_INFO_LVL_5);
     c->numa_place = true;
     reg("numa_place", "Place each sender's area on the NUMA node of the receivers it serves",
         MCA_BASE_VAR_TYPE_BOOL, &c->numa_place, OPAL_INFO_LVL_6);
@@ -308,6 +311,9 @@ static int rsm_component_progress(void)
     }
     for (uint32_t i = 0; i < c->n_inbound; i++) {
         count += rsm_poll(c->inbound[i], c->poll_budget);
+    }
+    if (OPAL_UNLIKELY(c->n_parked > 0)) {
+        count += rsm_get_progress();
     }
     if (c->outbound_busy > 0) {
         for (uint32_t i = 0; i < c->n_outbound; i++) {

@@ -1,6 +1,6 @@
 /*
  * The BTL module: peers (add_procs/del_procs), descriptors (alloc, free,
- * prepare_src), single-copy get through CMA, and teardown.
+ * prepare_src) and teardown.  Single copy (get, registration) is btl_rsm_get.c.
  */
 #define _GNU_SOURCE
 #include "btl_rsm.h"
@@ -133,7 +133,8 @@ static int rsm_finalize(mca_btl_base_module_t *btl)
     c->by_local_rank = NULL;
     c->inbound = c->outbound = NULL;
     c->n_inbound = c->n_outbound = 0;
-    RSM_VERBOSE(10, "%" PRIu64 " single-copy gets, %" PRIu64 " bytes", c->gets, c->get_bytes);
+    RSM_VERBOSE(10, "%" PRIu64 " single-copy gets, %" PRIu64 " bytes; %" PRIu64 " halves written "
+                "for receivers, %" PRIu64 " bytes", c->gets, c->get_bytes, c->helped, c->help_bytes);
     if (c->dropped > 0) {
         RSM_VERBOSE(1, "%" PRIu64 " malformed postboxes were dropped", c->dropped);
     }
@@ -256,64 +257,6 @@ static mca_btl_base_descriptor_t *rsm_prepare_src(mca_btl_base_module_t *btl,
 out:
     RSM_UNLOCK();
     return frag != NULL ? &frag->base : NULL;
-}
-
-/* Single copy: read the sender's buffer straight out of its address space. */
-static int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
-                   uint64_t remote_address,
-                   struct mca_btl_base_registration_handle_t *local_handle,
-                   struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
-                   int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
-                   void *cbcontext, void *cbdata)
-{
-    struct iovec local = {.iov_base = local_address, .iov_len = size};
-    struct iovec remote = {.iov_base = (void *) (uintptr_t) remote_address, .iov_len = size};
-    while (local.iov_len > 0) {
-        ssize_t n = process_vm_readv(ep->pid, &local, 1, &remote, 1, 0);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            opal_show_help("help-btl-rsm.txt", "cma-failed", true, opal_process_info.nodename,
-                           (int) ep->pid, strerror(n < 0 ? errno : EIO));
-            return OPAL_ERROR;
-        }
-        local.iov_base = (char *) local.iov_base + n;
-        local.iov_len -= (size_t) n;
-        remote.iov_base = (char *) remote.iov_base + n;
-        remote.iov_len -= (size_t) n;
-    }
-    mca_btl_rsm_component.gets++;       /* statistics only: races are harmless */
-    mca_btl_rsm_component.get_bytes += size;
-    cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
-    return OPAL_SUCCESS;
-}
-
-/* ob1 (4.1) has no size threshold of its own for RDMA get: past the eager limit it
- * sends an RGET for any contiguous buffer that every rdma BTL can "register"
- * (mca_pml_ob1_rdma_btls), otherwise a rendezvous followed by the send pipeline.
- * Registration is therefore where we choose: nothing needs pinning for CMA, so the
- * handle is a token, but asking to register a send buffer for remote reading
- * (MCA_BTL_REG_FLAG_REMOTE_READ, the sender's question) below btl_rsm_single_copy_min
- * bytes fails, and ob1 takes the two-copy pipeline for that message.  The
- * receiver's own registrations (LOCAL_WRITE) always succeed: a get, once announced,
- * must not be refused. */
-static char rsm_reg_token;
-
-static struct mca_btl_base_registration_handle_t *
-rsm_register_mem(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *base, size_t size,
-                 uint32_t flags)
-{
-    if ((flags & MCA_BTL_REG_FLAG_REMOTE_READ) && size < mca_btl_rsm_component.single_copy_min) {
-        return NULL;
-    }
-    return (struct mca_btl_base_registration_handle_t *) &rsm_reg_token;
-}
-
-static int rsm_deregister_mem(mca_btl_base_module_t *btl,
-                              struct mca_btl_base_registration_handle_t *handle)
-{
-    return OPAL_SUCCESS;
 }
 
 static int rsm_register_error(mca_btl_base_module_t *btl, mca_btl_base_module_error_cb_fn_t cb)

@@ -7,8 +7,12 @@
  */
 #include "btl_rsm.h"
 
-static inline bool deliver_inline(uint8_t tag, void *data, uint32_t len)
+static inline bool deliver_inline(mca_btl_base_endpoint_t *ep, uint8_t tag, void *data, uint32_t len)
 {
+    if (tag == RSM_TAG_HELP) {
+        rsm_help_serve(ep, data, len);   /* ours: a receiver asks us to write half its get */
+        return true;
+    }
     if (OPAL_UNLIKELY(tag >= MCA_BTL_TAG_MAX)) {
         return false;
     }
@@ -81,7 +85,7 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
         }
         if (r == RSM_PB_DONE) {
             bool ok = ep->assembler.type == RSM_PB_INLINE
-                          ? deliver_inline(ep->assembler.tag, slot->u.data, ep->assembler.total)
+                          ? deliver_inline(ep, ep->assembler.tag, slot->u.data, ep->assembler.total)
                           : deliver_runs(ep);
             if (OPAL_UNLIKELY(!ok)) {
                 goto bad_tag;

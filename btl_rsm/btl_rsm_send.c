@@ -73,6 +73,20 @@ static inline void inline_publish(mca_btl_base_endpoint_t *ep, rsm_postbox_t *he
     ep->tail += k;
 }
 
+bool rsm_send_internal(mca_btl_base_endpoint_t *ep, uint8_t tag, const void *data, size_t len)
+{
+    if (ep->pending_head != NULL) {
+        return false;           /* behind ob1's queued fragments: would overtake them */
+    }
+    rsm_postbox_t *head = inline_reserve(ep, len);
+    if (head == NULL) {
+        return false;
+    }
+    memcpy(head->u.data, data, len);
+    inline_publish(ep, head, tag, len);
+    return true;
+}
+
 static uint32_t pointer_postboxes(const mca_btl_rsm_frag_t *frag)
 {
     return (frag->nruns + RSM_PB_RUNS - 1) / RSM_PB_RUNS;

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Memory per host grows with the number of senders, not with the square of the
 # job.  With N ranks on a host, Q postboxes per queue, stripes S and pool P:
-#   control segment per rank  C = page(128 + r64(N) + N * r64(Q))
+#   control segment per rank  C = page(128 + r64(N) + N * r64(Q) + 8 * 64)   (8 split-get lines)
 #   area per sender           A = page(N * Q * 64) + S * floor-to-blocks(P / S)
 #   host total                M = N * C + (senders) * A
 # Each rank here sends to every other, so senders = N.  The test measures the
@@ -34,7 +34,7 @@ for np in 2 4 8 16; do
         touched=$(du -B1 -c $files | tail -1 | awk '{print $1}')
     fi
     touch "$work/go"; wait "$pid"; rc=$?
-    C=$(page $((128 + $(r64 $np) + np * $(r64 $Q))))
+    C=$(page $((128 + $(r64 $np) + np * $(r64 $Q) + 8 * 64)))
     A=$(( $(page $((np * Q * 64))) + S * $(pool_bytes) ))
     formula=$(( np * C + np * A ))
     echo "# $np  $measured  $formula  $touched  $((measured / np))"

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Point-to-point correctness over btl rsm beyond what test/mpi/t-p2p.sh covers
 # (1..4 ranks over every transport): 5 to 8 ranks, and 2..4 ranks with single
-# copy off, with single copy from 0 B / 64 KiB / 1 MiB, with striping, with tiny queues/pools and other inline limits.
+# copy off, with single copy from 0 B / 64 KiB / 1 MiB / never, split with the sender from 4 KiB
+# or never, with striping, with tiny queues/pools and other inline limits.
 # All sizes 0 B..16 MiB, ANY_SOURCE/ANY_TAG, non-contiguous datatypes, verified.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/rsm_lib.sh"
@@ -20,10 +21,12 @@ run() {
 }
 for np in 5 6 7 8; do run "$np" "" ""; done
 run 2 "single copy off" "--mca btl_rsm_single_copy 0"
-# single copy is unused by default (btl_rsm_single_copy_min = SIZE_MAX): exercise the get
-# path for every rendezvous message, and a threshold with sizes on both sides of it
-run 2 "single copy from 0 B" "--mca btl_rsm_single_copy_min 0"
-run 3 "single copy from 0 B" "--mca btl_rsm_single_copy_min 0"
+# by default every rendezvous message is a get, split with the sender from 64 KiB: also
+# unsplit, split from 4 KiB, thresholds with sizes on both sides, and no get at all
+run 2 "single copy, never split" "--mca btl_rsm_single_copy_split 0"
+run 3 "single copy, split from 4 KiB" "--mca btl_rsm_single_copy_split 4096"
+run 4 "single copy, split from 4 KiB" "--mca btl_rsm_single_copy_split 4096 --mca btl_rsm_eager_limit 4096"
+run 2 "two copies only (single_copy_min SIZE_MAX)" "--mca btl_rsm_single_copy_min 18446744073709551615"
 run 2 "single copy from 64 KiB" "--mca btl_rsm_single_copy_min 65536"
 run 4 "single copy from 1 MiB" "--mca btl_rsm_single_copy_min 1048576"
 run 3 "single copy off" "--mca btl_rsm_single_copy 0"
@@ -32,7 +35,7 @@ run 3 "small queues and pool" "--mca btl_rsm_postboxes 8 --mca btl_rsm_inline_ma
 run 2 "inline 1500, 64 KiB pipeline" "--mca btl_rsm_inline_max 1500 --mca btl_rsm_pipeline_size 65536 --mca btl_rsm_max_send_size 65536"
 # The threshold is exact: with btl_rsm_single_copy_min 65537 the all-pairs exchanges up to
 # 65536 B make no get, up to 65537 B exactly one per rank per pass (non-blocking, blocking)
-# of 65537 B; by default (SIZE_MAX) none.  Counted by the finalize line at verbosity 10.
+# of 65537 B.  Counted by the finalize line at verbosity 10.
 gets() { # label expected-total-per-rank extra
     local label=$1 want=$2 extra=$3
     out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 $extra" -- "$prog" -M "$4" 2>&1); rc=$?
@@ -46,5 +49,18 @@ gets() { # label expected-total-per-rank extra
 }
 gets "65536 B below 65537 B threshold: two-copy" "0 single-copy gets, 0 bytes" "--mca btl_rsm_single_copy_min 65537" 65536
 gets "65537 B at 65537 B threshold: get" "2 single-copy gets, 131074 bytes" "--mca btl_rsm_single_copy_min 65537" 65537
-gets "default: no get up to 16 MiB" "0 single-copy gets, 0 bytes" "" $((16 << 20))
+gets "single_copy_min SIZE_MAX: no get up to 16 MiB" "0 single-copy gets, 0 bytes" "--mca btl_rsm_single_copy_min 18446744073709551615" $((16 << 20))
+# The split is used: by default, gets of 1 MiB have their second half written by the sender
+# (counted on the sender's finalize line); with btl_rsm_single_copy_split 0 never.
+halves() { # label extra want-nonzero(1|0)
+    out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 $2" -- "$prog" -M 1048576 2>&1); rc=$?
+    n=$(grep -o '[0-9]* halves written' <<< "$out" | awk '{s += $1} END {print s + 0}')
+    if [ "$rc" -eq 0 ] && ! grep -q '^not ok' <<< "$out" && { { [ "$3" = 1 ] && [ "$n" -gt 0 ]; } || { [ "$3" = 0 ] && [ "$n" -eq 0 ]; }; }; then
+        ok "rsm split get: $1 ($n halves written by senders)"
+    else
+        not_ok "rsm split get: $1 ($n halves written by senders, rc $rc)"; tail -20 <<< "$out" | diag
+    fi
+}
+halves "default, up to 1 MiB" "" 1
+halves "btl_rsm_single_copy_split 0" "--mca btl_rsm_single_copy_split 0" 0
 tap_done

@@ -1,0 +1,318 @@
+/*
+ * Single copy: ob1's RDMA get, served by reading the sender's memory with
+ * process_vm_readv (CMA), and for large messages split with the sender.
+ *
+ * Why split: a get is one copy on one core while the sender's core only polls.
+ * For a get of at least btl_rsm_single_copy_split bytes the receiver copies the
+ * first half and asks the sender (an internal inline message, RSM_TAG_HELP) to
+ * write the second half into it with process_vm_writev.  Both halves go at once,
+ * each byte is still copied exactly once, from user buffer to user buffer.
+ *
+ * The split's state is one line in the receiver's control segment (rsm_help_slot_t,
+ * `gen << 8 | status`).  The receiver posts it (POSTED) before asking; the sender
+ * claims it with a compare-and-swap (POSTED -> TAKEN) and ends with DONE or FAILED;
+ * the receiver, once its own half is copied, tries to take the second half back
+ * (POSTED -> MINE) and copies it itself if the sender has not started.  So a
+ * sender busy elsewhere never delays a get by more than it takes the receiver to
+ * copy everything, and a help request that arrives late finds the slot moved on
+ * (another generation) and is dropped.
+ *
+ * The sender trusts nothing in a help request: the slot index is checked, the
+ * source range must lie inside a buffer it registered for remote reading and has
+ * not deregistered (ob1 deregisters only after the receiver's FIN, which comes
+ * after the split is over), and the destination is written through the kernel,
+ * which confines it to the receiver's own address space.
+ */
+#define _GNU_SOURCE
+#include "btl_rsm.h"
+
+#include "opal/util/show_help.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+
+enum { RSM_HELP_FREE = 0, RSM_HELP_POSTED, RSM_HELP_TAKEN, RSM_HELP_DONE, RSM_HELP_FAILED,
+       RSM_HELP_MINE };
+
+typedef struct rsm_help_req {       /* what crosses the wire, receiver -> sender */
+    uint64_t src;                   /* sender's address */
+    uint64_t dst;                   /* receiver's address */
+    uint64_t len;
+    uint64_t gen;
+    uint32_t slot;
+    uint32_t pad;
+} rsm_help_req_t;
+
+typedef struct rsm_parked_get {     /* a split get waiting for the sender's half */
+    mca_btl_base_endpoint_t *ep;
+    uint64_t gen;
+    void *local_address, *dst;
+    uint64_t src;
+    size_t size, half_len;
+    struct mca_btl_base_registration_handle_t *local_handle;
+    mca_btl_base_rdma_completion_fn_t cbfunc;
+    void *cbcontext, *cbdata;
+} rsm_parked_get_t;
+
+/* A REMOTE_READ registration: the ranges a peer may ask us to write from. */
+typedef struct rsm_reg {
+    struct rsm_reg *prev, *next;
+    uintptr_t base;
+    size_t size;
+} rsm_reg_t;
+
+static rsm_reg_t live_regs = {.prev = &live_regs, .next = &live_regs};
+static char rsm_reg_token;          /* the handle of every other registration */
+
+/* Copy LEN bytes between us and PID: read (into our LOCAL) or write (from LOCAL). */
+static int cma_copy(pid_t pid, bool write, void *local_addr, uint64_t remote_addr, size_t len)
+{
+    struct iovec local = {.iov_base = local_addr, .iov_len = len};
+    struct iovec remote = {.iov_base = (void *) (uintptr_t) remote_addr, .iov_len = len};
+    while (local.iov_len > 0) {
+        ssize_t n = write ? process_vm_writev(pid, &local, 1, &remote, 1, 0)
+                          : process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return n < 0 ? errno : EIO;
+        }
+        local.iov_base = (char *) local.iov_base + n;
+        local.iov_len -= (size_t) n;
+        remote.iov_base = (char *) remote.iov_base + n;
+        remote.iov_len -= (size_t) n;
+    }
+    return 0;
+}
+
+static int get_failed(mca_btl_base_endpoint_t *ep, int err)
+{
+    opal_show_help("help-btl-rsm.txt", "cma-failed", true, opal_process_info.nodename,
+                   (int) ep->pid, strerror(err));
+    return OPAL_ERROR;
+}
+
+static rsm_help_slot_t *my_slot(unsigned i)
+{
+    return rsm_ctl_help(&mca_btl_rsm_component.layout, mca_btl_rsm_component.ctl.base, i);
+}
+
+/* Post a split: a free slot, POSTED, and the request in the sender's queue.
+ * Returns the slot, or -1 (no slot, no connection or no room: copy it all). */
+static int help_post(mca_btl_base_endpoint_t *ep, uint64_t src, void *dst, size_t len, uint64_t *gen)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    int slot = -1;
+    for (int i = 0; i < RSM_HELP_SLOTS; i++) {
+        if (c->parked[i] == NULL
+            && (atomic_load_explicit(&my_slot(i)->state, memory_order_relaxed) & 0xff) == RSM_HELP_FREE) {
+            slot = i;
+            break;
+        }
+    }
+    if (slot < 0 || (!ep->out_connected && rsm_endpoint_connect(ep) != OPAL_SUCCESS)) {
+        return -1;
+    }
+    *gen = ++c->help_gen;
+    rsm_help_req_t req = {.src = src, .dst = (uint64_t) (uintptr_t) dst, .len = len, .gen = *gen,
+                          .slot = (uint32_t) slot};
+    atomic_store_explicit(&my_slot(slot)->state, *gen << 8 | RSM_HELP_POSTED, memory_order_release);
+    if (!rsm_send_internal(ep, RSM_TAG_HELP, &req, sizeof(req))) {
+        atomic_store_explicit(&my_slot(slot)->state, RSM_HELP_FREE, memory_order_relaxed);
+        return -1;
+    }
+    return slot;
+}
+
+int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
+            uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
+            struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
+            int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    size_t first = size;
+    int slot = -1, err;
+    uint64_t gen = 0;
+
+    RSM_LOCK();
+    if (c->single_copy_split > 0 && size >= c->single_copy_split) {
+        first = (size / 2 + 4095) & ~(size_t) 4095;   /* page-aligned halves where the buffers are */
+        if (first >= size
+            || (slot = help_post(ep, remote_address + first, (char *) local_address + first,
+                                 size - first, &gen)) < 0) {
+            first = size;
+        }
+    }
+    RSM_UNLOCK();
+    if ((err = cma_copy(ep->pid, false, local_address, remote_address, first)) != 0) {
+        return get_failed(ep, err);     /* the slot stays POSTED: the job is going down */
+    }
+    c->gets++;                          /* statistics only: races are harmless */
+    c->get_bytes += size;
+    if (slot >= 0) {
+        _Atomic uint64_t *state = &my_slot(slot)->state;
+        uint64_t posted = gen << 8 | RSM_HELP_POSTED;
+        if (atomic_compare_exchange_strong(state, &posted, gen << 8 | RSM_HELP_MINE)
+            || (posted & 0xff) == RSM_HELP_FAILED) {
+            /* the sender has not started (or could not): the second half is ours */
+            err = cma_copy(ep->pid, false, (char *) local_address + first, remote_address + first,
+                           size - first);
+            atomic_store_explicit(state, RSM_HELP_FREE, memory_order_relaxed);
+            if (err != 0) {
+                return get_failed(ep, err);
+            }
+        } else if ((posted & 0xff) == RSM_HELP_DONE) {
+            atomic_store_explicit(state, RSM_HELP_FREE, memory_order_relaxed);
+        } else {
+            /* TAKEN: the sender is writing it; finish from progress */
+            rsm_parked_get_t *p = malloc(sizeof(*p));
+            if (p == NULL) {
+                while ((atomic_load_explicit(state, memory_order_acquire) & 0xff) == RSM_HELP_TAKEN) {
+                }
+                atomic_store_explicit(state, RSM_HELP_FREE, memory_order_relaxed);
+            } else {
+                *p = (rsm_parked_get_t){.ep = ep, .gen = gen, .local_address = local_address,
+                                        .dst = (char *) local_address + first,
+                                        .src = remote_address + first, .size = size,
+                                        .half_len = size - first, .local_handle = local_handle,
+                                        .cbfunc = cbfunc, .cbcontext = cbcontext, .cbdata = cbdata};
+                RSM_LOCK();
+                c->parked[slot] = p;
+                c->n_parked++;
+                RSM_UNLOCK();
+                return OPAL_SUCCESS;
+            }
+        }
+    }
+    cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
+    return OPAL_SUCCESS;
+}
+
+/* From progress: complete the split gets whose second half the sender finished. */
+int rsm_get_progress(void)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    int done = 0;
+    for (unsigned i = 0; i < RSM_HELP_SLOTS && c->n_parked > 0; i++) {
+        rsm_parked_get_t *p = c->parked[i];
+        if (p == NULL) {
+            continue;
+        }
+        uint64_t st = atomic_load_explicit(&my_slot(i)->state, memory_order_acquire);
+        int rc = OPAL_SUCCESS;
+        if ((st & 0xff) == RSM_HELP_TAKEN) {
+            continue;
+        }
+        if ((st & 0xff) != RSM_HELP_DONE) {     /* FAILED: the sender could not write it */
+            int err = cma_copy(p->ep->pid, false, p->dst, p->src, p->half_len);
+            if (err != 0) {
+                rc = get_failed(p->ep, err);
+            }
+        }
+        atomic_store_explicit(&my_slot(i)->state, RSM_HELP_FREE, memory_order_relaxed);
+        c->parked[i] = NULL;
+        c->n_parked--;
+        p->cbfunc(&mca_btl_rsm, p->ep, p->local_address, p->local_handle, p->cbcontext, p->cbdata,
+                  rc);
+        free(p);
+        done++;
+    }
+    return done;
+}
+
+/* The sender's side: a receiver (EP) asks us to write part of its get. */
+void rsm_help_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t len)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    rsm_help_req_t req;
+    if (len != sizeof(req) || ep->peer_ctl.base == NULL) {
+        c->dropped++;
+        RSM_VERBOSE(1, "dropped a malformed single-copy request from local rank %u", ep->local_rank);
+        return;
+    }
+    memcpy(&req, data, sizeof(req));    /* the peer may change it under us: read it once */
+    if (req.slot >= RSM_HELP_SLOTS || req.gen == 0 || req.gen >> 56 != 0) {
+        c->dropped++;
+        RSM_VERBOSE(1, "dropped a single-copy request with slot %u from local rank %u", req.slot,
+                    ep->local_rank);
+        return;
+    }
+    _Atomic uint64_t *state = &rsm_ctl_help(&c->layout, ep->peer_ctl.base, req.slot)->state;
+    uint64_t posted = req.gen << 8 | RSM_HELP_POSTED;
+    if (!atomic_compare_exchange_strong(state, &posted, req.gen << 8 | RSM_HELP_TAKEN)) {
+        return;                         /* the receiver copied it itself, or it is stale */
+    }
+    bool inside = false;
+    for (rsm_reg_t *r = live_regs.next; r != &live_regs; r = r->next) {
+        if (req.src >= r->base && req.len <= r->size && req.src - r->base <= r->size - req.len) {
+            inside = true;
+            break;
+        }
+    }
+    int err = EFAULT;
+    if (!inside || req.len == 0
+        || (err = cma_copy(ep->pid, true, (void *) (uintptr_t) req.src, req.dst, req.len)) != 0) {
+        if (!inside) {
+            c->dropped++;
+        }
+        RSM_VERBOSE(1, "could not write %" PRIu64 " bytes of local rank %u's get (%s); it reads "
+                    "them itself", req.len, ep->local_rank,
+                    inside ? strerror(err) : "not inside a buffer registered for reading");
+        atomic_store_explicit(state, req.gen << 8 | RSM_HELP_FAILED, memory_order_release);
+        return;
+    }
+    c->helped++;
+    c->help_bytes += req.len;
+    atomic_store_explicit(state, req.gen << 8 | RSM_HELP_DONE, memory_order_release);
+}
+
+/* ob1 (4.1) has no size threshold of its own for RDMA get: past the eager limit it
+ * sends an RGET for any contiguous buffer that every rdma BTL can "register"
+ * (mca_pml_ob1_rdma_btls), otherwise a rendezvous followed by the send pipeline.
+ * Registration is therefore where we choose: nothing needs pinning for CMA, but
+ * asking to register a send buffer for remote reading (MCA_BTL_REG_FLAG_REMOTE_READ,
+ * the sender's question) below btl_rsm_single_copy_min bytes fails, and ob1 takes
+ * the two-copy pipeline for that message.  The receiver's own registrations
+ * (LOCAL_WRITE) always succeed: a get, once announced, must not be refused.  A
+ * REMOTE_READ registration is remembered until deregistered: it is what a help
+ * request may ask us to write from. */
+struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_t *btl,
+                                                            mca_btl_base_endpoint_t *ep, void *base,
+                                                            size_t size, uint32_t flags)
+{
+    if (!(flags & MCA_BTL_REG_FLAG_REMOTE_READ)) {
+        return (struct mca_btl_base_registration_handle_t *) &rsm_reg_token;
+    }
+    if (size < mca_btl_rsm_component.single_copy_min) {
+        return NULL;
+    }
+    rsm_reg_t *r = malloc(sizeof(*r));
+    if (r == NULL) {
+        return NULL;                    /* ob1 falls back to the two-copy pipeline */
+    }
+    r->base = (uintptr_t) base;
+    r->size = size;
+    RSM_LOCK();
+    r->next = live_regs.next;
+    r->prev = &live_regs;
+    live_regs.next->prev = r;
+    live_regs.next = r;
+    RSM_UNLOCK();
+    return (struct mca_btl_base_registration_handle_t *) r;
+}
+
+int rsm_deregister_mem(mca_btl_base_module_t *btl, struct mca_btl_base_registration_handle_t *handle)
+{
+    if (handle == NULL || (void *) handle == (void *) &rsm_reg_token) {
+        return OPAL_SUCCESS;
+    }
+    rsm_reg_t *r = (rsm_reg_t *) handle;
+    RSM_LOCK();
+    r->prev->next = r->next;
+    r->next->prev = r->prev;
+    RSM_UNLOCK();
+    free(r);
+    return OPAL_SUCCESS;
+}
