@@ -176,8 +176,9 @@ def main():
                 report.append(f"{b}: {label} [{unit}], {place_title(place, floor)}; median, runs in brackets; "
                               f"{'higher' if higher else 'lower'} is better"
                               + (f"; ratio = transport / {args.baseline}" if ratio_of else ""))
+                rw = {n: max(14, len(n) + len(args.baseline) + 3) for n in ratio_of}
                 head = f"{'size(B)':>9}" + "".join(f"{n:>15}" for n in shown) \
-                    + "".join(f"{n + '/' + args.baseline:>14}" for n in ratio_of)
+                    + "".join(f"{n + '/' + args.baseline:>{rw[n]}}" for n in ratio_of)
                 report.append(head)
                 for s in sizes:
                     med, cnt = {}, {}
@@ -190,7 +191,7 @@ def main():
                     line = f"{s:>9}" + "".join(f"{fmt(med[n]) + f' ({cnt[n]})':>15}" for n in shown)
                     for n in ratio_of:
                         r = med[n] / med[args.baseline] if med[n] and med[args.baseline] else None
-                        line += f"{(f'{r:.2f}' if r is not None else '-'):>14}"
+                        line += f"{(f'{r:.2f}' if r is not None else '-'):>{rw[n]}}"
                     report.append(line)
     for (b, n), why in failed.items():
         report.append(f"# {n} failed in {b}: {why}")
@@ -265,7 +266,7 @@ def plot(medians, out_dir, args):
         for row, place in zip(axes, places):
             for ax, (m, label, unit, higher) in zip(row, metrics):
                 for n, series in medians[place].get(b, {}).get(m, {}).items():
-                    pts = sorted((s, v) for s, v in series.items() if v is not None)
+                    pts = sorted((s, v) for s, v in series.items() if v)  # log axes: no 0
                     xs = [max(s, 0.5) for s, _ in pts]  # size 0 plotted at 0.5 on the log axis
                     ax.plot(xs, [v for _, v in pts], marker="o", markersize=3,
                             linewidth=2.2 if n == args.baseline else 1.4, label=n)

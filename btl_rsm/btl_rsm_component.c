@@ -7,7 +7,6 @@
 #include "btl_rsm.h"
 #include "btl_rsm_frag.h"
 
-#include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/pmix/pmix.h"
 #include "opal/util/show_help.h"
 
@@ -237,13 +236,6 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
      * schedule a put pipeline for the part past bml's btl_send_limit (the largest
      * btl_min_rdma_pipeline_size) because we are in the endpoint's rdma list.  With
      * no put that must never happen: the whole message goes by the send pipeline. */
-    int var = mca_base_var_find("opal", "btl", "rsm", "min_rdma_pipeline_size");
-    mca_base_var_source_t source = MCA_BASE_VAR_SOURCE_DEFAULT;
-    if (var >= 0 && mca_base_var_get_value(var, NULL, &source, NULL) == OPAL_SUCCESS
-        && source != MCA_BASE_VAR_SOURCE_DEFAULT && m->btl_min_rdma_pipeline_size != SIZE_MAX) {
-        RSM_VERBOSE(1, "btl_rsm_min_rdma_pipeline_size %zu ignored: this BTL has no RDMA put, "
-                    "so no message may be put-pipelined", m->btl_min_rdma_pipeline_size);
-    }
     m->btl_min_rdma_pipeline_size = SIZE_MAX;
     if ((m->btl_flags & MCA_BTL_FLAGS_GET) && c->single_copy_min == SIZE_MAX) {
         /* no message would be sent by get: do not offer it (no CMA probe, no
