@@ -152,6 +152,7 @@ typedef struct mca_btl_rsm_component_t {
     unsigned int small_block, large_block;
     unsigned int inline_max;
     unsigned int pipeline_size;
+    size_t nt_min;                  /* fragments this large are streamed into the pool */
     unsigned int stripes;
     bool single_copy;
     size_t single_copy_min;         /* smallest message sent by RDMA get */

@@ -4,7 +4,8 @@
 RSM_CORE_SOURCES = \
 	btl_rsm/rsm_seg.h btl_rsm/rsm_seg_shm.c \
 	btl_rsm/rsm_postbox.h btl_rsm/rsm_postbox.c \
-	btl_rsm/rsm_pool.h btl_rsm/rsm_pool.c
+	btl_rsm/rsm_pool.h btl_rsm/rsm_pool.c \
+	btl_rsm/rsm_copy.h
 
 ompicomp_LTLIBRARIES += btl_rsm/mca_btl_rsm.la
 btl_rsm_mca_btl_rsm_la_SOURCES = \
