@@ -37,6 +37,7 @@
 
 #include "rsm_pool.h"
 #include "rsm_postbox.h"
+#include "rsm_help.h"
 #include "rsm_seg.h"
 
 #define RSM_CTL_MAGIC 0x52534d43544c3031ull      /* "RSMCTL01" */
@@ -62,7 +63,6 @@ static inline size_t rsm_ctl_row_bytes(const rsm_layout_t *lay) { return rsm_rou
 /* Shared single-copy work: a receiver's get of a large message is split with the
  * sender (btl_rsm_get.c); each split has one cache line here, in the receiver's
  * control segment, that both claim halves through. */
-#define RSM_HELP_SLOTS 8
 typedef struct rsm_help_slot {
     _Atomic uint64_t state;         /* gen << 8 | RSM_HELP_* */
     uint8_t pad[56];

@@ -28,6 +28,7 @@
 #include "btl_rsm.h"
 
 #include "opal/util/show_help.h"
+#include "rsm_help.h"
 
 #include <errno.h>
 #include <string.h>
@@ -35,15 +36,6 @@
 
 enum { RSM_HELP_FREE = 0, RSM_HELP_POSTED, RSM_HELP_TAKEN, RSM_HELP_DONE, RSM_HELP_FAILED,
        RSM_HELP_MINE };
-
-typedef struct rsm_help_req {       /* what crosses the wire, receiver -> sender */
-    uint64_t src;                   /* sender's address */
-    uint64_t dst;                   /* receiver's address */
-    uint64_t len;
-    uint64_t gen;
-    uint32_t slot;
-    uint32_t pad;
-} rsm_help_req_t;
 
 typedef struct rsm_parked_get {     /* a split get waiting for the sender's half */
     mca_btl_base_endpoint_t *ep;
@@ -232,17 +224,11 @@ int rsm_get_progress(void)
 void rsm_help_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t len)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
-    rsm_help_req_t req;
-    if (len != sizeof(req) || ep->peer_ctl.base == NULL) {
+    rsm_help_req_t req;             /* the peer may change it under us: read it once */
+    if (ep->peer_ctl.base == NULL || !rsm_help_req_read(data, len, &req)) {
         c->dropped++;
-        RSM_VERBOSE(1, "dropped a malformed single-copy request from local rank %u", ep->local_rank);
-        return;
-    }
-    memcpy(&req, data, sizeof(req));    /* the peer may change it under us: read it once */
-    if (req.slot >= RSM_HELP_SLOTS || req.gen == 0 || req.gen >> 56 != 0) {
-        c->dropped++;
-        RSM_VERBOSE(1, "dropped a single-copy request with slot %u from local rank %u", req.slot,
-                    ep->local_rank);
+        RSM_VERBOSE(1, "dropped a malformed single-copy request from local rank %u (%u bytes); %"
+                    PRIu64 " dropped so far", ep->local_rank, len, c->dropped);
         return;
     }
     _Atomic uint64_t *state = &rsm_ctl_help(&c->layout, ep->peer_ctl.base, req.slot)->state;
@@ -252,13 +238,13 @@ void rsm_help_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t len)
     }
     bool inside = false;
     for (rsm_reg_t *r = live_regs.next; r != &live_regs; r = r->next) {
-        if (req.src >= r->base && req.len <= r->size && req.src - r->base <= r->size - req.len) {
+        if (rsm_range_inside(r->base, r->size, req.src, req.len)) {
             inside = true;
             break;
         }
     }
     int err = EFAULT;
-    if (!inside || req.len == 0
+    if (!inside
         || (err = cma_copy(ep->pid, true, (void *) (uintptr_t) req.src, req.dst, req.len)) != 0) {
         if (!inside) {
             c->dropped++;
