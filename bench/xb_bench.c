@@ -158,6 +158,18 @@ static void probe_setup(void)
     if (getenv("XB_NO_PROBE")) {
         return;
     }
+    /* oversubscribed, the two might share a core and each round would wait for a
+     * time slice: no probe then */
+    MPI_Comm world_node;
+    int local = 0, crowded = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &world_node);
+    MPI_Comm_size(world_node, &local);
+    MPI_Comm_free(&world_node);
+    crowded = local > sysconf(_SC_NPROCESSORS_ONLN);
+    MPI_Allreduce(MPI_IN_PLACE, &crowded, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (crowded) {
+        return;
+    }
     MPI_Comm_split(MPI_COMM_WORLD, xb_rank < 2 ? 0 : MPI_UNDEFINED, xb_rank, &pair);
     if (MPI_COMM_NULL != pair) {
         MPI_Comm_split_type(pair, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
