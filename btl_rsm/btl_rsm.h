@@ -128,6 +128,7 @@ struct mca_btl_base_endpoint_t {
     rsm_postbox_t *out_queue;
     uint32_t tail, reclaimed;       /* next seq to write; oldest not yet acked */
     rsm_slot_t *slots;
+    uint32_t slots_with_runs;       /* unreclaimed slots holding pool runs */
     uint8_t *stale;                 /* per slot: last held group follow-on payload (rsm_postbox.h) */
     _Atomic uint8_t *out_acks;      /* its acks for us: a row of OUR control segment */
     struct mca_btl_rsm_frag_t *pending_head, *pending_tail;

@@ -141,7 +141,7 @@ int rsm_endpoint_connect(mca_btl_base_endpoint_t *ep)
     }
     ep->out_queue = rsm_layout_queue(lay, ep->area->seg[0].base, ep->local_rank);
     ep->out_acks = rsm_ctl_ack_row(lay, c->ctl.base, ep->local_rank);
-    ep->tail = ep->reclaimed = 0;
+    ep->tail = ep->reclaimed = ep->slots_with_runs = 0;
     /* ring the doorbell: our byte, then the generation the receiver polls */
     rsm_ctl_t *peer = ep->peer_ctl.base;
     ((volatile uint8_t *) peer + rsm_ctl_connect_off())[c->my_local_rank] = 1;
@@ -221,7 +221,16 @@ void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep)
     const uint32_t shift = mca_btl_rsm_component.layout.queue_shift;
     /* The receiver acks every postbox, in order, every lap (release), so the
      * last slot of a unit carrying this lap's tag means the whole unit was
-     * consumed; the other slots' bytes need not be read. */
+     * consumed; the other slots' bytes need not be read.  With no pool runs
+     * outstanding (inline traffic) only the newest slot's ack matters. */
+    if (ep->slots_with_runs == 0 && ep->reclaimed != ep->tail) {
+        uint32_t last = ep->tail - 1;
+        if (atomic_load_explicit(&ep->out_acks[last & mask], memory_order_acquire)
+            == rsm_lap_tag(last, shift)) {
+            ep->reclaimed = ep->tail;
+            return;
+        }
+    }
     while (ep->reclaimed != ep->tail) {
         rsm_slot_t *slot = &ep->slots[ep->reclaimed & mask];
         uint32_t last = ep->reclaimed + slot->span - 1;
@@ -232,7 +241,10 @@ void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep)
         for (unsigned r = 0; r < slot->nruns; r++) {
             rsm_pool_free(&ep->area->pool[slot->runs[r].stripe], &slot->runs[r]);
         }
-        slot->nruns = 0;
+        if (slot->nruns > 0) {
+            ep->slots_with_runs--;
+            slot->nruns = 0;
+        }
         ep->reclaimed += slot->span;
     }
 }

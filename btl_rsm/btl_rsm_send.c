@@ -33,7 +33,8 @@ static inline bool queue_room(mca_btl_base_endpoint_t *ep, uint32_t n)
  * flag would wait behind it; here it overlaps the payload's misses.  It is free
  * (queue_room keeps it), so zeroing it early is harmless if the group is dropped.  A group that would cross the end of the ring
  * is preceded by a pad postbox that fills the ring to its end.  NULL: no room. */
-static inline rsm_postbox_t *inline_reserve(mca_btl_base_endpoint_t *ep, size_t len)
+static inline __attribute__((always_inline)) rsm_postbox_t *
+inline_reserve(mca_btl_base_endpoint_t *ep, size_t len)
 {
     const uint32_t qlen = mca_btl_rsm_component.layout.queue_len, mask = qlen - 1;
     uint32_t k = rsm_inline_postboxes((uint32_t) len);
@@ -122,6 +123,7 @@ static void post_pointer(mca_btl_base_endpoint_t *ep, uint8_t tag, mca_btl_rsm_f
                 k++;
             }
         }
+        ep->slots_with_runs += slot->nruns > 0;
         pb.nbytes = (uint16_t) k;
         pb.kind = RSM_PB_POINTER | (i == 0 ? RSM_PB_FIRST : 0) | (i == n - 1 ? RSM_PB_LAST : 0);
         pb.tag = tag;
