@@ -19,8 +19,8 @@
  * (another generation) and is dropped.
  *
  * The sender trusts nothing in a help request: the slot index is checked, the
- * source range must lie inside a buffer it registered for remote reading and has
- * not deregistered (ob1 deregisters only after the receiver's FIN, which comes
+ * source range must lie inside a buffer it registered for remote reading by that
+ * same peer and has not deregistered (ob1 deregisters only after the receiver's FIN, which comes
  * after the split is over), and the destination is written through the kernel,
  * which confines it to the receiver's own address space.
  */
@@ -51,6 +51,7 @@ typedef struct rsm_parked_get {     /* a split get waiting for the sender's half
 /* A REMOTE_READ registration: the ranges a peer may ask us to write from. */
 typedef struct rsm_reg {
     struct rsm_reg *prev, *next;
+    mca_btl_base_endpoint_t *ep;    /* the peer it was registered for (NULL: any) */
     uintptr_t base;
     size_t size;
 } rsm_reg_t;
@@ -238,7 +239,7 @@ void rsm_help_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t len)
     }
     bool inside = false;
     for (rsm_reg_t *r = live_regs.next; r != &live_regs; r = r->next) {
-        if (rsm_range_inside(r->base, r->size, req.src, req.len)) {
+        if ((r->ep == NULL || r->ep == ep) && rsm_range_inside(r->base, r->size, req.src, req.len)) {
             inside = true;
             break;
         }
@@ -284,6 +285,7 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
     if (r == NULL) {
         return NULL;                    /* ob1 falls back to the two-copy pipeline */
     }
+    r->ep = ep;
     r->base = (uintptr_t) base;
     r->size = size;
     RSM_LOCK();
