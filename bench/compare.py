@@ -13,6 +13,7 @@ examples:
   bench/compare.py                                   # latency, bw, bibw over all bench transports
   bench/compare.py --bench latency --transports vader,ucx --repeats 9
   bench/compare.py --bench halo3d,ring --np 8        # oversubscribed, unbound
+  bench/compare.py --merge results/A,results/B       # one report from two earlier invocations
 """
 import argparse
 import datetime
@@ -94,6 +95,9 @@ def main():
     ap.add_argument("--out", help="directory for results (default results/<date-time>)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds one run may take")
     ap.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    ap.add_argument("--merge", metavar="DIR,DIR...",
+                    help="run nothing: report the samples of earlier results directories together "
+                         "(more runs of each placement); --bench/--transports select from them")
     args = ap.parse_args()
 
     known = read_transports(os.path.join(TOP, "contrib", "transports.conf"))
@@ -107,18 +111,27 @@ def main():
             sys.exit(f"compare: unknown benchmark {b!r}; known: {', '.join(BENCHES)}")
     out_dir = args.out or os.path.join(TOP, "results", datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
     os.makedirs(out_dir, exist_ok=True)
-    print(f"# {len(benches)} benchmark(s) x {len(names)} transport(s) x {args.repeats} repeats, "
-          f"{args.np} ranks{' bound to cores' if args.np <= os.cpu_count() else ', oversubscribed'}; "
-          f"baseline {args.baseline}", flush=True)
+    if args.merge:
+        print(f"# {len(benches)} benchmark(s) x {len(names)} transport(s), samples merged from "
+              f"{args.merge}; baseline {args.baseline}", flush=True)
+    else:
+        print(f"# {len(benches)} benchmark(s) x {len(names)} transport(s) x {args.repeats} repeats, "
+              f"{args.np} ranks{' bound to cores' if args.np <= os.cpu_count() else ', oversubscribed'}; "
+              f"baseline {args.baseline}", flush=True)
     for n in names:
         print(f"#   {n:6s} mpirun {' '.join(known[n])}")
 
-    samples = {}   # (bench, transport) -> size -> metric -> [values]
+    samples = {}   # (bench, transport) -> size -> metric -> [(value, probe_ns)]
     failed = {}    # (bench, transport) -> reason
     total_runs = len(benches) * len(names) * (args.repeats + 1)
     done = 0
     t_start = time.monotonic()
-    for b in benches:
+    if args.merge:
+        args.repeats = merge_samples(args.merge.split(","), benches, names, samples)
+        benches_to_run = []
+    else:
+        benches_to_run = benches
+    for b in benches_to_run:
         prog_name, default_sizes, metrics = BENCHES[b]
         prog = os.path.join(BUILD, "bench", prog_name)
         if not os.access(prog, os.X_OK):
@@ -211,6 +224,26 @@ def main():
         print(f"\n# plots: {', '.join(plots)}")
     print(f"# results in {out_dir} (table.txt, samples.json); {elapsed:.0f} s")
     return 1 if failed else 0
+
+
+def merge_samples(dirs, benches, names, samples):
+    """Load samples.json of earlier runs into SAMPLES; returns the repeats they add up to."""
+    repeats = 0
+    for d in dirs:
+        with open(os.path.join(d, "samples.json")) as f:
+            data = json.load(f)
+        repeats += data.get("repeats", 0)
+        for key, per_size in data["samples"].items():
+            b, n = key.split("/", 1)
+            if b not in benches or n not in names:
+                continue
+            dst = samples.setdefault((b, n), {})
+            for size, per_metric in per_size.items():
+                for m, vals in per_metric.items():
+                    lst = dst.setdefault(int(size), {}).setdefault(m, [])
+                    for x in vals:   # [value, probe] (or a bare value: runs before the probe)
+                        lst.append((x, None) if isinstance(x, (int, float)) else (x[0], x[1]))
+    return repeats
 
 
 def placement_split(samples):
