@@ -1,0 +1,71 @@
+#!/bin/bash
+# The comparison runner (bench/compare.py): a short real run over vader and rsm whose
+# rows carry the placement probe; --merge of two results; and the near/far split on
+# samples whose probes are bimodal (written here, since the host picks the placement).
+. "$(dirname "$0")/../lib.sh"
+CMP=$TOP_SRCDIR/bench/compare.py
+PY=/usr/bin/python3
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+
+if TOP_BUILDDIR=$TOP_BUILDDIR $PY "$CMP" --bench latency,bw --transports vader,rsm --sizes 8:64K \
+        --repeats 2 --no-plots --out "$work/a" > "$work/a.log" 2>&1; then
+    ok "compare.py ran latency and bw over vader and rsm"
+else
+    not_ok "compare.py run"; tail -20 "$work/a.log" | diag
+fi
+check "every timed row carries two positive probes" $PY - "$work/a/samples.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+vals = [x for per in d["samples"].values() for ms in per.values() for vs in ms.values() for x in vs]
+sys.exit(0 if vals and all(x[1] and len(x[1]) == 2 and min(x[1]) > 0 for x in vals) else 1)
+PYEOF
+# The host may run vader's runs and rsm's in different placements, so a size may lack a pair
+# in one table: every size must have both transports' medians somewhere, and every ratio shown
+# must be their quotient.
+check "every size 8 B..64 KiB has both medians, and each ratio is rsm/vader" $PY - "$work/a/table.txt" <<'PYEOF'
+import re, sys
+seen, bad = {}, 0
+for line in open(sys.argv[1]):
+    m = re.match(r"^ +(\d+) +(\S+) \(\d+\) +(\S+) \(\d+\) +(\S+)$", line)
+    if not m:
+        continue
+    size, v, r, ratio = int(m[1]), m[2], m[3], m[4]
+    seen.setdefault(size, set()).update(x for x, val in (("vader", v), ("rsm", r)) if val != "-")
+    if "-" not in (v, r, ratio) and float(v) > 0 and abs(float(r) / float(v) - float(ratio)) > 0.011 + 0.01 * float(ratio):
+        bad += 1
+sizes = [8 << i for i in range(14)]
+sys.exit(0 if not bad and all(seen.get(s) == {"vader", "rsm"} for s in sizes) else 1)
+PYEOF
+if $PY "$CMP" --merge "$work/a,$work/a" --bench latency,bw --transports vader,rsm --no-plots \
+        --out "$work/m" > "$work/m.log" 2>&1; then
+    ok "compare.py --merge of two results directories"
+else
+    not_ok "compare.py --merge"; tail -20 "$work/m.log" | diag
+fi
+check "--merge reports twice the samples of one run" $PY - "$work/a/samples.json" "$work/m/samples.json" <<'PYEOF'
+import json, sys
+count = lambda p: sum(len(vs) for per in json.load(open(p))["samples"].values()
+                      for ms in per.values() for vs in ms.values())
+a, m = count(sys.argv[1]), count(sys.argv[2])
+sys.exit(0 if a > 0 and m == 2 * a else 1)
+PYEOF
+
+# Bimodal probes: vader and rsm each have runs at ~35 ns and at ~160 ns, with latencies
+# that differ by placement; the report must keep them apart and compare like with like.
+mkdir -p "$work/b"
+$PY - "$work/b/samples.json" <<'PYEOF'
+import json, sys
+s = {"latency/vader": {"8": {"latency_us": [[0.20, [35, 36]], [0.21, [34, 35]], [0.40, [160, 158]], [0.41, [161, 162]], [0.30, [35, 160]]]}},
+     "latency/rsm":   {"8": {"latency_us": [[0.18, [36, 35]], [0.19, [35, 34]], [0.38, [159, 160]], [0.36, [158, 161]]]}}}
+json.dump({"repeats": 2, "samples": s}, open(sys.argv[1], "w"))
+PYEOF
+$PY "$CMP" --merge "$work/b" --bench latency --transports vader,rsm --no-plots --out "$work/bo" > "$work/b.log" 2>&1
+check "bimodal probes give a near and a far table" \
+    bash -c "grep -q 'cores sharing a cache' '$work/bo/table.txt' && grep -q 'cores not sharing a cache' '$work/bo/table.txt'"
+check "near compares near runs: rsm/vader 0.185/0.205 = 0.90" \
+    bash -c "grep -A2 'cores sharing a cache' '$work/bo/table.txt' | grep -qE '^ +8 .* 0\.90\$'"
+check "far compares far runs: rsm/vader 0.37/0.405 = 0.91" \
+    bash -c "grep -A2 'cores not sharing a cache' '$work/bo/table.txt' | grep -qE '^ +8 .* 0\.91\$'"
+check "a row whose probes disagree is left out (vader: 2 near runs, 2 far)" \
+    bash -c "grep -A2 'cores sharing a cache' '$work/bo/table.txt' | grep -qE '^ +8 +0\.205 \(2\)'"
+tap_done
