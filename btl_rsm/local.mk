@@ -44,13 +44,16 @@ test_unit_t_rsm_help_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/uni
 test_unit_t_rsm_help_LDADD =
 
 # MPI programs the rsm test scripts (test/rsm/t-*.sh) launch.
-check_PROGRAMS += test/rsm/rsm_soak test/rsm/rsm_abort test/rsm/rsm_floor
+check_PROGRAMS += test/rsm/rsm_soak test/rsm/rsm_abort test/rsm/rsm_floor test/rsm/rsm_numa
 test_rsm_rsm_soak_SOURCES = test/rsm/rsm_soak.c
 test_rsm_rsm_soak_CPPFLAGS = $(MPI_CFLAGS)
 test_rsm_rsm_soak_LDADD = $(MPI_LIBS)
 test_rsm_rsm_abort_SOURCES = test/rsm/rsm_abort.c
 test_rsm_rsm_abort_CPPFLAGS = $(MPI_CFLAGS)
 test_rsm_rsm_abort_LDADD = $(MPI_LIBS)
+test_rsm_rsm_numa_SOURCES = test/rsm/rsm_numa.c
+test_rsm_rsm_numa_CPPFLAGS = $(MPI_CFLAGS)
+test_rsm_rsm_numa_LDADD = $(MPI_LIBS)
 # the machine's floors (cache-line ping-pong, memcpy) the speed figures are set against
 test_rsm_rsm_floor_SOURCES = test/rsm/rsm_floor.c
 test_rsm_rsm_floor_CFLAGS = -O2 -pthread
