@@ -2,7 +2,8 @@
 # Runs inside the guest of t-rsm-numa.sh (numa_init's child): BUILDDIR is the host's
 # build tree, seen through the read-only 9p root.
 B=$1
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp TMPDIR=/tmp
+mkdir -p /run/tmp   # the guest's only writable places are /run and /dev/shm
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/run TMPDIR=/run/tmp
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_base_warn_component_unused=0
 ip link set lo up; hostname xbnuma-guest   # PMIx listens on loopback
 echo "# guest: kernel $(uname -r), $(nproc) cpus, $(ls -d /sys/devices/system/node/node[0-9]* | wc -l) NUMA nodes"

@@ -1,7 +1,8 @@
 /*
  * PID 1 of the two-node QEMU guest that t-rsm-numa.sh boots (Debian's own kernel):
  * load the virtio and 9p modules packed beside it, mount the host's root read-only
- * over 9p, give it fresh /proc, /sys, /dev, /dev/shm, /tmp and /run, chroot, run the
+ * over 9p, give it fresh /proc, /sys, /dev, /dev/shm and /run (not /tmp: the checkout
+ * may live there; the script works in /run), chroot, run the
  * script named on the kernel command line (after "--"), print its exit status and
  * power off.  Static, so the initramfs needs nothing else.
  */
@@ -58,7 +59,6 @@ int main(int argc, char **argv)
     must(mount("devtmpfs", "/newroot/dev", "devtmpfs", 0, NULL), "mount dev");
     mkdir("/newroot/dev/shm", 01777);
     must(mount("tmpfs", "/newroot/dev/shm", "tmpfs", 0, "mode=1777"), "mount /dev/shm");
-    must(mount("tmpfs", "/newroot/tmp", "tmpfs", 0, "mode=1777"), "mount /tmp");
     must(mount("tmpfs", "/newroot/run", "tmpfs", 0, "mode=755"), "mount /run");
     must(chroot("/newroot"), "chroot");
     must(chdir("/"), "chdir");
