@@ -67,8 +67,13 @@ def run(cmd, timeout):
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            timeout=timeout, env=env, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        return None, f"timed out after {timeout} s"
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        rows = [l for l in out.splitlines() if l.startswith("{")]
+        last = json.loads(rows[-1])["size"] if rows else None
+        return None, (f"timed out after {timeout} s"
+                      + (f", after the row of {last} B" if last is not None else ", before any row")
+                      + " | " + " | ".join(l for l in out.strip().splitlines()[-3:] if not l.startswith("{")))
     rows = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
     if p.returncode != 0 or not rows:
         return None, f"exit {p.returncode}: " + " | ".join(p.stdout.strip().splitlines()[-4:])
@@ -93,7 +98,7 @@ def main():
     ap.add_argument("--sizes", help="MIN:MAX bytes for every benchmark (default: per benchmark)")
     ap.add_argument("--iters", type=int, help="iterations at small sizes (default: the benchmark's)")
     ap.add_argument("--out", help="directory for results (default results/<date-time>)")
-    ap.add_argument("--timeout", type=int, default=300, help="seconds one run may take")
+    ap.add_argument("--timeout", type=int, default=120, help="seconds one run may take (default 120; the slowest here take ~10)")
     ap.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
     ap.add_argument("--merge", metavar="DIR,DIR...",
                     help="run nothing: report the samples of earlier results directories together "
