@@ -12,9 +12,13 @@ fi
 have=$($PY -c 'import mpi4py; print(mpi4py.__version__)' 2>/dev/null)
 check "Debian's mpi4py module is 3.1.4 (found: ${have:-none}), matching the suite" [ "$have" = 3.1.4 ]
 ref=""
+odir=$(mktemp -d); trap 'rm -rf "$odir"' EXIT
 while IFS=$'\t' read -r name targs; do
-    out=$(cd "$suite" && mpirun_np 2 600 "$targs" -- $PY test/runtests.py --no-builddir \
-              -e test_spawn -e test_dynproc 2>&1); rc=$?
+    # one file per rank (--output-filename): two ranks' lines on one stream can interleave
+    rm -rf "${odir:?}"/*
+    term=$(cd "$suite" && mpirun_np 2 600 "$targs --output-filename $odir/$name" -- $PY test/runtests.py \
+              --no-builddir -e test_spawn -e test_dynproc 2>&1); rc=$?
+    out=$(cat "$odir/$name"/*/rank.*/std* 2>/dev/null)
     ran=$(grep -oE '^Ran [0-9]+ tests' <<< "$out" | awk '{print $2}' | sort -u | paste -sd/)
     oks=$(grep -cE '^OK( \(skipped=[0-9]+\))?$' <<< "$out")
     skipped=$(grep -oE '^OK \(skipped=[0-9]+\)' <<< "$out" | grep -oE '[0-9]+' | sort -u | paste -sd/)
@@ -22,7 +26,7 @@ while IFS=$'\t' read -r name targs; do
         ok "mpi4py over $name: both ranks OK, ran $ran tests, skipped ${skipped:-0}"
     else
         not_ok "mpi4py over $name (exit $rc, $oks of 2 ranks OK)"
-        grep -E '^(FAIL|ERROR|Traceback|Ran|OK|FAILED)' <<< "$out" | head -30 | diag
+        { grep -E '^(FAIL|ERROR|Traceback|Ran|OK|FAILED)' <<< "$out"; tail -10 <<< "$term"; } | head -40 | diag
     fi
     if [ -z "$ref" ]; then
         ref="$ran/$skipped"; refname=$name
