@@ -64,20 +64,28 @@ def mpirun_cmd(np_, targs, prog, args):
 def run(cmd, timeout):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_btl_base_warn_component_unused="0")
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env=env, stdin=subprocess.DEVNULL)
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=timeout, env=env, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        stdout, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        # SIGTERM first: mpirun then stops the job and its cleanup removes the job's
+        # shared-memory files, which a SIGKILL would leave in /dev/shm
+        p.terminate()
+        try:
+            out, _ = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
         rows = [l for l in out.splitlines() if l.startswith("{")]
         last = json.loads(rows[-1])["size"] if rows else None
         return None, (f"timed out after {timeout} s"
                       + (f", after the row of {last} B" if last is not None else ", before any row")
                       + " | " + " | ".join(l for l in out.strip().splitlines()[-3:] if not l.startswith("{")))
-    rows = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    rows = [json.loads(l) for l in stdout.splitlines() if l.startswith("{")]
     if p.returncode != 0 or not rows:
-        return None, f"exit {p.returncode}: " + " | ".join(p.stdout.strip().splitlines()[-4:])
-    return rows, p.stdout
+        return None, f"exit {p.returncode}: " + " | ".join(stdout.strip().splitlines()[-4:])
+    return rows, stdout
 
 
 def fmt(v):
