@@ -100,6 +100,10 @@ typedef struct rsm_area {
     int numa_node;
     rsm_seg_t seg[RSM_MAX_STRIPES];
     rsm_pool_t pool[RSM_MAX_STRIPES];
+    /* STAGED frags alive (btl_rsm_frag.h): while any wait for blocks, new
+     * messages are staged too and take none, or messages queued behind a
+     * staged one could hold every block it waits for */
+    uint32_t staged;
 } rsm_area_t;
 
 /* What an outstanding postbox holds until acked: the pool runs to free, and in
@@ -184,6 +188,7 @@ typedef struct mca_btl_rsm_component_t {
     struct mca_btl_rsm_frag_t *free_frags;
     opal_recursive_mutex_t lock;
     uint64_t dropped;               /* refused postboxes, all peers */
+    uint64_t staged, refused;       /* message starts staged (pool full); refused (ob1 parks them) */
     uint64_t gets, get_bytes;       /* single-copy reads done (reported at finalize) */
     uint64_t helped, help_bytes;    /* halves of a peer's get we wrote for it */
     uint64_t help_gen;

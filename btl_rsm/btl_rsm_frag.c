@@ -1,5 +1,6 @@
 /* Send fragments: a LIFO of reusable descriptors, and their pool blocks. */
 #include "btl_rsm_frag.h"
+#include "rsm_copy.h"
 
 #include <stdlib.h>
 
@@ -20,6 +21,7 @@ mca_btl_rsm_frag_t *rsm_frag_get(mca_btl_base_endpoint_t *ep, uint8_t kind)
     frag->endpoint = ep;
     frag->kind = kind;
     frag->nruns = 0;
+    frag->staged = NULL;
     frag->base.des_segments = frag->segments;
     frag->base.des_segment_count = 1;
     frag->base.des_cbfunc = NULL;
@@ -39,6 +41,11 @@ void rsm_frag_put(mca_btl_rsm_frag_t *frag)
         rsm_pool_free(&frag->endpoint->area->pool[frag->runs[i].stripe], &frag->runs[i]);
     }
     frag->nruns = 0;
+    if (frag->staged != NULL) {
+        frag->endpoint->area->staged--;
+        free(frag->staged);
+        frag->staged = NULL;
+    }
     frag->next = c->free_frags;
     c->free_frags = frag;
 }
@@ -106,8 +113,9 @@ static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe
 int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, uint32_t skew)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
-    if (len > c->layout.max_msg) {
-        return -1;
+    if (len > c->layout.max_msg
+        || (frag->endpoint->area->staged > 0 && frag->kind != RSM_FRAG_STAGED)) {
+        return -1;              /* staged messages wait for blocks: they go first */
     }
     if ((uint64_t) len + skew > (uint64_t) c->layout.large_count * c->layout.large_block) {
         skew = 0;               /* a pool sized to the largest message exactly: no room to skew */
@@ -122,4 +130,46 @@ int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, u
         }
     }
     return alloc_runs_once(frag, len, may_stripe, skew);
+}
+
+int rsm_frag_stage(mca_btl_rsm_frag_t *frag, size_t len)
+{
+    frag->staged = malloc(len > 0 ? len : 1);
+    if (frag->staged == NULL) {
+        return -1;
+    }
+    frag->kind = RSM_FRAG_STAGED;
+    frag->endpoint->area->staged++;
+    mca_btl_rsm_component.staged++;
+    frag->nruns = 0;
+    frag->base.des_segment_count = 1;
+    frag->segments[0].seg_addr.pval = frag->staged;
+    frag->segments[0].seg_len = len;
+    return 0;
+}
+
+bool rsm_frag_unstage(mca_btl_rsm_frag_t *frag)
+{
+    size_t len = frag->segments[0].seg_len;   /* what ob1 packed, header included */
+    if (rsm_frag_alloc_runs(frag, len, true, 0) != 0) {
+        frag->segments[0].seg_addr.pval = frag->staged;  /* a failed attempt may have moved it */
+        frag->segments[0].seg_len = len;
+        frag->base.des_segment_count = 1;
+        return false;
+    }
+    const uint8_t *src = frag->staged;
+    for (unsigned i = 0; i < frag->nruns; i++) {
+        size_t n = frag->segments[i].seg_len;
+        if (n >= mca_btl_rsm_component.nt_min) {
+            rsm_copy_stream(frag->segments[i].seg_addr.pval, src, n);
+        } else {
+            memcpy(frag->segments[i].seg_addr.pval, src, n);
+        }
+        src += n;
+    }
+    free(frag->staged);
+    frag->staged = NULL;
+    frag->endpoint->area->staged--;
+    frag->kind = RSM_FRAG_POOL;
+    return true;
 }

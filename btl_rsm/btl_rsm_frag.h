@@ -2,14 +2,19 @@
  * A send fragment: local bookkeeping for one BTL descriptor.  INLINE frags
  * hold their bytes here and are copied into postboxes at send; POOL frags
  * point straight into blocks of the sender's area, so ob1 packs its data
- * where the receiver will read it (one copy in, one copy out).
+ * where the receiver will read it (one copy in, one copy out).  STAGED frags
+ * are pool messages built while the pool was full: the bytes wait in private
+ * memory and move into blocks when they can be posted (rsm_frag_unstage), so
+ * the BTL still takes the message and keeps the order of sends.  A BTL that
+ * refuses a descriptor makes ob1 retry that send later, after newer ones,
+ * and ob1 4.1 can lose track of fragments reordered that way (see rsm_sendi).
  */
 #ifndef BTL_RSM_FRAG_H
 #define BTL_RSM_FRAG_H
 
 #include "btl_rsm.h"
 
-enum { RSM_FRAG_INLINE = 1, RSM_FRAG_POOL = 2 };
+enum { RSM_FRAG_INLINE = 1, RSM_FRAG_POOL = 2, RSM_FRAG_STAGED = 3 };
 
 typedef struct mca_btl_rsm_frag_t {
     mca_btl_base_descriptor_t base;
@@ -20,6 +25,7 @@ typedef struct mca_btl_rsm_frag_t {
     uint8_t tag;                            /* while pending */
     uint8_t nruns;
     rsm_run_t runs[RSM_MAX_STRIPES];        /* POOL: the blocks as allocated */
+    uint8_t *staged;                        /* STAGED: the message, malloc'ed */
     uint8_t data[];                         /* INLINE: inline_max bytes */
 } mca_btl_rsm_frag_t;
 
@@ -49,5 +55,24 @@ static inline uint32_t rsm_payload_skew(const void *src, size_t hdr)
  * SKEW (< 64) bytes into its blocks (the blocks cover LEN + SKEW); 0 or -1. */
 int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, uint32_t skew);
 void *rsm_run_addr(rsm_area_t *area, const rsm_run_t *run);
+/* Should a descriptor be staged rather than refused when the pool is full?
+ * ob1 flags PRIORITY what starts a message (match, rendezvous and get headers,
+ * which carry its sequence number) and its control messages; a long message's
+ * pipeline fragments carry offsets, not sequence numbers, and ob1 reschedules
+ * them in any order, so those are refused as before and take no extra copy. */
+static inline bool rsm_frag_must_stage(uint32_t flags)
+{
+    return (flags & MCA_BTL_DES_FLAGS_PRIORITY) != 0;
+}
+/* Turn a POOL frag whose blocks could not be had into a STAGED one holding
+ * LEN bytes in one segment; 0 or -1 (no memory). */
+int rsm_frag_stage(mca_btl_rsm_frag_t *frag, size_t len);
+/* btl_rsm_module.c: a descriptor of SIZE bytes for ob1 to fill, staged when
+ * the pool is full and rsm_frag_must_stage(FLAGS); NULL when refused. */
+mca_btl_rsm_frag_t *rsm_frag_for(mca_btl_base_endpoint_t *ep, size_t size, uint32_t flags,
+                                 uint8_t order);
+/* Move a STAGED frag's bytes into pool blocks: it is a POOL frag afterwards.
+ * false (nothing changed) while the pool is still full. */
+bool rsm_frag_unstage(mca_btl_rsm_frag_t *frag);
 
 #endif

@@ -136,6 +136,8 @@ static int rsm_finalize(mca_btl_base_module_t *btl)
     c->n_inbound = c->n_outbound = 0;
     RSM_VERBOSE(10, "%" PRIu64 " single-copy gets, %" PRIu64 " bytes; %" PRIu64 " halves written "
                 "for receivers, %" PRIu64 " bytes", c->gets, c->get_bytes, c->helped, c->help_bytes);
+    RSM_VERBOSE(10, "%" PRIu64 " message starts staged while the pool was full, %" PRIu64
+                " refused", c->staged, c->refused);
     if (c->dropped > 0) {
         RSM_VERBOSE(1, "%" PRIu64 " malformed postboxes were dropped", c->dropped);
     }
@@ -143,14 +145,15 @@ static int rsm_finalize(mca_btl_base_module_t *btl)
     return OPAL_SUCCESS;
 }
 
-mca_btl_base_descriptor_t *rsm_alloc(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
-                                     uint8_t order, size_t size, uint32_t flags)
+/* A descriptor of SIZE bytes for ob1 to fill (rsm_alloc, and rsm_sendi when it
+ * cannot post at once); NULL when refused. */
+mca_btl_rsm_frag_t *rsm_frag_for(mca_btl_base_endpoint_t *ep, size_t size, uint32_t flags,
+                                 uint8_t order)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     mca_btl_rsm_frag_t *frag = NULL;
-    RSM_LOCK();
     if (OPAL_UNLIKELY(!ep->out_connected) && rsm_endpoint_connect(ep) != OPAL_SUCCESS) {
-        goto out;
+        return NULL;
     }
     if (size <= c->inline_max) {
         frag = rsm_frag_get(ep, RSM_FRAG_INLINE);
@@ -159,9 +162,10 @@ mca_btl_base_descriptor_t *rsm_alloc(mca_btl_base_module_t *btl, mca_btl_base_en
         }
     } else if (size <= c->layout.max_msg) {
         frag = rsm_frag_get(ep, RSM_FRAG_POOL);
-        /* ob1 writes header and data contiguously: one run, no striping */
-        /* the header size is not known here: no skew */
-        if (frag != NULL && rsm_frag_alloc_runs(frag, size, false, 0) != 0) {
+        /* ob1 writes header and data contiguously: one run, no striping;
+         * the header size is not known here: no skew.  Pool full: staged. */
+        if (frag != NULL && rsm_frag_alloc_runs(frag, size, false, 0) != 0
+            && (!rsm_frag_must_stage(flags) || rsm_frag_stage(frag, size) != 0)) {
             rsm_frag_put(frag);
             frag = NULL;
         }
@@ -170,7 +174,15 @@ mca_btl_base_descriptor_t *rsm_alloc(mca_btl_base_module_t *btl, mca_btl_base_en
         frag->base.des_flags = flags;
         frag->base.order = order;
     }
-out:
+    return frag;
+}
+
+mca_btl_base_descriptor_t *rsm_alloc(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
+                                     uint8_t order, size_t size, uint32_t flags)
+{
+    RSM_LOCK();
+    mca_btl_rsm_frag_t *frag = rsm_frag_for(ep, size, flags, order);
+    mca_btl_rsm_component.refused += frag == NULL && rsm_frag_must_stage(flags);
     RSM_UNLOCK();
     return frag != NULL ? &frag->base : NULL;
 }
@@ -221,15 +233,24 @@ static mca_btl_base_descriptor_t *rsm_prepare_src(mca_btl_base_module_t *btl,
             opal_convertor_get_current_pointer(convertor, &src);
         }
         if (rsm_frag_alloc_runs(frag, reserve + *size, true, rsm_payload_skew(src, reserve)) != 0) {
-            rsm_frag_put(frag);
-            frag = NULL;
-            goto out;
+            if (!rsm_frag_must_stage(flags) || rsm_frag_stage(frag, reserve + *size) != 0) {
+                rsm_frag_put(frag);
+                frag = NULL;
+                goto out;
+            }
+            RSM_VERBOSE(30, "pool full: a %zu-byte fragment to local rank %u waits in private memory",
+                        reserve + *size, ep->local_rank);
         }
-        iov_count = frag->nruns;
-        for (unsigned i = 0; i < frag->nruns; i++) {
-            size_t skip = i == 0 ? reserve : 0;
-            iov[i].iov_base = (char *) frag->segments[i].seg_addr.pval + skip;
-            iov[i].iov_len = frag->segments[i].seg_len - skip;
+        if (frag->kind == RSM_FRAG_STAGED) {
+            iov[0].iov_base = frag->staged + reserve;
+            iov[0].iov_len = *size;
+        } else {
+            iov_count = frag->nruns;
+            for (unsigned i = 0; i < frag->nruns; i++) {
+                size_t skip = i == 0 ? reserve : 0;
+                iov[i].iov_base = (char *) frag->segments[i].seg_addr.pval + skip;
+                iov[i].iov_len = frag->segments[i].seg_len - skip;
+            }
         }
     }
     if (frag->kind == RSM_FRAG_POOL && *size >= c->nt_min && !opal_convertor_need_buffers(convertor)) {
@@ -270,6 +291,7 @@ static mca_btl_base_descriptor_t *rsm_prepare_src(mca_btl_base_module_t *btl,
     frag->base.des_flags = flags;
     frag->base.order = order;
 out:
+    c->refused += frag == NULL && rsm_frag_must_stage(flags);
     RSM_UNLOCK();
     return frag != NULL ? &frag->base : NULL;
 }

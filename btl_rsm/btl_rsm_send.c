@@ -145,6 +145,9 @@ static bool try_post(mca_btl_base_endpoint_t *ep, mca_btl_rsm_frag_t *frag)
         memcpy(head->u.data, frag->data, len);
         inline_publish(ep, head, frag->tag, len);
     } else {
+        if (frag->kind == RSM_FRAG_STAGED && !rsm_frag_unstage(frag)) {
+            return false;       /* the pool is still full */
+        }
         if (!queue_room(ep, pointer_postboxes(frag))) {
             return false;
         }
@@ -300,6 +303,20 @@ int rsm_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
         rc = OPAL_SUCCESS;
     }
 out:
+    if (OPAL_UNLIKELY(rc == OPAL_ERR_OUT_OF_RESOURCE) && descriptor != NULL) {
+        /* No room now.  Hand ob1 a descriptor (as vader does): it packs the
+         * message and calls rsm_send, which queues it behind the others.  If
+         * ob1 got nothing it would park the request on its own pending list
+         * and retry it later, after sends that started since - out of
+         * sequence.  ob1 4.1's out-of-sequence list mishandles fragments that
+         * straddle its 16-bit sequence rollover (bibw of 512 B messages hung
+         * about once in 40 runs, the receiver waiting for a fragment it had
+         * already parked). */
+        mca_btl_rsm_frag_t *frag = rsm_frag_for(ep, total, flags, order);
+        *descriptor = frag != NULL ? &frag->base : NULL;
+    }
+    /* (no descriptor asked for: ob1 tries again at once, asking for one) */
+    c->refused += rc == OPAL_ERR_OUT_OF_RESOURCE && descriptor != NULL && *descriptor == NULL;
     RSM_UNLOCK();
     return rc;
 }
