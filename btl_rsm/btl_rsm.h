@@ -38,6 +38,7 @@
 #include "rsm_pool.h"
 #include "rsm_postbox.h"
 #include "rsm_help.h"
+#include "rsm_distance.h"
 #include "rsm_seg.h"
 
 #define RSM_CTL_MAGIC 0x52534d43544c3031ull      /* "RSMCTL01" */
@@ -136,6 +137,7 @@ struct mca_btl_base_endpoint_t {
     uint8_t *stale;                 /* per slot: last held group follow-on payload (rsm_postbox.h) */
     _Atomic uint8_t *out_acks;      /* its acks for us: a row of OUR control segment */
     struct mca_btl_rsm_frag_t *pending_head, *pending_tail;
+    rsm_distance_t dist;            /* its core near ours? decides streaming (rsm_distance.h) */
 
     /* inbound: peer -> us */
     bool in_connected;
@@ -157,7 +159,9 @@ typedef struct mca_btl_rsm_component_t {
     unsigned int small_block, large_block;
     unsigned int inline_max;
     unsigned int pipeline_size;
-    size_t nt_min;                  /* fragments this large are streamed into the pool */
+    size_t nt_min;                  /* fragments this large are streamed into the pool ... */
+    unsigned int nt_far_ns;         /* ... for receivers whose acks take this long to arrive */
+    uint32_t nt_far_cycles;         /* the same in time-stamp-counter cycles (0: always far) */
     unsigned int stripes;
     bool single_copy;
     size_t single_copy_min;         /* smallest message sent by RDMA get */

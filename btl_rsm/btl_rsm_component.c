@@ -86,6 +86,14 @@ static int rsm_component_register(void)
         "from the sender's cache: much faster when the two cores share no cache (other CCD or "
         "socket).  SIZE_MAX (18446744073709551615): never",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->nt_min, OPAL_INFO_LVL_5);
+    c->nt_far_ns = 100;
+    reg("nt_far_ns", "Stream (btl_rsm_nt_min) only to receivers whose core is far from ours: "
+        "the median time a cache line the receiver wrote (its acks) takes to reach us, over "
+        "15 samples, is at least this many ns.  Near receivers get ordinary stores, which "
+        "are faster where the two cores share a cache.  Measured continuously; a receiver "
+        "counts as far until measured.  Here: ~30-50 ns for cores sharing a last-level "
+        "cache, ~150-170 ns across dies.  0: stream to every receiver",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->nt_far_ns, OPAL_INFO_LVL_5);
     c->stripes = 1;
     reg("stripes", "Segments each area's pool is striped over (1..8); long fragments are cut "
         "into one piece per stripe", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->stripes,
@@ -193,6 +201,7 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
         return NULL;
     }
     c->numa_node = my_numa_node();
+    c->nt_far_cycles = rsm_cycles_for_ns(c->nt_far_ns);   /* ~200 us, once */
 
     size_t max_msg = m->btl_eager_limit > m->btl_max_send_size ? m->btl_eager_limit
                                                                : m->btl_max_send_size;

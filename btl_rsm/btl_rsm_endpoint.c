@@ -215,6 +215,20 @@ int rsm_accept_connections(void)
     return accepted;
 }
 
+static void distance_sample(mca_btl_base_endpoint_t *ep, uint64_t cycles)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    bool was_near = ep->dist.near;
+    if (rsm_distance_add(&ep->dist, cycles > UINT32_MAX ? UINT32_MAX : (uint32_t) cycles,
+                         c->nt_far_cycles)
+        && (ep->dist.near != was_near || ep->dist.decisions == 1)) {
+        RSM_VERBOSE(20, "local rank %u is %s: its acks arrive in %u cycles (median of %d; "
+                    "far from %u): %s stores into the pool", ep->local_rank,
+                    ep->dist.near ? "near" : "far", ep->dist.median, RSM_DIST_SAMPLES,
+                    c->nt_far_cycles, ep->dist.near ? "ordinary" : "streaming");
+    }
+}
+
 void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep)
 {
     const uint32_t mask = mca_btl_rsm_component.layout.queue_len - 1;
@@ -231,12 +245,21 @@ void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep)
             return;
         }
     }
+    /* The first ack load is timed: when it returns acks not seen before, the
+     * receiver wrote the line since we last read it, and the load fetched it
+     * from the receiver's cache (rsm_distance.h). */
+    bool timed = ep->slots_with_runs > 0;
     while (ep->reclaimed != ep->tail) {
         rsm_slot_t *slot = &ep->slots[ep->reclaimed & mask];
         uint32_t last = ep->reclaimed + slot->span - 1;
-        if (atomic_load_explicit(&ep->out_acks[last & mask], memory_order_acquire)
-            != rsm_lap_tag(last, shift)) {
+        uint64_t t0 = timed ? rsm_cycles() : 0;
+        uint8_t ack = atomic_load_explicit(&ep->out_acks[last & mask], memory_order_acquire);
+        if (ack != rsm_lap_tag(last, shift)) {
             break;
+        }
+        if (timed) {
+            timed = false;
+            distance_sample(ep, rsm_cycles() - t0);
         }
         for (unsigned r = 0; r < slot->nruns; r++) {
             rsm_pool_free(&ep->area->pool[slot->runs[r].stripe], &slot->runs[r]);

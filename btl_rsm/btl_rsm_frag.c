@@ -160,7 +160,7 @@ bool rsm_frag_unstage(mca_btl_rsm_frag_t *frag)
     const uint8_t *src = frag->staged;
     for (unsigned i = 0; i < frag->nruns; i++) {
         size_t n = frag->segments[i].seg_len;
-        if (n >= mca_btl_rsm_component.nt_min) {
+        if (n >= mca_btl_rsm_component.nt_min && !frag->endpoint->dist.near) {
             rsm_copy_stream(frag->segments[i].seg_addr.pval, src, n);
         } else {
             memcpy(frag->segments[i].seg_addr.pval, src, n);

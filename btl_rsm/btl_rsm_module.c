@@ -253,7 +253,8 @@ static mca_btl_base_descriptor_t *rsm_prepare_src(mca_btl_base_module_t *btl,
             }
         }
     }
-    if (frag->kind == RSM_FRAG_POOL && *size >= c->nt_min && !opal_convertor_need_buffers(convertor)) {
+    if (frag->kind == RSM_FRAG_POOL && *size >= c->nt_min && !ep->dist.near
+        && !opal_convertor_need_buffers(convertor)) {
         /* contiguous and large: stream it in (rsm_copy.h), then move ob1's convertor on */
         char *src;
         size_t left = *size, pos = convertor->bConverted + *size;

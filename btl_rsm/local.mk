@@ -5,7 +5,7 @@ RSM_CORE_SOURCES = \
 	btl_rsm/rsm_seg.h btl_rsm/rsm_seg_shm.c \
 	btl_rsm/rsm_postbox.h btl_rsm/rsm_postbox.c \
 	btl_rsm/rsm_pool.h btl_rsm/rsm_pool.c \
-	btl_rsm/rsm_copy.h btl_rsm/rsm_help.h
+	btl_rsm/rsm_copy.h btl_rsm/rsm_help.h btl_rsm/rsm_distance.h
 
 ompicomp_LTLIBRARIES += btl_rsm/mca_btl_rsm.la
 btl_rsm_mca_btl_rsm_la_SOURCES = \
@@ -26,7 +26,8 @@ ompihelp_DATA += btl_rsm/help-btl-rsm.txt
 EXTRA_DIST += btl_rsm/help-btl-rsm.txt test/fuzz test/rsm
 
 # Unit tests of the protocol core (TAP, run by test/run).
-check_PROGRAMS += test/unit/t_rsm_postbox test/unit/t_rsm_pool test/unit/t_rsm_seg test/unit/t_rsm_copy test/unit/t_rsm_help
+check_PROGRAMS += test/unit/t_rsm_postbox test/unit/t_rsm_pool test/unit/t_rsm_seg test/unit/t_rsm_copy test/unit/t_rsm_help \
+	test/unit/t_rsm_distance
 test_unit_t_rsm_postbox_SOURCES = test/unit/t_rsm_postbox.c btl_rsm/rsm_postbox.c
 test_unit_t_rsm_postbox_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/unit
 test_unit_t_rsm_postbox_LDADD =
@@ -42,6 +43,9 @@ test_unit_t_rsm_copy_LDADD =
 test_unit_t_rsm_help_SOURCES = test/unit/t_rsm_help.c btl_rsm/rsm_help.h
 test_unit_t_rsm_help_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/unit
 test_unit_t_rsm_help_LDADD =
+test_unit_t_rsm_distance_SOURCES = test/unit/t_rsm_distance.c btl_rsm/rsm_distance.h
+test_unit_t_rsm_distance_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/unit
+test_unit_t_rsm_distance_LDADD =
 
 # MPI programs the rsm test scripts (test/rsm/t-*.sh) launch.
 check_PROGRAMS += test/rsm/rsm_soak test/rsm/rsm_abort test/rsm/rsm_floor test/rsm/rsm_numa

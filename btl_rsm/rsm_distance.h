@@ -1,0 +1,100 @@
+/*
+ * How far the receiver's core is from ours, learned from the acks it writes.
+ *
+ * Why: streaming (non-temporal) stores into the pool (rsm_copy.h) are what the
+ * two-copy path needs when the two cores share no cache: lines written with
+ * ordinary stores then cross one by one as cache-to-cache transfers (the test
+ * machine's two-copy bandwidth fell to a third).  Where the cores share a cache
+ * they cost instead: every byte goes to memory and back, and a window that fits
+ * in the shared cache no longer stays there (bi-directional two-copy 0.9x vader
+ * streaming against 1.2x with ordinary stores).  Which case holds is known only
+ * at run time: a guest's topology may claim one cache for cores that the host
+ * places on different dies, and the host may move them.
+ *
+ * A sample is the time one load of our ack row took when it returned acks we
+ * had not seen yet: the receiver wrote that line after we last read it, so the
+ * load had to fetch the line from the receiver's cache, the same trip a pool line
+ * makes the other way.  Every RSM_DIST_SAMPLES samples, their median decides:
+ * near below the threshold, far at or above it.  Until the first decision a
+ * receiver counts as far, so an unmeasured peer gets the choice that never
+ * collapses.  Plain C, no MPI: test/unit/t_rsm_distance.c.
+ */
+#ifndef RSM_DISTANCE_H
+#define RSM_DISTANCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#define RSM_DIST_SAMPLES 15
+
+typedef struct rsm_distance {
+    uint32_t sample[RSM_DIST_SAMPLES];  /* cycles */
+    uint8_t n;
+    bool near;                          /* zeroed: far */
+    uint32_t decisions;
+    uint32_t median;                    /* of the last decision, cycles */
+} rsm_distance_t;
+
+/* Record one sample; FAR_CYCLES 0 means "always far".  Returns true when this
+ * sample completed a set and a decision was taken (d->near, d->median). */
+static inline bool rsm_distance_add(rsm_distance_t *d, uint32_t cycles, uint32_t far_cycles)
+{
+    d->sample[d->n++] = cycles;
+    if (d->n < RSM_DIST_SAMPLES) {
+        return false;
+    }
+    d->n = 0;
+    for (unsigned i = 1; i < RSM_DIST_SAMPLES; i++) {     /* insertion sort: 15 values */
+        uint32_t v = d->sample[i];
+        unsigned j = i;
+        for (; j > 0 && d->sample[j - 1] > v; j--) {
+            d->sample[j] = d->sample[j - 1];
+        }
+        d->sample[j] = v;
+    }
+    d->median = d->sample[RSM_DIST_SAMPLES / 2];
+    d->near = far_cycles != 0 && d->median < far_cycles;
+    d->decisions++;
+    return true;
+}
+
+#if defined(__x86_64__)
+/* The time stamp counter, after every earlier instruction (the timed load
+ * included) has completed: lfence waits for them. */
+static inline uint64_t rsm_cycles(void)
+{
+    uint32_t lo, hi;
+    __asm__ __volatile__("lfence\n\trdtsc" : "=a"(lo), "=d"(hi) : : "memory");
+    return ((uint64_t) hi << 32) | lo;
+}
+#define RSM_HAVE_CYCLES 1
+#else
+static inline uint64_t rsm_cycles(void)
+{
+    return 0;
+}
+#define RSM_HAVE_CYCLES 0
+#endif
+
+/* Cycles per NS nanoseconds, measured against CLOCK_MONOTONIC over ~200 us;
+ * 0 when there is no cycle counter. */
+static inline uint32_t rsm_cycles_for_ns(uint32_t ns)
+{
+    if (!RSM_HAVE_CYCLES || ns == 0) {
+        return 0;
+    }
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    uint64_t c0 = rsm_cycles(), c1;
+    long dt;
+    do {
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        c1 = rsm_cycles();
+        dt = (b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec);
+    } while (dt < 200000);
+    uint64_t cycles = (c1 - c0) * ns / (uint64_t) dt;
+    return cycles > UINT32_MAX ? UINT32_MAX : (cycles > 0 ? (uint32_t) cycles : 1);
+}
+
+#endif

@@ -1,0 +1,69 @@
+/* The near/far decision from ack-load times (rsm_distance.h): one decision per
+ * 15 samples, by their median, so a few slow loads (preemption, a contended
+ * line) or fast ones do not flip it; far until measured; threshold 0 = always
+ * far; and the cycle counter calibration against the clock. */
+#include <string.h>
+#include <time.h>
+
+#include "rsm_distance.h"
+#include "tap.h"
+
+static bool feed(rsm_distance_t *d, const uint32_t *v, unsigned n, uint32_t far)
+{
+    bool decided = false;
+    for (unsigned i = 0; i < n; i++) {
+        decided = rsm_distance_add(d, v[i], far);
+    }
+    return decided;
+}
+
+int main(void)
+{
+    rsm_distance_t d;
+    memset(&d, 0, sizeof(d));
+    CHECK(!d.near && d.decisions == 0, "a zeroed (unmeasured) receiver counts as far");
+
+    /* near: 100-cycle loads with 7 outliers of 5000 (under half of 15) */
+    uint32_t mostly_near[RSM_DIST_SAMPLES];
+    for (unsigned i = 0; i < RSM_DIST_SAMPLES; i++) {
+        mostly_near[i] = i % 2 ? 5000 : 100 + i;
+    }
+    CHECK(!feed(&d, mostly_near, RSM_DIST_SAMPLES - 1, 300) && d.decisions == 0 && !d.near,
+          "no decision before %d samples", RSM_DIST_SAMPLES);
+    CHECK(rsm_distance_add(&d, mostly_near[RSM_DIST_SAMPLES - 1], 300) && d.decisions == 1,
+          "the %dth sample decides", RSM_DIST_SAMPLES);
+    CHECK(d.near && d.median == 114, "7 slow outliers of 15 do not make it far (median %u)",
+          d.median);
+
+    /* far: 8 of 15 at or above the threshold */
+    uint32_t mostly_far[RSM_DIST_SAMPLES];
+    for (unsigned i = 0; i < RSM_DIST_SAMPLES; i++) {
+        mostly_far[i] = i < 8 ? 300 + i : 50;
+    }
+    CHECK(feed(&d, mostly_far, RSM_DIST_SAMPLES, 300) && !d.near && d.median == 300,
+          "8 of 15 at the threshold: far (median %u)", d.median);
+    CHECK(feed(&d, mostly_near, RSM_DIST_SAMPLES, 300) && d.near && d.decisions == 3,
+          "and back to near when the peer moves closer");
+
+    /* threshold 0: never near */
+    CHECK(feed(&d, mostly_near, RSM_DIST_SAMPLES, 0) && !d.near, "threshold 0: always far");
+
+    /* calibration: cycles per 1000 ns is the counter's rate, checked over 20 ms */
+    uint32_t per_us = rsm_cycles_for_ns(1000);
+    if (RSM_HAVE_CYCLES) {
+        struct timespec a, b, pause = {.tv_sec = 0, .tv_nsec = 20000000};
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        uint64_t c0 = rsm_cycles();
+        nanosleep(&pause, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        uint64_t c1 = rsm_cycles();
+        double ns = (b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec);
+        double want = (double) (c1 - c0) / ns * 1000.0;
+        CHECK(per_us > 0 && per_us > want * 0.95 && per_us < want * 1.05,
+              "cycles per us: calibrated %u, over 20 ms %.0f", per_us, want);
+    } else {
+        CHECK(per_us == 0, "no cycle counter: calibration gives 0 (receivers stay far)");
+    }
+    CHECK(rsm_cycles_for_ns(0) == 0, "0 ns: 0 cycles (the 'always far' setting)");
+    return tap_done();
+}
