@@ -31,6 +31,9 @@ run 2 "single copy from 64 KiB" "--mca btl_rsm_single_copy_min 65536"
 run 4 "single copy from 1 MiB" "--mca btl_rsm_single_copy_min 1048576"
 run 3 "single copy off" "--mca btl_rsm_single_copy 0"
 run 2 "4 stripes" "--mca btl_rsm_stripes 4"
+# the copy into the pool: ordinary stores to every receiver (it measures near), streaming to all
+run 2 "single copy off, ordinary stores (nt_far_ns max)" "--mca btl_rsm_single_copy 0 --mca btl_rsm_nt_far_ns 4294967295"
+run 2 "single copy off, streaming stores (nt_far_ns 0)" "--mca btl_rsm_single_copy 0 --mca btl_rsm_nt_far_ns 0"
 run 3 "small queues and pool" "--mca btl_rsm_postboxes 8 --mca btl_rsm_inline_max 200 --mca btl_rsm_pool_size 262144"
 run 2 "inline 1500, 64 KiB pipeline" "--mca btl_rsm_inline_max 1500 --mca btl_rsm_pipeline_size 65536 --mca btl_rsm_max_send_size 65536"
 # The threshold is exact: with btl_rsm_single_copy_min 65537 the all-pairs exchanges up to
@@ -69,5 +72,23 @@ if [ -x "$bw" ]; then
     halves "btl_rsm_single_copy_split 0" "--mca btl_rsm_single_copy_split 0" 0
 else
     skip "rsm split get" "$bw not built"
+fi
+# The near/far decision is taken from the acks (rsm_distance.h) and printed at verbosity 20:
+# one-way two-copy traffic of 64 KiB..1 MiB decides, and the threshold rules it.
+distance() { # label extra want(near|far)
+    out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 20 --mca btl_rsm_single_copy 0 $2" -- "$bw" -m 64K:1M -i 20 2>&1); rc=$?
+    n=$(grep -c 'btl:rsm: local rank [0-9]* is \(near\|far\): its acks arrive' <<< "$out")
+    other=$(grep -c "btl:rsm: local rank [0-9]* is $([ "$3" = near ] && echo far || echo near):" <<< "$out")
+    if [ "$rc" -eq 0 ] && grep -q 'all payloads verified' <<< "$out" && [ "$n" -gt 0 ] && [ "$other" -eq 0 ]; then
+        ok "rsm streaming decision: $1 ($n decisions, all $3)"
+    else
+        not_ok "rsm streaming decision: $1 ($n decisions, $other not $3, rc $rc)"; tail -20 <<< "$out" | diag
+    fi
+}
+if [ -x "$bw" ]; then
+    distance "nt_far_ns 4294967295: every receiver near" "--mca btl_rsm_nt_far_ns 4294967295" near
+    distance "nt_far_ns 1: every receiver far" "--mca btl_rsm_nt_far_ns 1" far
+else
+    skip "rsm streaming decision" "$bw not built"
 fi
 tap_done
