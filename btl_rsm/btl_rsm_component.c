@@ -103,11 +103,12 @@ static int rsm_component_register(void)
         "(RDMA get through CMA / process_vm_readv).  Probed at start; turned off with one "
         "verbose line when the kernel refuses", MCA_BASE_VAR_TYPE_BOOL, &c->single_copy,
         OPAL_INFO_LVL_4);
-    /* Every rendezvous message goes by get by default, and from single_copy_split
-     * on the get is shared with the sender (btl_rsm_get.c).  Why (README, "Single
-     * copy"): the pipelined two-copy path moves every byte between the two cores
-     * twice; it wins (2-3x vader) when the cores share a last-level cache and loses
-     * (0.3-0.9x) when they do not, while the split get beats vader either way. */
+    /* Every rendezvous message to a far receiver goes by get by default, and from
+     * single_copy_split on the get is shared with the sender (btl_rsm_get.c); to a
+     * near one (rsm_distance.h) by the pipelined two-copy path.  Why (README, "Single
+     * copy"): the two-copy path with ordinary stores is the faster one where the
+     * cores share a last-level cache (the pool stays in it), and streaming two-copy
+     * or the split get where they do not. */
     c->single_copy_min = 0;
     reg("single_copy_min", "With btl_rsm_single_copy on: contiguous messages past the eager limit "
         "of at least this many bytes are read by the receiver straight from the sender's memory "
@@ -115,6 +116,12 @@ static int rsm_component_register(void)
         "SIZE_MAX (18446744073709551615): none (single copy stays unused and unprobed).  The "
         "two-copy path is faster only where sender and receiver share a last-level cache",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->single_copy_min, OPAL_INFO_LVL_4);
+    c->single_copy_near = false;
+    reg("single_copy_near", "Use single copy also for receivers measured near (their core shares "
+        "a cache with ours, btl_rsm_nt_far_ns).  Off: those get the pipelined two-copy path with "
+        "ordinary stores, which is faster there (the pool stays in the shared cache); single copy "
+        "is used for far and not yet measured receivers",
+        MCA_BASE_VAR_TYPE_BOOL, &c->single_copy_near, OPAL_INFO_LVL_5);
     c->single_copy_split = 64 * 1024;
     reg("single_copy_split", "Single-copy reads of at least this many bytes are split in two: the "
         "receiver reads the first half while the sender writes the second (process_vm_writev), so "

@@ -222,11 +222,30 @@ static void distance_sample(mca_btl_base_endpoint_t *ep, uint64_t cycles)
     if (rsm_distance_add(&ep->dist, cycles > UINT32_MAX ? UINT32_MAX : (uint32_t) cycles,
                          c->nt_far_cycles)
         && (ep->dist.near != was_near || ep->dist.decisions == 1)) {
-        RSM_VERBOSE(20, "local rank %u is %s: its acks arrive in %u cycles (median of %d; "
-                    "far from %u): %s stores into the pool", ep->local_rank,
+        RSM_VERBOSE(20, "local rank %u is %s: its cache lines arrive in %u cycles (median of %d; "
+                    "far from %u): %s stores into the pool, %s", ep->local_rank,
                     ep->dist.near ? "near" : "far", ep->dist.median, RSM_DIST_SAMPLES,
-                    c->nt_far_cycles, ep->dist.near ? "ordinary" : "streaming");
+                    c->nt_far_cycles, ep->dist.near ? "ordinary" : "streaming",
+                    !c->single_copy_on ? "no single copy"
+                    : ep->dist.near && !c->single_copy_near ? "two copies" : "single copy");
     }
+}
+
+bool rsm_probe_flag(mca_btl_base_endpoint_t *ep, const rsm_postbox_t *slot, uint32_t head)
+{
+    uint64_t t0 = rsm_cycles();
+    uint32_t flag = atomic_load_explicit((_Atomic uint32_t *) &slot->flag, memory_order_acquire);
+    uint64_t t1 = rsm_cycles();
+    if (flag != head + 1) {
+        ep->probe = RSM_PROBE_WAITING;      /* the line is ours until the sender writes it */
+        ep->probe_seq = head;
+        return false;
+    }
+    if (ep->probe == RSM_PROBE_WAITING && ep->probe_seq == head) {
+        distance_sample(ep, t1 - t0);       /* empty, then there: the sender's line came over */
+        ep->probe = RSM_PROBE_OFF;
+    }
+    return true;
 }
 
 void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep)

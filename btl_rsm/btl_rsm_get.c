@@ -281,6 +281,9 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
     if (size < mca_btl_rsm_component.single_copy_min) {
         return NULL;
     }
+    if (ep != NULL && ep->dist.near && !mca_btl_rsm_component.single_copy_near) {
+        return NULL;    /* near receiver: the two-copy pipeline is faster (rsm_distance.h) */
+    }
     rsm_reg_t *r = malloc(sizeof(*r));
     if (r == NULL) {
         return NULL;                    /* ob1 falls back to the two-copy pipeline */

@@ -23,12 +23,12 @@ for np in 5 6 7 8; do run "$np" "" ""; done
 run 2 "single copy off" "--mca btl_rsm_single_copy 0"
 # by default every rendezvous message is a get, split with the sender from 64 KiB: also
 # unsplit, split from 4 KiB, thresholds with sizes on both sides, and no get at all
-run 2 "single copy, never split" "--mca btl_rsm_single_copy_split 0"
-run 3 "single copy, split from 4 KiB" "--mca btl_rsm_single_copy_split 4096"
-run 4 "single copy, split from 4 KiB" "--mca btl_rsm_single_copy_split 4096 --mca btl_rsm_eager_limit 4096"
+run 2 "single copy, never split" "--mca btl_rsm_single_copy_split 0 --mca btl_rsm_single_copy_near 1"
+run 3 "single copy, split from 4 KiB" "--mca btl_rsm_single_copy_split 4096 --mca btl_rsm_single_copy_near 1"
+run 4 "single copy, split from 4 KiB" "--mca btl_rsm_single_copy_split 4096 --mca btl_rsm_eager_limit 4096 --mca btl_rsm_single_copy_near 1"
 run 2 "two copies only (single_copy_min SIZE_MAX)" "--mca btl_rsm_single_copy_min 18446744073709551615"
-run 2 "single copy from 64 KiB" "--mca btl_rsm_single_copy_min 65536"
-run 4 "single copy from 1 MiB" "--mca btl_rsm_single_copy_min 1048576"
+run 2 "single copy from 64 KiB" "--mca btl_rsm_single_copy_min 65536 --mca btl_rsm_single_copy_near 1"
+run 4 "single copy from 1 MiB" "--mca btl_rsm_single_copy_min 1048576 --mca btl_rsm_single_copy_near 1"
 run 3 "single copy off" "--mca btl_rsm_single_copy 0"
 run 2 "4 stripes" "--mca btl_rsm_stripes 4"
 # the copy into the pool: ordinary stores to every receiver (it measures near), streaming to all
@@ -41,7 +41,7 @@ run 2 "inline 1500, 64 KiB pipeline" "--mca btl_rsm_inline_max 1500 --mca btl_rs
 # of 65537 B.  Counted by the finalize line at verbosity 10.
 gets() { # label expected-total-per-rank extra
     local label=$1 want=$2 extra=$3
-    out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 $extra" -- "$prog" -M "$4" 2>&1); rc=$?
+    out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_single_copy_near 1 $extra" -- "$prog" -M "$4" 2>&1); rc=$?
     got=$(grep -o 'btl:rsm: [0-9]* single-copy gets, [0-9]* bytes' <<< "$out" | sed 's/btl:rsm: //' | sort -u)
     if [ "$rc" -eq 0 ] && ! grep -q '^not ok' <<< "$out" && [ "$got" = "$want" ]; then
         ok "rsm get threshold: $label"
@@ -58,7 +58,7 @@ gets "single_copy_min SIZE_MAX: no get up to 16 MiB" "0 single-copy gets, 0 byte
 # never.  (A receiver that is itself sending by single copy does not split: mpi_p2p above.)
 bw=$TOP_BUILDDIR/bench/xb-bw
 halves() { # label extra want-nonzero(1|0)
-    out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 $2" -- "$bw" -m 256K:1M -i 20 2>&1); rc=$?
+    out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_single_copy_near 1 $2" -- "$bw" -m 256K:1M -i 20 2>&1); rc=$?
     n=$(grep -o '[0-9]* halves written' <<< "$out" | awk '{s += $1} END {print s + 0}')
     if [ "$rc" -eq 0 ] && grep -q 'all payloads verified' <<< "$out" \
         && { { [ "$3" = 1 ] && [ "$n" -gt 0 ]; } || { [ "$3" = 0 ] && [ "$n" -eq 0 ]; }; }; then
@@ -77,7 +77,7 @@ fi
 # one-way two-copy traffic of 64 KiB..1 MiB decides, and the threshold rules it.
 distance() { # label extra want(near|far)
     out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 20 --mca btl_rsm_single_copy 0 $2" -- "$bw" -m 64K:1M -i 20 2>&1); rc=$?
-    n=$(grep -c 'btl:rsm: local rank [0-9]* is \(near\|far\): its acks arrive' <<< "$out")
+    n=$(grep -c 'btl:rsm: local rank [0-9]* is \(near\|far\): its cache lines arrive' <<< "$out")
     other=$(grep -c "btl:rsm: local rank [0-9]* is $([ "$3" = near ] && echo far || echo near):" <<< "$out")
     if [ "$rc" -eq 0 ] && grep -q 'all payloads verified' <<< "$out" && [ "$n" -gt 0 ] && [ "$other" -eq 0 ]; then
         ok "rsm streaming decision: $1 ($n decisions, all $3)"
@@ -85,9 +85,26 @@ distance() { # label extra want(near|far)
         not_ok "rsm streaming decision: $1 ($n decisions, $other not $3, rc $rc)"; tail -20 <<< "$out" | diag
     fi
 }
+# With single copy on, the decision also picks the path: far receivers (and unmeasured ones) are
+# read by single copy, near ones get the two-copy pipeline, so the same one-way traffic makes
+# fewer gets (only those before the first decision) when every receiver is near.
+sc_gets() { # extra -> "gets decision-word" for rank 0, the sender
+    out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 20 $1" -- "$bw" -m 64K:1M -i 20 2>&1); rc=$?
+    grep -q 'all payloads verified' <<< "$out" && [ "$rc" -eq 0 ] || { echo "failed rc $rc"; return; }
+    echo "$(grep -o '[0-9]* single-copy gets' <<< "$out" | awk '{s += $1} END {print s + 0}')" \
+         "$(grep -o 'into the pool, [a-z ]*' <<< "$out" | sed 's/into the pool, //' | sort -u | tr '\n' '/')"
+}
 if [ -x "$bw" ]; then
     distance "nt_far_ns 4294967295: every receiver near" "--mca btl_rsm_nt_far_ns 4294967295" near
     distance "nt_far_ns 1: every receiver far" "--mca btl_rsm_nt_far_ns 1" far
+    read -r near_gets near_path <<< "$(sc_gets "--mca btl_rsm_nt_far_ns 4294967295")"
+    read -r far_gets far_path <<< "$(sc_gets "--mca btl_rsm_nt_far_ns 1")"
+    if [ "$near_path" = "two copies/" ] && [ "$far_path" = "single copy/" ] \
+        && [ "$far_gets" -gt 0 ] 2>/dev/null && [ "$near_gets" -lt "$far_gets" ]; then
+        ok "rsm single copy to far receivers only: $far_gets gets all far, $near_gets all near (before the decision)"
+    else
+        not_ok "rsm single copy to far receivers only: near '$near_gets $near_path', far '$far_gets $far_path'"
+    fi
 else
     skip "rsm streaming decision" "$bw not built"
 fi
