@@ -147,12 +147,6 @@ struct mca_btl_base_endpoint_t {
     uint32_t in_mask;               /* postboxes per queue - 1 */
     _Atomic uint8_t *in_acks;       /* our acks for it: a row of ITS control segment */
     rsm_assembler_t assembler;
-    /* every 16th message arms a timed flag load: one that finds the postbox
-     * after a load found it empty fetched the line from the sender's cache
-     * (rsm_probe_flag): a sample of the same distance, from this side */
-    uint8_t probe;                  /* RSM_PROBE_* */
-    uint8_t probe_count;
-    uint32_t probe_seq;
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 
@@ -254,17 +248,10 @@ int rsm_get_progress(void);
 /* btl_rsm_recv.c */
 int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget);
 
-enum { RSM_PROBE_OFF = 0, RSM_PROBE_ARMED, RSM_PROBE_WAITING };
-/* btl_rsm_endpoint.c: the flag load of rsm_poll while a probe is armed */
-bool rsm_probe_flag(mca_btl_base_endpoint_t *ep, const rsm_postbox_t *slot, uint32_t head);
-
 /* Ack postboxes unacked..last: one byte each, the slot's lap tag. */
 static inline void rsm_ack_through(mca_btl_base_endpoint_t *ep, uint32_t last)
 {
     const uint32_t mask = ep->in_mask, shift = mca_btl_rsm_component.layout.queue_shift;
-    if (OPAL_UNLIKELY((++ep->probe_count & 15) == 0) && ep->probe == RSM_PROBE_OFF) {
-        ep->probe = RSM_PROBE_ARMED;
-    }
     for (uint32_t seq = ep->unacked; seq != last + 1; seq++) {
         /* release: our reads of the message are done before the sender reuses it */
         atomic_store_explicit(&ep->in_acks[seq & mask], rsm_lap_tag(seq, shift),
@@ -284,11 +271,7 @@ static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
     while (delivered < budget) {
         const uint32_t head = ep->head, index = head & ep->in_mask;
         rsm_postbox_t *slot = &ep->in_queue[index];
-        if (OPAL_UNLIKELY(ep->probe != RSM_PROBE_OFF)) {
-            if (!rsm_probe_flag(ep, slot, head)) {
-                return (int) delivered;
-            }
-        } else if (atomic_load_explicit(&slot->flag, memory_order_acquire) != head + 1) {
+        if (atomic_load_explicit(&slot->flag, memory_order_acquire) != head + 1) {
             return (int) delivered;
         }
         rsm_pb_hdr_t h = rsm_pb_read_hdr(slot);

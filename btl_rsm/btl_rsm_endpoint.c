@@ -231,54 +231,47 @@ static void distance_sample(mca_btl_base_endpoint_t *ep, uint64_t cycles)
     }
 }
 
-bool rsm_probe_flag(mca_btl_base_endpoint_t *ep, const rsm_postbox_t *slot, uint32_t head)
-{
-    uint64_t t0 = rsm_cycles();
-    uint32_t flag = atomic_load_explicit((_Atomic uint32_t *) &slot->flag, memory_order_acquire);
-    uint64_t t1 = rsm_cycles();
-    if (flag != head + 1) {
-        ep->probe = RSM_PROBE_WAITING;      /* the line is ours until the sender writes it */
-        ep->probe_seq = head;
-        return false;
-    }
-    if (ep->probe == RSM_PROBE_WAITING && ep->probe_seq == head) {
-        distance_sample(ep, t1 - t0);       /* empty, then there: the sender's line came over */
-        ep->probe = RSM_PROBE_OFF;
-    }
-    return true;
-}
-
 void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep)
 {
     const uint32_t mask = mca_btl_rsm_component.layout.queue_len - 1;
     const uint32_t shift = mca_btl_rsm_component.layout.queue_shift;
+    if (ep->reclaimed == ep->tail) {
+        return;
+    }
     /* The receiver acks every postbox, in order, every lap (release), so the
      * last slot of a unit carrying this lap's tag means the whole unit was
-     * consumed; the other slots' bytes need not be read.  With no pool runs
-     * outstanding (inline traffic) only the newest slot's ack matters. */
-    if (ep->slots_with_runs == 0 && ep->reclaimed != ep->tail) {
-        uint32_t last = ep->tail - 1;
+     * consumed; the other slots' bytes need not be read.
+     *
+     * The first load, the oldest unit's ack, is timed.  When it shows the ack,
+     * the receiver wrote that line after our last read of it (our last look
+     * found this byte, and every later one, not yet written), so the load
+     * fetched the line from the receiver's cache: a sample of how far its core
+     * is (rsm_distance.h).  Reclaim runs when the queue or the pool looks full:
+     * about one sample per window of a streaming benchmark, and nothing timed
+     * on the receive path. */
+    rsm_slot_t *oldest = &ep->slots[ep->reclaimed & mask];
+    uint32_t last = ep->reclaimed + oldest->span - 1;
+    uint64_t t0 = rsm_cycles();
+    uint8_t ack = atomic_load_explicit(&ep->out_acks[last & mask], memory_order_acquire);
+    if (ack != rsm_lap_tag(last, shift)) {
+        return;
+    }
+    distance_sample(ep, rsm_cycles() - t0);
+    /* with no pool runs outstanding (inline traffic) only the newest slot's ack matters */
+    if (ep->slots_with_runs == 0) {
+        last = ep->tail - 1;
         if (atomic_load_explicit(&ep->out_acks[last & mask], memory_order_acquire)
             == rsm_lap_tag(last, shift)) {
             ep->reclaimed = ep->tail;
             return;
         }
     }
-    /* The first ack load is timed: when it returns acks not seen before, the
-     * receiver wrote the line since we last read it, and the load fetched it
-     * from the receiver's cache (rsm_distance.h). */
-    bool timed = ep->slots_with_runs > 0;
     while (ep->reclaimed != ep->tail) {
         rsm_slot_t *slot = &ep->slots[ep->reclaimed & mask];
-        uint32_t last = ep->reclaimed + slot->span - 1;
-        uint64_t t0 = timed ? rsm_cycles() : 0;
-        uint8_t ack = atomic_load_explicit(&ep->out_acks[last & mask], memory_order_acquire);
-        if (ack != rsm_lap_tag(last, shift)) {
+        last = ep->reclaimed + slot->span - 1;
+        if (atomic_load_explicit(&ep->out_acks[last & mask], memory_order_acquire)
+            != rsm_lap_tag(last, shift)) {
             break;
-        }
-        if (timed) {
-            timed = false;
-            distance_sample(ep, rsm_cycles() - t0);
         }
         for (unsigned r = 0; r < slot->nruns; r++) {
             rsm_pool_free(&ep->area->pool[slot->runs[r].stripe], &slot->runs[r]);
