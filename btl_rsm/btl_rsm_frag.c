@@ -160,7 +160,7 @@ bool rsm_frag_unstage(mca_btl_rsm_frag_t *frag)
     const uint8_t *src = frag->staged;
     for (unsigned i = 0; i < frag->nruns; i++) {
         size_t n = frag->segments[i].seg_len;
-        if (n >= mca_btl_rsm_component.nt_min && !frag->endpoint->dist.near) {
+        if (rsm_stream_to(frag->endpoint, n)) {
             rsm_copy_stream(frag->segments[i].seg_addr.pval, src, n);
         } else {
             memcpy(frag->segments[i].seg_addr.pval, src, n);
@@ -172,4 +172,29 @@ bool rsm_frag_unstage(mca_btl_rsm_frag_t *frag)
     frag->endpoint->area->staged--;
     frag->kind = RSM_FRAG_POOL;
     return true;
+}
+
+int rsm_pack(struct opal_convertor_t *convertor, struct iovec *iov, uint32_t iov_count,
+             size_t *bytes, bool stream)
+{
+    if (stream && !opal_convertor_need_buffers(convertor)) {
+        /* contiguous: stream it in (rsm_copy.h), then move ob1's convertor on */
+        char *src;
+        size_t left = *bytes, pos = convertor->bConverted + *bytes;
+        opal_convertor_get_current_pointer(convertor, (void **) &src);
+        for (uint32_t i = 0; i < iov_count && left > 0; i++) {
+            size_t n = iov[i].iov_len < left ? iov[i].iov_len : left;
+            rsm_copy_stream(iov[i].iov_base, src, n);
+            src += n;
+            left -= n;
+        }
+        *bytes -= left;
+        pos -= left;
+        opal_convertor_set_position(convertor, &pos);
+        return OPAL_SUCCESS;
+    }
+    size_t max_data = *bytes;
+    int rc = opal_convertor_pack(convertor, iov, &iov_count, &max_data);
+    *bytes = max_data;
+    return rc < 0 ? rc : OPAL_SUCCESS;
 }

@@ -71,6 +71,16 @@ int rsm_frag_stage(mca_btl_rsm_frag_t *frag, size_t len);
  * the pool is full and rsm_frag_must_stage(FLAGS); NULL when refused. */
 mca_btl_rsm_frag_t *rsm_frag_for(mca_btl_base_endpoint_t *ep, size_t size, uint32_t flags,
                                  uint8_t order);
+/* Pack up to *BYTES of ob1's data into IOV (*BYTES: what was packed); with
+ * STREAM and contiguous data, by streaming stores (rsm_copy.h).  0 or an error. */
+int rsm_pack(struct opal_convertor_t *convertor, struct iovec *iov, uint32_t iov_count,
+             size_t *bytes, bool stream);
+/* Should a copy of LEN bytes into the pool for EP stream?  Only for receivers
+ * not measured near (rsm_distance.h), and only from nt_min bytes on. */
+static inline bool rsm_stream_to(const mca_btl_base_endpoint_t *ep, size_t len)
+{
+    return len >= mca_btl_rsm_component.nt_min && !ep->dist.near;
+}
 /* Move a STAGED frag's bytes into pool blocks: it is a POOL frag afterwards.
  * false (nothing changed) while the pool is still full. */
 bool rsm_frag_unstage(mca_btl_rsm_frag_t *frag);

@@ -5,7 +5,6 @@
 #define _GNU_SOURCE
 #include "btl_rsm.h"
 #include "btl_rsm_frag.h"
-#include "rsm_copy.h"
 
 #include "opal/mca/pmix/pmix.h"
 #include "opal/util/show_help.h"
@@ -253,22 +252,8 @@ static mca_btl_base_descriptor_t *rsm_prepare_src(mca_btl_base_module_t *btl,
             }
         }
     }
-    if (frag->kind == RSM_FRAG_POOL && *size >= c->nt_min && !ep->dist.near
-        && !opal_convertor_need_buffers(convertor)) {
-        /* contiguous and large: stream it in (rsm_copy.h), then move ob1's convertor on */
-        char *src;
-        size_t left = *size, pos = convertor->bConverted + *size;
-        opal_convertor_get_current_pointer(convertor, (void **) &src);
-        for (unsigned i = 0; i < iov_count && left > 0; i++) {
-            size_t n = iov[i].iov_len < left ? iov[i].iov_len : left;
-            rsm_copy_stream(iov[i].iov_base, src, n);
-            src += n;
-            left -= n;
-        }
-        max_data = *size - left;
-        pos = pos - left;
-        opal_convertor_set_position(convertor, &pos);
-    } else if (*size > 0 && opal_convertor_pack(convertor, iov, &iov_count, &max_data) < 0) {
+    if (*size > 0 && rsm_pack(convertor, iov, iov_count, &max_data,
+                              frag->kind == RSM_FRAG_POOL && rsm_stream_to(ep, *size)) != 0) {
         rsm_frag_put(frag);
         frag = NULL;
         goto out;

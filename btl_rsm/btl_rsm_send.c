@@ -207,15 +207,6 @@ int rsm_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
     return rc;
 }
 
-static int pack(struct opal_convertor_t *convertor, struct iovec *iov, uint32_t iov_count,
-                size_t *bytes)
-{
-    size_t max_data = *bytes;
-    int rc = opal_convertor_pack(convertor, iov, &iov_count, &max_data);
-    *bytes = max_data;
-    return rc < 0 ? rc : OPAL_SUCCESS;
-}
-
 /* Send at once or refuse (ob1 then takes the descriptor path). */
 int rsm_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
               struct opal_convertor_t *convertor, void *header, size_t header_size,
@@ -261,7 +252,7 @@ int rsm_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
                 struct iovec iov = {.iov_base = head->u.data + header_size,
                                     .iov_len = payload_size};
                 size_t packed = payload_size;
-                if (pack(convertor, &iov, 1, &packed) != OPAL_SUCCESS) {
+                if (rsm_pack(convertor, &iov, 1, &packed, false) != OPAL_SUCCESS) {
                     rc = OPAL_ERROR;    /* the reserved postboxes stay unpublished */
                     goto out;
                 }
@@ -293,7 +284,8 @@ int rsm_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
             iov[i].iov_len = frag->segments[i].seg_len - skip;
         }
         size_t packed = payload_size;
-        if (payload_size > 0 && pack(convertor, iov, frag->nruns, &packed) != OPAL_SUCCESS) {
+        if (payload_size > 0 && rsm_pack(convertor, iov, frag->nruns, &packed,
+                                         rsm_stream_to(ep, payload_size)) != OPAL_SUCCESS) {
             rsm_frag_put(frag);
             rc = OPAL_ERROR;
             goto out;
