@@ -41,6 +41,12 @@ BENCHES = {
                                          ("random_us", "random ring", "us", False),
                                          ("random_mbps", "random ring bandwidth/rank", "MB/s", True)]),
     "alltoall": ("xb-alltoall", "1:1M", [("latency_us", "alltoall time", "us", False)]),
+    # seed 002's dense patterns: each one's aggregate over its phases, all ranks together
+    # (per-phase figures stay in the samples' JSON rows, "phases")
+    "dense":    ("xb-dense",    "1K:1M", [("aapc_mbps", "congestion-controlled AAPC", "MB/s", True),
+                                          ("pairwise_mbps", "simple pairwise", "MB/s", True),
+                                          ("cumulative_mbps", "cumulative pairwise", "MB/s", True),
+                                          ("random_mbps", "random pairwise", "MB/s", True)]),
 }
 
 

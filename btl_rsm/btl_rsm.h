@@ -132,6 +132,10 @@ struct mca_btl_base_endpoint_t {
     rsm_area_t *area;
     rsm_postbox_t *out_queue;
     uint32_t tail, reclaimed;       /* next seq to write; oldest not yet acked */
+    /* MPI_T statistics (btl_rsm_pvar.c), beside tail: the send paths that bump
+     * them write tail anyway, so they touch no other cache line */
+    uint64_t sent_inline, sent_inline_bytes;  /* inline groups (ob1 headers included) */
+    uint64_t sent_pool, sent_pool_bytes;      /* pointer-postbox fragments */
     rsm_slot_t *slots;
     uint32_t slots_with_runs;       /* unreclaimed slots holding pool runs */
     uint8_t *stale;                 /* per slot: last held group follow-on payload (rsm_postbox.h) */
@@ -169,6 +173,7 @@ typedef struct mca_btl_rsm_component_t {
     size_t single_copy_split;       /* smallest get split with the sender (0: never) */
     bool numa_place;
     unsigned int poll_budget;
+    bool site_default;              /* run in jobs that do not name rsm (xbtl_optin.h) */
 
     /* this rank */
     uint32_t my_local_rank, nlocal;
@@ -197,6 +202,11 @@ typedef struct mca_btl_rsm_component_t {
     uint64_t gets, get_bytes;       /* single-copy reads done (reported at finalize) */
     uint64_t helped, help_bytes;    /* halves of a peer's get we wrote for it */
     uint64_t help_gen;
+    /* more statistics, all MPI_T pvars (btl_rsm_pvar.c): */
+    uint64_t dropped_malformed, dropped_tag, dropped_help;   /* `dropped`, by cause */
+    uint64_t splits, taken_back;    /* gets split with the sender; halves we copied after all */
+    uint64_t near_decisions, far_decisions;                  /* rsm_distance.h, all peers */
+    uint64_t pool_full;             /* new fragments that found the pool full after reclaim */
     uint32_t n_parked;              /* split gets waiting for the sender's half */
     struct rsm_parked_get *parked[RSM_HELP_SLOTS];
     uint64_t cleanup_registered;
@@ -244,6 +254,11 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
 int rsm_deregister_mem(mca_btl_base_module_t *btl, struct mca_btl_base_registration_handle_t *handle);
 void rsm_help_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t len);
 int rsm_get_progress(void);
+
+/* btl_rsm_pvar.c: the statistics as MPI_T performance variables */
+void rsm_pvar_register(void);
+/* keep a released endpoint's send counts in the totals */
+void rsm_pvar_retire(const mca_btl_base_endpoint_t *ep);
 
 /* btl_rsm_recv.c */
 int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget);

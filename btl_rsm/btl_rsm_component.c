@@ -132,6 +132,12 @@ static int rsm_component_register(void)
     c->numa_place = true;
     reg("numa_place", "Place each sender's area on the NUMA node of the receivers it serves",
         MCA_BASE_VAR_TYPE_BOOL, &c->numa_place, OPAL_INFO_LVL_6);
+    c->site_default = false;
+    reg("site_default", "Run also in jobs that do not name rsm in their btl list (no list, or "
+        "an exclusion list such as Debian's default \"^uct,openib,ofi\").  Off: an installed "
+        "rsm is used only where a job asks for it (--mca btl self,rsm,...); one line "
+        "\"btl_rsm_site_default = 1\" in openmpi-mca-params.conf makes it the site's default",
+        MCA_BASE_VAR_TYPE_BOOL, &c->site_default, OPAL_INFO_LVL_3);
     c->poll_budget = 16;
     reg("poll_budget", "Messages taken from one sender per progress call",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->poll_budget, OPAL_INFO_LVL_6);
@@ -139,7 +145,13 @@ static int rsm_component_register(void)
     /* the standard BTL parameters: eager/max-send/rndv limits, latency, bandwidth,
      * exclusivity, flags... registered by the base with these defaults */
     mca_btl_base_module_t *m = &mca_btl_rsm;
-    m->btl_exclusivity = MCA_BTL_EXCLUSIVITY_HIGH;
+    /* One above vader (and self, which only reaches this rank, where rsm has no
+     * endpoint): with equal exclusivity ob1 keeps both for local peers and sends
+     * eager messages round-robin, half through each (seen through btl_rsm's
+     * MPI_T counters: 10 of 20 with --mca btl self,vader,rsm).  rsm runs only
+     * where a job or the site asked for it (xbtl_optin.h), so where it runs it
+     * carries all local traffic. */
+    m->btl_exclusivity = MCA_BTL_EXCLUSIVITY_HIGH + 1;
     m->btl_eager_limit = 16 * 1024;   /* two copies in parallel on two cores beat a rendezvous here */
     m->btl_rndv_eager_limit = 4 * 1024;
     m->btl_max_send_size = c->pipeline_size;
@@ -153,6 +165,7 @@ static int rsm_component_register(void)
     m->btl_get_limit = SIZE_MAX;
     m->btl_get_alignment = 0;
     m->btl_get_local_registration_threshold = 0;
+    rsm_pvar_register();
     return mca_btl_base_param_register(&c->super.btl_version, m);
 }
 
@@ -199,6 +212,11 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     int rc;
 
     *num_btls = 0;
+    /* before anything is created: a job that did not ask for rsm never sees it */
+    if (!xbtl_component_wanted("btl", "rsm", c->site_default,
+                               opal_btl_base_framework.framework_output)) {
+        return NULL;
+    }
     if (opal_process_info.num_local_peers <= 0 || opal_process_info.my_local_rank < 0) {
         RSM_VERBOSE(10, "no other rank on this node: no module");
         return NULL;

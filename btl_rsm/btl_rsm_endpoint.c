@@ -219,9 +219,16 @@ static void distance_sample(mca_btl_base_endpoint_t *ep, uint64_t cycles)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     bool was_near = ep->dist.near;
-    if (rsm_distance_add(&ep->dist, cycles > UINT32_MAX ? UINT32_MAX : (uint32_t) cycles,
-                         c->nt_far_cycles)
-        && (ep->dist.near != was_near || ep->dist.decisions == 1)) {
+    if (!rsm_distance_add(&ep->dist, cycles > UINT32_MAX ? UINT32_MAX : (uint32_t) cycles,
+                          c->nt_far_cycles)) {
+        return;
+    }
+    if (ep->dist.near) {
+        c->near_decisions++;
+    } else {
+        c->far_decisions++;
+    }
+    if (ep->dist.near != was_near || ep->dist.decisions == 1) {
         RSM_VERBOSE(20, "local rank %u is %s: its cache lines arrive in %u cycles (median of %d; "
                     "far from %u): %s stores into the pool, %s", ep->local_rank,
                     ep->dist.near ? "near" : "far", ep->dist.median, RSM_DIST_SAMPLES,

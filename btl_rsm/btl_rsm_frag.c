@@ -113,8 +113,11 @@ static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe
 int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, uint32_t skew)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
-    if (len > c->layout.max_msg
-        || (frag->endpoint->area->staged > 0 && frag->kind != RSM_FRAG_STAGED)) {
+    if (len > c->layout.max_msg) {
+        return -1;
+    }
+    if (frag->endpoint->area->staged > 0 && frag->kind != RSM_FRAG_STAGED) {
+        c->pool_full++;         /* as good as full: */
         return -1;              /* staged messages wait for blocks: they go first */
     }
     if ((uint64_t) len + skew > (uint64_t) c->layout.large_count * c->layout.large_block) {
@@ -129,7 +132,12 @@ int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, u
             rsm_endpoint_reclaim(c->outbound[i]);
         }
     }
-    return alloc_runs_once(frag, len, may_stripe, skew);
+    if (alloc_runs_once(frag, len, may_stripe, skew) == 0) {
+        return 0;
+    }
+    /* a staged message retried from progress is one event, counted when staged */
+    c->pool_full += frag->kind != RSM_FRAG_STAGED;
+    return -1;
 }
 
 int rsm_frag_stage(mca_btl_rsm_frag_t *frag, size_t len)

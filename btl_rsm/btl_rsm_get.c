@@ -150,6 +150,7 @@ int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local
     }
     c->gets++;                          /* statistics only: races are harmless */
     c->get_bytes += size;
+    c->splits += slot >= 0;
     if (slot >= 0) {
         _Atomic uint64_t *state = &my_slot(slot)->state;
         uint64_t posted = gen << 8 | RSM_HELP_POSTED;
@@ -159,6 +160,7 @@ int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local
             err = cma_copy(ep->pid, false, (char *) local_address + first, remote_address + first,
                            size - first);
             atomic_store_explicit(state, RSM_HELP_FREE, memory_order_relaxed);
+            c->taken_back++;
             if (err != 0) {
                 return get_failed(ep, err);
             }
@@ -205,6 +207,7 @@ int rsm_get_progress(void)
             continue;
         }
         if ((st & 0xff) != RSM_HELP_DONE) {     /* FAILED: the sender could not write it */
+            c->taken_back++;
             int err = cma_copy(p->ep->pid, false, p->dst, p->src, p->half_len);
             if (err != 0) {
                 rc = get_failed(p->ep, err);
@@ -228,6 +231,7 @@ void rsm_help_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t len)
     rsm_help_req_t req;             /* the peer may change it under us: read it once */
     if (ep->peer_ctl.base == NULL || !rsm_help_req_read(data, len, &req)) {
         c->dropped++;
+        c->dropped_help++;
         RSM_VERBOSE(1, "dropped a malformed single-copy request from local rank %u (%u bytes); %"
                     PRIu64 " dropped so far", ep->local_rank, len, c->dropped);
         return;
@@ -249,6 +253,7 @@ void rsm_help_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t len)
         || (err = cma_copy(ep->pid, true, (void *) (uintptr_t) req.src, req.dst, req.len)) != 0) {
         if (!inside) {
             c->dropped++;
+            c->dropped_help++;
         }
         RSM_VERBOSE(1, "could not write %" PRIu64 " bytes of local rank %u's get (%s); it reads "
                     "them itself", req.len, ep->local_rank,

@@ -117,6 +117,7 @@ static int rsm_finalize(mca_btl_base_module_t *btl)
     RSM_LOCK();
     for (uint32_t i = 0; c->by_local_rank != NULL && i < c->nlocal; i++) {
         if (c->by_local_rank[i] != NULL) {
+            rsm_pvar_retire(c->by_local_rank[i]);
             rsm_endpoint_release(c->by_local_rank[i]);
             free(c->by_local_rank[i]);
             c->by_local_rank[i] = NULL;

@@ -92,6 +92,7 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
             }
         } else {
             c->dropped++;
+            c->dropped_malformed++;
             RSM_VERBOSE(1, "dropped a malformed message from local rank %u (postbox %u, kind 0x%x, "
                         "%u bytes/runs); %" PRIu64 " dropped so far", ep->local_rank, head,
                         h.kind, h.nbytes, c->dropped);
@@ -104,6 +105,7 @@ bad_tag:
         /* a whole message with no receiver for its tag: dropped, counted, acked */
         ep->assembler.active = false;
         c->dropped++;
+        c->dropped_tag++;
         RSM_VERBOSE(1, "dropped a message with unknown tag %u from local rank %u; %" PRIu64
                     " dropped so far", h.tag, ep->local_rank, c->dropped);
         n = h.kind == (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST)

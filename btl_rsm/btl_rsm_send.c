@@ -72,6 +72,8 @@ static inline void inline_publish(mca_btl_base_endpoint_t *ep, rsm_postbox_t *he
                        ep->tail);
     ep->slots[ep->tail & mask].span = (uint16_t) k;
     ep->tail += k;
+    ep->sent_inline++;
+    ep->sent_inline_bytes += len;
 }
 
 bool rsm_send_internal(mca_btl_base_endpoint_t *ep, uint8_t tag, const void *data, size_t len)
@@ -106,6 +108,10 @@ static void post_pointer(mca_btl_base_endpoint_t *ep, uint8_t tag, mca_btl_rsm_f
     }
     rsm_postbox_t pb;
     unsigned r = 0;
+    ep->sent_pool++;
+    for (unsigned s = 0; s < frag->nruns; s++) {
+        ep->sent_pool_bytes += frag->segments[s].seg_len;
+    }
     for (uint32_t i = 0; i < n; i++) {
         rsm_slot_t *slot = &ep->slots[ep->tail & mask];
         unsigned k = 0;

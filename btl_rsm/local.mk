@@ -17,7 +17,8 @@ btl_rsm_mca_btl_rsm_la_SOURCES = \
 	btl_rsm/btl_rsm_frag.h btl_rsm/btl_rsm_frag.c \
 	btl_rsm/btl_rsm_send.c \
 	btl_rsm/btl_rsm_recv.c \
-	btl_rsm/btl_rsm_get.c
+	btl_rsm/btl_rsm_get.c \
+	btl_rsm/btl_rsm_pvar.c
 btl_rsm_mca_btl_rsm_la_CPPFLAGS = $(XBTL_COMPONENT_CPPFLAGS)
 btl_rsm_mca_btl_rsm_la_CFLAGS = $(XBTL_COMPONENT_CFLAGS) $(XBTL_WARN_CFLAGS) -O3
 btl_rsm_mca_btl_rsm_la_LDFLAGS = -module -avoid-version $(XBTL_COMPONENT_LDFLAGS)

@@ -1,7 +1,16 @@
-# Code shared by all components: run-time Open MPI version check, help directory.
+# Code shared by all components: run-time Open MPI version check, help directory, the
+# "named by the job?" check (xbtl_optin.h) and counters as MPI_T pvars (xbtl_pvar.h).
 noinst_LTLIBRARIES += common/libxbtl_common.la
-common_libxbtl_common_la_SOURCES = common/xbtl_compat.c common/xbtl_version.c common/xbtl_compat.h
+common_libxbtl_common_la_SOURCES = common/xbtl_compat.c common/xbtl_version.c common/xbtl_compat.h \
+	common/xbtl_optin.c common/xbtl_optin_mca.c common/xbtl_optin.h \
+	common/xbtl_pvar.c common/xbtl_pvar.h
 common_libxbtl_common_la_CPPFLAGS = $(XBTL_COMPONENT_CPPFLAGS)
 common_libxbtl_common_la_CFLAGS = $(XBTL_COMPONENT_CFLAGS) $(XBTL_WARN_CFLAGS)
 ompihelp_DATA += common/help-xbtl-common.txt
 EXTRA_DIST += common/help-xbtl-common.txt
+
+# Unit test of the selection-list check (no Open MPI needed).
+check_PROGRAMS += test/unit/t_optin
+test_unit_t_optin_SOURCES = test/unit/t_optin.c common/xbtl_optin.c
+test_unit_t_optin_CPPFLAGS = -I$(top_srcdir)/common -I$(top_srcdir)/test/unit
+test_unit_t_optin_LDADD =

@@ -12,6 +12,9 @@
 
 #include <stdbool.h>
 
+/* every component also asks whether the job named it (xbtl_optin.h) */
+#include "xbtl_optin.h"
+
 /* Plain string comparison of "major.minor.release" versions: true when they
  * name the same release.  Tolerates a suffix after the release ("4.1.4rc1" is
  * not "4.1.4"), rejects malformed strings.  No Open MPI needed: unit-tested. */

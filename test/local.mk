@@ -17,3 +17,16 @@ check_PROGRAMS += test/mpi/mpi_p2p
 test_mpi_mpi_p2p_SOURCES = test/mpi/mpi_p2p.c bench/xb_pattern.c
 test_mpi_mpi_p2p_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench
 test_mpi_mpi_p2p_LDADD = $(MPI_LIBS)
+
+# The virtual cluster's host test (test/vcluster/t-hosts.sh): host names, the shared-memory
+# split and one verified stream between two chosen ranks.
+check_PROGRAMS += test/vcluster/vc_hosts
+test_vcluster_vc_hosts_SOURCES = test/vcluster/vc_hosts.c bench/xb_pattern.c
+test_vcluster_vc_hosts_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench
+test_vcluster_vc_hosts_LDADD = $(MPI_LIBS)
+
+# MPI_T reader of btl rsm's performance variables (test/mpi/t-mpit.sh, test/build/t-optin.sh).
+check_PROGRAMS += test/mpi/mpit_read
+test_mpi_mpit_read_SOURCES = test/mpi/mpit_read.c bench/xb_pattern.c
+test_mpi_mpit_read_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench
+test_mpi_mpit_read_LDADD = $(MPI_LIBS)

@@ -17,8 +17,8 @@ build_for() { # VERSION: a component whose config header claims that release
         "$TOP_SRCDIR/common/xbtl_version.c" $(pkg-config --libs opal)
 }
 run_with() { # DIR [NP]: a job asking for the component in DIR
-    timeout 60 mpirun -np "${2:-1}" --bind-to none --mca mca_base_component_path "$1:$libdir/openmpi3:$libdir/openmpi" \
-        --mca pml ob1 --mca btl self,vader,xbcheck "$TOP_BUILDDIR/test/mpi/mpi_p2p" -M 64 < /dev/null 2>&1
+    run_mpi 60 -np "${2:-1}" --bind-to none --mca mca_base_component_path "$1:$libdir/openmpi3:$libdir/openmpi" \
+        --mca pml ob1 --mca btl self,vader,xbcheck "$TOP_BUILDDIR/test/mpi/mpi_p2p" -M 64 2>&1
 }
 check "a test component builds for a claimed release 4.0.9" build_for 4.0.9
 out=$(run_with "$tmp/4.0.9"); rc=$?

@@ -10,7 +10,9 @@ trap 'rm -rf "$work"' EXIT
 cp "$TOP_SRCDIR/test/ext/hpccinf.txt" "$work/hpccinf.txt"   # N=400, NB=40, 1 x 2 grid
 while IFS=$'\t' read -r name targs; do
     rm -f "$work/hpccoutf.txt"
-    out=$(cd "$work" && mpirun_np 2 600 "$targs" -- hpcc 2>&1); rc=$?
+    # hpcc takes 1-4 s here with ~25 MiB: the limits turn a runaway into a fast failure
+    out=$(cd "$work" && XB_LIMIT_VERBOSE=1 XB_JOB_MEM_MIB=2048 mpirun_np 2 180 "$targs" -- hpcc 2>&1); rc=$?
+    grep '^xb_limit:' <<< "$out" | diag
     f=$work/hpccoutf.txt
     if [ "$rc" -ne 0 ] || ! grep -q 'End of HPC Challenge tests' "$f" 2>/dev/null; then
         not_ok "hpcc over $name completed (exit $rc)"; tail -20 <<< "$out" | diag; continue

@@ -12,6 +12,7 @@ cases=(
   "xb-halo3d    8 -m 8:64K -i 5 -w 1"
   "xb-ring      3 -m 8:256K -i 10 -w 1"
   "xb-alltoall  4 -m 1:64K -i 5 -w 1"
+  "xb-dense     4 -m 1K:64K -i 5 -w 1"
 )
 rows_expected() { # number of sizes in MIN:MAX: 0 counts once, then powers of two
     local min=$1 max=$2 n=0 s

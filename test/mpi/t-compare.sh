@@ -7,7 +7,7 @@ CMP=$TOP_SRCDIR/bench/compare.py
 PY=/usr/bin/python3
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 
-if TOP_BUILDDIR=$TOP_BUILDDIR $PY "$CMP" --bench latency,bw --transports vader,rsm --sizes 8:64K \
+if xb_limit -t 600 -- env TOP_BUILDDIR="$TOP_BUILDDIR" $PY "$CMP" --bench latency,bw --transports vader,rsm --sizes 8:64K \
         --repeats 2 --no-plots --out "$work/a" > "$work/a.log" 2>&1; then
     ok "compare.py ran latency and bw over vader and rsm"
 else
@@ -36,7 +36,7 @@ for line in open(sys.argv[1]):
 sizes = [8 << i for i in range(14)]
 sys.exit(0 if not bad and all(seen.get(s) == {"vader", "rsm"} for s in sizes) else 1)
 PYEOF
-if $PY "$CMP" --merge "$work/a,$work/a" --bench latency,bw --transports vader,rsm --no-plots \
+if xb_limit -t 120 -- $PY "$CMP" --merge "$work/a,$work/a" --bench latency,bw --transports vader,rsm --no-plots \
         --out "$work/m" > "$work/m.log" 2>&1; then
     ok "compare.py --merge of two results directories"
 else

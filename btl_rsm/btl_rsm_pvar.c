@@ -1,0 +1,111 @@
+/*
+ * btl rsm's statistics as MPI_T performance variables (issue 13, part 2):
+ * "btl_rsm_<name>", unsigned long counters that tools read while the job runs
+ * (MPI_T_pvar_read), listed by `ompi_info --level 9 --param btl rsm` too.
+ *
+ * Nothing is counted for MPI_T alone: the send paths bump plain per-endpoint
+ * fields beside the queue tail they write anyway, everything else is counted
+ * off the latency path in the component, and a read sums it all afresh
+ * (common/xbtl_pvar.h).  Counts are this rank's; "sent" ones are counted by
+ * the sender, get-side ones by the receiver, halves written by the sender.
+ */
+#include "btl_rsm.h"
+
+#include "xbtl_pvar.h"
+
+enum {
+    PV_INLINE, PV_INLINE_BYTES, PV_POOL, PV_POOL_BYTES, PV_STAGED, PV_PARKED,
+    PV_GETS, PV_GET_BYTES, PV_SPLITS, PV_HALVES, PV_HALF_BYTES, PV_TAKEN_BACK,
+    PV_NEAR, PV_FAR, PV_DROP_MALFORMED, PV_DROP_TAG, PV_DROP_HELP, PV_POOL_FULL,
+    PV_COUNT
+};
+
+static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
+    [PV_INLINE] = {"inline_messages", "Messages (BTL fragments) sent inline, in groups of "
+                   "postboxes (btl_rsm_inline_max), internal ones included"},
+    [PV_INLINE_BYTES] = {"inline_bytes", "Bytes sent inline, upper-layer (ob1) headers included"},
+    [PV_POOL] = {"pool_messages", "Fragments sent in pool blocks behind pointer postboxes "
+                 "(eager messages past the inline limit, pipeline fragments)"},
+    [PV_POOL_BYTES] = {"pool_bytes", "Bytes sent in pool blocks, upper-layer headers included"},
+    [PV_STAGED] = {"staged_starts", "Message starts staged in private memory because the "
+                   "block pool was full (posted later, in order)"},
+    [PV_PARKED] = {"parked_starts", "Message starts refused with no descriptor to give: ob1 "
+                   "parked them on its own pending list"},
+    [PV_GETS] = {"single_copy_gets", "Single-copy reads (RDMA get by process_vm_readv) this "
+                 "rank did as a receiver"},
+    [PV_GET_BYTES] = {"single_copy_bytes", "Bytes of those single-copy reads, both halves of "
+                      "split ones included"},
+    [PV_SPLITS] = {"split_gets", "Single-copy reads split with the sender "
+                   "(btl_rsm_single_copy_split): the sender was asked to write the second half"},
+    [PV_HALVES] = {"split_halves_written", "Second halves of a peer's split read this rank "
+                   "wrote as the sender (process_vm_writev)"},
+    [PV_HALF_BYTES] = {"split_halves_written_bytes", "Bytes of those second halves"},
+    [PV_TAKEN_BACK] = {"split_halves_taken_back", "Second halves of split reads this rank "
+                       "copied itself after all (the sender had not started, or failed)"},
+    [PV_NEAR] = {"near_decisions", "Receiver-distance decisions that found the receiver near "
+                 "(sharing a cache): ordinary stores, two copies"},
+    [PV_FAR] = {"far_decisions", "Receiver-distance decisions that found the receiver far: "
+                "streaming stores, single copy"},
+    [PV_DROP_MALFORMED] = {"dropped_malformed", "Peer postboxes dropped because they failed "
+                           "the parser's checks"},
+    [PV_DROP_TAG] = {"dropped_unknown_tag", "Whole messages dropped because no upper layer "
+                     "registered their tag"},
+    [PV_DROP_HELP] = {"dropped_bad_help", "Split-read requests dropped: malformed, or asking "
+                      "for memory not registered for that peer to read"},
+    [PV_POOL_FULL] = {"pool_full", "New fragments that found this rank's block pool full "
+                      "(after collecting acks), or held back behind staged ones"},
+};
+
+/* the send counters of endpoints already released (finalize) */
+static uint64_t retired[PV_POOL_BYTES + 1];
+
+static void rsm_counters_read(uint64_t *v)
+{
+    const mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    for (unsigned i = 0; i < PV_COUNT; i++) {
+        v[i] = i <= PV_POOL_BYTES ? retired[i] : 0;
+    }
+    RSM_LOCK();
+    for (uint32_t i = 0; c->by_local_rank != NULL && i < c->nlocal; i++) {
+        const mca_btl_base_endpoint_t *ep = c->by_local_rank[i];
+        if (ep != NULL) {
+            v[PV_INLINE] += ep->sent_inline;
+            v[PV_INLINE_BYTES] += ep->sent_inline_bytes;
+            v[PV_POOL] += ep->sent_pool;
+            v[PV_POOL_BYTES] += ep->sent_pool_bytes;
+        }
+    }
+    RSM_UNLOCK();
+    v[PV_STAGED] = c->staged;
+    v[PV_PARKED] = c->refused;
+    v[PV_GETS] = c->gets;
+    v[PV_GET_BYTES] = c->get_bytes;
+    v[PV_SPLITS] = c->splits;
+    v[PV_HALVES] = c->helped;
+    v[PV_HALF_BYTES] = c->help_bytes;
+    v[PV_TAKEN_BACK] = c->taken_back;
+    v[PV_NEAR] = c->near_decisions;
+    v[PV_FAR] = c->far_decisions;
+    v[PV_DROP_MALFORMED] = c->dropped_malformed;
+    v[PV_DROP_TAG] = c->dropped_tag;
+    v[PV_DROP_HELP] = c->dropped_help;
+    v[PV_POOL_FULL] = c->pool_full;
+}
+
+void rsm_pvar_retire(const mca_btl_base_endpoint_t *ep)
+{
+    retired[PV_INLINE] += ep->sent_inline;
+    retired[PV_INLINE_BYTES] += ep->sent_inline_bytes;
+    retired[PV_POOL] += ep->sent_pool;
+    retired[PV_POOL_BYTES] += ep->sent_pool_bytes;
+}
+
+void rsm_pvar_register(void)
+{
+    static xbtl_pvar_set_t set;
+    unsigned n = xbtl_pvar_register_counters(&set, &mca_btl_rsm_component.super.btl_version,
+                                             rsm_counters, PV_COUNT, rsm_counters_read);
+    if (n != PV_COUNT) {
+        RSM_VERBOSE(1, "only %u of %d MPI_T performance variables registered", n, PV_COUNT);
+    }
+}

@@ -1,0 +1,316 @@
+/*
+ * Reads btl rsm's MPI_T performance variables (btl_rsm_pvar.c) from inside an
+ * MPI job, the way a tool would, and checks that they move with the traffic
+ * the program makes (test/mpi/t-mpit.sh, test/build/t-optin.sh).
+ *
+ *   mpit_read traffic   2 ranks over self,rsm: phases of inline, pool,
+ *                       single-copy and streaming traffic from rank 0 to 1,
+ *                       every payload verified, and after each the exact
+ *                       change of the counters the traffic determines
+ *   mpit_read poolfull  2 ranks, a small pool: rank 1 receives late, so rank
+ *                       0's eager messages find the pool full and are staged
+ *   mpit_read used      prints "rsm: used" when rsm carried this job's
+ *                       messages (its pvars exist and count them), "rsm: unused"
+ *                       otherwise; for the opt-in test
+ * Rank 0 prints TAP; the exit status is 1 when a check failed.
+ */
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "xb_pattern.h"
+
+static const char *names[] = {
+    "inline_messages", "inline_bytes", "pool_messages", "pool_bytes", "staged_starts",
+    "parked_starts", "single_copy_gets", "single_copy_bytes", "split_gets",
+    "split_halves_written", "split_halves_written_bytes", "split_halves_taken_back",
+    "near_decisions", "far_decisions", "dropped_malformed", "dropped_unknown_tag",
+    "dropped_bad_help", "pool_full",
+};
+enum { INL, INL_B, POOL, POOL_B, STAGED, PARKED, GETS, GET_B, SPLITS, HALVES, HALF_B, TAKEN,
+       NEAR, FAR, DROP_M, DROP_T, DROP_H, POOL_FULL, NVARS };
+
+static MPI_T_pvar_session session;
+static MPI_T_pvar_handle handle[NVARS];
+static int rank, failures, tap_n;
+
+/* Bind every pvar; false when rsm's are not there (rsm not in this job). */
+static bool bind_all(void)
+{
+    char full[128];
+    if (MPI_T_pvar_session_create(&session) != MPI_SUCCESS) {
+        return false;
+    }
+    for (int i = 0; i < NVARS; i++) {
+        int index, count;
+        snprintf(full, sizeof(full), "btl_rsm_%s", names[i]);
+        if (MPI_T_pvar_get_index(full, MPI_T_PVAR_CLASS_COUNTER, &index) != MPI_SUCCESS
+            || MPI_T_pvar_handle_alloc(session, index, NULL, &handle[i], &count) != MPI_SUCCESS
+            || count != 1) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void read_all(uint64_t v[NVARS])
+{
+    for (int i = 0; i < NVARS; i++) {
+        unsigned long x = 0;
+        if (MPI_T_pvar_read(session, handle[i], &x) != MPI_SUCCESS) {
+            fprintf(stderr, "rank %d: MPI_T_pvar_read of btl_rsm_%s failed\n", rank, names[i]);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        v[i] = x;
+    }
+}
+
+static void check(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(bool cond, const char *fmt, ...)
+{
+    va_list ap;
+    if (rank != 0) {
+        return;             /* rank 0 holds both ranks' figures */
+    }
+    failures += !cond;
+    printf("%sok %d - ", cond ? "" : "not ", ++tap_n);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+/* N messages of LEN bytes from rank 0 to rank 1 (WINDOW outstanding), verified. */
+static long transfer(int n, size_t len, int window, int tag)
+{
+    unsigned char *buf = malloc(len * (size_t) window + 1);
+    MPI_Request req[64];
+    long bad = 0;
+    for (int i = 0; i < n; i += window) {
+        int k = n - i < window ? n - i : window;
+        for (int j = 0; j < k; j++) {
+            unsigned char *b = buf + (size_t) j * len;
+            if (rank == 0) {
+                xb_fill(b, len, xb_seed(0, (uint64_t) (i + j), tag));
+                MPI_Isend(b, (int) len, MPI_BYTE, 1, tag, MPI_COMM_WORLD, &req[j]);
+            } else {
+                MPI_Irecv(b, (int) len, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &req[j]);
+            }
+        }
+        MPI_Waitall(k, req, MPI_STATUSES_IGNORE);
+        for (int j = 0; rank == 1 && j < k; j++) {
+            bad += xb_mismatch(buf + (size_t) j * len, len, xb_seed(0, (uint64_t) (i + j), tag)) >= 0;
+        }
+    }
+    free(buf);
+    return bad;
+}
+
+/* Rank 1's bad-payload count and counter changes, at rank 0. */
+static long peer_bad(long bad)
+{
+    long all = bad;
+    MPI_Reduce(&bad, &all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    return all;
+}
+static void peer_delta(const uint64_t d[NVARS], uint64_t out[NVARS])
+{
+    if (rank == 1) {
+        MPI_Send(d, NVARS, MPI_UINT64_T, 0, 99, MPI_COMM_WORLD);
+    } else {
+        MPI_Recv(out, NVARS, MPI_UINT64_T, 1, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+}
+
+/* Counters before; traffic; barrier; counters after (the barrier's own
+ * messages are sent after the traffic, and counted in the next phase's
+ * "before" only, since each phase starts from a fresh read). */
+typedef struct { uint64_t a[NVARS], d[NVARS], peer[NVARS]; long bad; } phase_t;
+static void run_phase(phase_t *p, int n, size_t len, int window, int tag)
+{
+    uint64_t b[NVARS];
+    MPI_Barrier(MPI_COMM_WORLD);
+    read_all(b);
+    long bad = transfer(n, len, window, tag);
+    read_all(p->a);         /* before the barrier: only the phase's own messages */
+    for (int i = 0; i < NVARS; i++) {
+        p->d[i] = p->a[i] - b[i];
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    p->bad = peer_bad(bad);
+    peer_delta(p->d, p->peer);
+}
+
+static bool no_drops(const uint64_t *d)
+{
+    return d[DROP_M] == 0 && d[DROP_T] == 0 && d[DROP_H] == 0;
+}
+
+static void mode_traffic(void)
+{
+    phase_t p;
+    /* 1. inline: 1000 B + ob1's header fit btl_rsm_inline_max (1088) */
+    const int n1 = 100;
+    const size_t s1 = 1000;
+    run_phase(&p, n1, s1, 1, 1);
+    uint64_t extra = p.d[INL_B] - n1 * s1;
+    check(p.bad == 0, "inline phase: %d messages of %zu B verified", n1, s1);
+    check(p.d[INL] == (uint64_t) n1 && p.d[POOL] == 0,
+          "inline_messages +%llu (expected %d), pool_messages +%llu (expected 0)",
+          (unsigned long long) p.d[INL], n1, (unsigned long long) p.d[POOL]);
+    check(p.d[INL_B] >= n1 * s1 && extra % n1 == 0 && extra / n1 < 64,
+          "inline_bytes +%llu = %d x (%zu B payload + %llu B ob1 header)",
+          (unsigned long long) p.d[INL_B], n1, s1, (unsigned long long) (extra / n1));
+    check(p.peer[INL] == 0 && p.peer[POOL] == 0, "the receiver sent nothing back (+%llu inline)",
+          (unsigned long long) p.peer[INL]);
+
+    /* 2. pool: eager messages past the inline limit, one pointer postbox each */
+    const int n2 = 50;
+    const size_t s2 = 8000;
+    run_phase(&p, n2, s2, 1, 2);
+    extra = p.d[POOL_B] - n2 * s2;
+    check(p.bad == 0, "pool phase: %d messages of %zu B verified", n2, s2);
+    check(p.d[POOL] == (uint64_t) n2 && p.d[INL] == 0,
+          "pool_messages +%llu (expected %d), inline_messages +%llu (expected 0)",
+          (unsigned long long) p.d[POOL], n2, (unsigned long long) p.d[INL]);
+    check(p.d[POOL_B] >= n2 * s2 && extra % n2 == 0 && extra / n2 < 64,
+          "pool_bytes +%llu = %d x (%zu B + %llu B header)", (unsigned long long) p.d[POOL_B],
+          n2, s2, (unsigned long long) (extra / n2));
+
+    /* 3. single copy (the job sets btl_rsm_single_copy_near 1: every
+     * rendezvous message is read by the receiver, split from 64 KiB) */
+    const int n3 = 8;
+    const size_t s3 = 1 << 20;
+    run_phase(&p, n3, s3, 1, 3);
+    check(p.bad == 0, "single-copy phase: %d messages of %zu B verified", n3, s3);
+    check(p.peer[GETS] == (uint64_t) n3 && p.peer[GET_B] == n3 * s3,
+          "receiver: single_copy_gets +%llu (expected %d), single_copy_bytes +%llu (expected %zu)",
+          (unsigned long long) p.peer[GETS], n3, (unsigned long long) p.peer[GET_B], n3 * s3);
+    check(p.d[GETS] == 0, "sender: single_copy_gets +%llu (expected 0)",
+          (unsigned long long) p.d[GETS]);
+    check(p.peer[SPLITS] == (uint64_t) n3 && p.d[HALVES] + p.peer[TAKEN] == (uint64_t) n3,
+          "split_gets +%llu (expected %d) = halves written by the sender +%llu + taken back by "
+          "the receiver +%llu", (unsigned long long) p.peer[SPLITS], n3,
+          (unsigned long long) p.d[HALVES], (unsigned long long) p.peer[TAKEN]);
+    check(p.d[HALF_B] == p.d[HALVES] * (s3 / 2),
+          "split_halves_written_bytes +%llu = halves x %zu", (unsigned long long) p.d[HALF_B],
+          s3 / 2);
+
+    /* 4. a stream of windows: the sender collects acks and measures the receiver */
+    const int n4 = 4000;
+    run_phase(&p, n4, 1024, 64, 4);
+    check(p.bad == 0, "streaming phase: %d messages of 1 KiB in windows of 64 verified", n4);
+    check(p.d[NEAR] + p.d[FAR] >= 1, "near/far decisions on the sender: near +%llu, far +%llu",
+          (unsigned long long) p.d[NEAR], (unsigned long long) p.d[FAR]);
+    check(p.d[INL] == (uint64_t) n4, "inline_messages +%llu (expected %d)",
+          (unsigned long long) p.d[INL], n4);
+
+    uint64_t end[NVARS];
+    read_all(end);
+    check(no_drops(end) && no_drops(p.peer), "nothing dropped on either rank (malformed %llu, "
+          "unknown tag %llu, bad help %llu)", (unsigned long long) end[DROP_M],
+          (unsigned long long) end[DROP_T], (unsigned long long) end[DROP_H]);
+    check(end[PARKED] == 0 && end[STAGED] == 0 && end[POOL_FULL] == 0,
+          "default pool, receiver keeping up: nothing staged, parked or pool-full (%llu %llu %llu)",
+          (unsigned long long) end[STAGED], (unsigned long long) end[PARKED],
+          (unsigned long long) end[POOL_FULL]);
+}
+
+static void mode_poolfull(void)
+{
+    /* rank 1 posts its receives late: rank 0's 64 eager sends of 8000 B need
+     * 512 KiB of blocks, the job gives the pool 64 KiB */
+    const int n = 64;
+    const size_t len = 8000;
+    uint64_t b[NVARS], a[NVARS], d[NVARS], peer[NVARS];
+    MPI_Barrier(MPI_COMM_WORLD);
+    read_all(b);
+    if (rank == 1) {
+        usleep(300000);
+    }
+    long bad = transfer(n, len, n, 5);
+    read_all(a);
+    for (int i = 0; i < NVARS; i++) {
+        d[i] = a[i] - b[i];
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    bad = peer_bad(bad);
+    peer_delta(d, peer);
+    check(bad == 0, "%d messages of %zu B sent into a full pool all arrived intact", n, len);
+    check(d[POOL_FULL] >= 1 && d[STAGED] >= 1,
+          "pool_full +%llu and staged_starts +%llu moved (both expected >= 1)",
+          (unsigned long long) d[POOL_FULL], (unsigned long long) d[STAGED]);
+    check(d[POOL] == (uint64_t) n && d[PARKED] == 0,
+          "every message still went through the pool in the end: pool_messages +%llu "
+          "(expected %d), parked_starts +%llu (expected 0)", (unsigned long long) d[POOL], n,
+          (unsigned long long) d[PARKED]);
+}
+
+static void mode_used(bool have)
+{
+    uint64_t b[NVARS] = {0}, a[NVARS] = {0};
+    if (have) {
+        read_all(b);
+    }
+    long bad = transfer(20, 100, 1, 6);
+    if (have) {
+        read_all(a);
+    }
+    bad = peer_bad(bad);
+    int any = have && a[INL] - b[INL] == 20;   /* rank 0 sent them */
+    MPI_Bcast(&any, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("rsm: %s (pvars %s; %llu of 20 messages through rsm; payloads %s)\n",
+               any ? "used" : "unused", have ? "present" : "absent",
+               (unsigned long long) (a[INL] - b[INL]), bad == 0 ? "verified" : "CORRUPT");
+    }
+    failures += bad != 0;
+}
+
+int main(int argc, char **argv)
+{
+    int provided, size;
+    const char *mode = argc > 1 ? argv[1] : "traffic";
+    MPI_Init(&argc, &argv);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != 2) {
+        if (rank == 0) {
+            fprintf(stderr, "mpit_read: run with 2 ranks\n");
+        }
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    bool have = bind_all();
+    if (strcmp(mode, "used") == 0) {
+        mode_used(have);
+    } else {
+        check(have, "the %d btl_rsm_* performance variables are there (MPI_T_pvar_get_index)",
+              NVARS);
+        if (have && strcmp(mode, "poolfull") == 0) {
+            mode_poolfull();
+        } else if (have) {
+            mode_traffic();
+        }
+        if (rank == 0) {
+            printf("1..%d\n", tap_n);
+        }
+    }
+    if (have) {
+        for (int i = 0; i < NVARS; i++) {
+            MPI_T_pvar_handle_free(session, &handle[i]);
+        }
+        MPI_T_pvar_session_free(&session);
+    }
+    MPI_T_finalize();
+    int all = failures;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return all != 0;
+}

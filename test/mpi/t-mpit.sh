@@ -1,0 +1,22 @@
+#!/bin/bash
+# btl rsm's statistics as MPI_T performance variables (issue 13, part 2;
+# btl_rsm/btl_rsm_pvar.c): test/mpi/mpit_read reads them through MPI_T_pvar_read
+# while it makes traffic over self,rsm, and checks that each moves with it - exact
+# changes where the traffic determines them (message counts, bytes, gets and their
+# split halves), "moved" where timing decides (near/far decisions, pool-full events).
+. "$(dirname "$0")/../lib.sh"
+READER=$TOP_BUILDDIR/test/mpi/mpit_read
+[ -x "$READER" ] || { not_ok "test/mpi/mpit_read built (make check)"; tap_done; exit; }
+run() {  # PREFIX ARGS...: the reader's TAP lines, renumbered into ours
+    local prefix=$1 out rc; shift
+    out=$(run_mpi 120 -np 2 --bind-to core --map-by core --mca pml ob1 --mca btl self,rsm "$@" 2>&1)
+    rc=$?
+    relay_tap "$prefix" <<< "$out"
+    grep -q '^1\.\.' <<< "$out" && [ "$rc" -eq 0 ] \
+        || { not_ok "${prefix}the reader finished and passed (exit $rc)"; tail -15 <<< "$out" | diag; }
+}
+# every rendezvous message by single copy, whichever placement the host gave us
+run "" --mca btl_rsm_single_copy_near 1 "$READER" traffic
+# a 64 KiB pool that the sender fills before the receiver starts reading
+run "small pool: " --mca btl_rsm_pool_size 65536 "$READER" poolfull
+tap_done
