@@ -78,7 +78,7 @@ vc create pair --links 2 --force >/dev/null
 
 # faults during an MPI job: tcp rides out 2% loss and a 1.5 s outage of one of its links
 if [ -x "$BENCH/xb-bw" ]; then
-    if timeout 150 "$VC" mpirun --timeout 120 --fault-log "$LOG/flog" \
+    if vc_mpirun --fault-log "$LOG/flog" \
         --fault 0.5:loss:n0/eth0:0.02 --fault 1:down:n0/eth1 --fault 2.5:up:n0/eth1 \
         -- "$BENCH/xb-bw" -m 64k -i 400 >"$LOG/bw" 2>&1 && grep -q 'all payloads verified' "$LOG/bw"
     then ok "xb-bw over 2 links with loss and a link outage: verified"

@@ -1,9 +1,11 @@
 #!/bin/bash
-# MPI over Open MPI's tcp BTL across virtual nodes: each rank runs inside its node's
-# namespace (PMIx bridged in), payloads are verified by the xb-* programs, the bytes are
-# seen on the links that were asked for (and only those), bandwidth stays under the
-# shaped capacity (so nothing went through shared memory), several ranks per node work,
-# and an interrupted launcher leaves no rank, no socat behind.
+# MPI over Open MPI's tcp BTL across virtual nodes: each rank runs on its node's host
+# (launched by Open MPI's rsh launcher; t-hosts.sh tests the hosts themselves), payloads
+# are verified by the xb-* programs, the bytes are seen on the links that were asked for
+# (and only those), bandwidth stays under the shaped capacity (so nothing went through
+# shared memory), several ranks per node work, and an interrupted launcher leaves no
+# rank, no socat behind (the old single-node mode, --launch ranks, whose PMIx is bridged
+# into the nodes by socat).
 . "${TOP_SRCDIR:-.}/test/lib.sh"
 . "$TOP_SRCDIR/test/vcluster/vclib.sh"
 vc_require
@@ -15,7 +17,7 @@ vc create pair --links 2 --rate 1gbit --force >/dev/null || { not_ok "create pai
 # mpi IFS OUT PROGRAM ARGS...: run over the links IFS; prints rank 0's JSON rows into OUT
 mpi() {
     local ifs=$1 out=$2; shift 2
-    timeout 150 "$VC" mpirun --ifs "$ifs" --timeout 120 -- "$@" >"$out" 2>"$out.err"
+    vc_mpirun --ifs "$ifs" -- "$@" >"$out" 2>"$out.err"
 }
 field() { python3 -c "import json,sys
 rows=[json.loads(l) for l in open(sys.argv[1]) if l.startswith('{')]
@@ -62,7 +64,7 @@ fi
 # two ranks per node: 4 ranks, every rank exchanges with both ring neighbours, one of
 # which is on the other node
 if [ -x "$BENCH/xb-ring" ]; then
-    if timeout 150 "$VC" mpirun --ppn 2 --timeout 120 -- "$BENCH/xb-ring" -m 64k -i 20 >"$LOG/ring" 2>&1 \
+    if vc_mpirun --ppn 2 -- "$BENCH/xb-ring" -m 64k -i 20 >"$LOG/ring" 2>&1 \
         && grep -q 'all payloads verified' "$LOG/ring" && grep -q '"np":4' "$LOG/ring"; then
         ok "4 ranks, 2 per node: xb-ring verified"
     else
@@ -76,25 +78,26 @@ cat >"$LOG/where.sh" <<'EOF'
 echo "$OMPI_COMM_WORLD_RANK $(ip -br -4 addr show eth0 | awk '{print $3}')"
 EOF
 chmod +x "$LOG/where.sh"
-where=$(timeout 60 "$VC" mpirun --ppn 2 --timeout 50 -- "$LOG/where.sh" 2>/dev/null | sort | awk '{printf "%s ", $2}')
+where=$(vc_mpirun --ppn 2 -- "$LOG/where.sh" 2>/dev/null | sort | awk '{printf "%s ", $2}')
 check "ranks run inside their nodes: rank 0,1 on n0, 2,3 on n1 ($where)" \
     [ "$where" = "198.18.0.1/24 198.18.0.1/24 198.18.0.2/24 198.18.0.2/24 " ]
 
 # a job that overruns --timeout is stopped with status 124, and cleaned up
 start=$(date +%s)
-timeout 60 "$VC" mpirun --timeout 3 -- sleep 40 >/dev/null 2>&1; rc=$?
+timeout 60 prlimit --as="$VC_MEM_AS" "$VC" mpirun --timeout 3 -- sleep 40 >/dev/null 2>&1; rc=$?
 check "--timeout 3 stops a 40 s job (status $rc, $(( $(date +%s) - start )) s)" [ "$rc" = 124 -a $(( $(date +%s) - start )) -lt 25 ]
 
-# SIGTERM to the launcher mid-job: ranks, PMIx bridges and the job directory go away
-"$VC" mpirun -- sleep 40 >/dev/null 2>&1 &
+# SIGTERM to the launcher mid-job (old mode): ranks, PMIx bridges and the job directory go
+# away (the hosts' own holders stay: vc_job_procs leaves them out)
+prlimit --as="$VC_MEM_AS" "$VC" mpirun --timeout 60 --launch ranks -- sleep 40 >/dev/null 2>&1 &
 lpid=$!
-for _ in $(seq 50); do ip netns pids "xbvc-$XBVC_NAME-n1" | grep -q . && break; sleep 0.2; done
-check "job started inside the nodes" bash -c "ip netns pids xbvc-$XBVC_NAME-n1 | grep -q ."
+for _ in $(seq 50); do [ -n "$(vc_job_procs n1)" ] && break; sleep 0.2; done
+check "job started inside the nodes" [ -n "$(vc_job_procs n1)" ]
 bridges=$(ps -eo args | grep -c "^socat .*xbvc/$XBVC_NAME/")
 check "PMIx bridge socat processes are running ($bridges)" [ "$bridges" -ge 3 ]
 kill -TERM $lpid; wait $lpid
 sleep 1
-check "after SIGTERM: no rank left in any node" bash -c "! ip netns pids xbvc-$XBVC_NAME-n0 | grep -q . && ! ip netns pids xbvc-$XBVC_NAME-n1 | grep -q ."
+check "after SIGTERM: no rank left in any node" [ -z "$(vc_job_procs n0)$(vc_job_procs n1)" ]
 check "after SIGTERM: no socat left, no job directory" bash -c \
     "! ps -eo args | grep -q '^socat .*xbvc/$XBVC_NAME/' && [ -z \"\$(ls /run/xbvc/$XBVC_NAME/jobs)\" ]"
 

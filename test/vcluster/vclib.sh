@@ -30,6 +30,34 @@ vc_cleanup() {
 
 vc() { timeout 120 "$VC" "$@"; }
 
+# vc_mpirun ARGS...: `vcluster mpirun` under a time limit (its own --timeout, and 150 s
+# around it) and a memory limit: test/lib.sh's xb_limit (the private memory of the whole
+# tree - vcluster, mpirun, agents, orteds, ranks - plus RLIMIT_AS per process); where
+# lib.sh has no xb_limit, RLIMIT_AS of VC_MEM_AS bytes (default 4 GiB) per process.
+VC_MEM_AS=${VC_MEM_AS:-$((4 << 30))}
+vc_mpirun() {
+    if declare -F xb_limit >/dev/null; then
+        xb_limit -t 150 -- "$VC" mpirun --timeout 120 "$@"
+    else
+        timeout -k 10 150 prlimit --as="$VC_MEM_AS" "$VC" mpirun --timeout 120 "$@" </dev/null
+    fi
+}
+
+# vc_holders: pids of the cluster's host holders (they live in the namespaces for good).
+vc_holders() {
+    python3 -c "import json,sys
+st=json.load(open('/run/xbvc/$XBVC_NAME/state.json'))
+print(' '.join(str(p) for p, _ in st.get('holders', {}).values()))" 2>/dev/null
+}
+
+# vc_job_procs NODE: processes in the node's namespace other than its holder (a job's).
+vc_job_procs() {
+    local h; h=" $(vc_holders) "
+    for p in $(ip netns pids "xbvc-$XBVC_NAME-$1" 2>/dev/null); do
+        case "$h" in *" $p "*) ;; *) echo "$p";; esac
+    done
+}
+
 # vc_json EXPR: evaluate a Python expression over `status --json` (bound as s).
 vc_json() {
     "$VC" status --json | python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"
@@ -85,6 +113,12 @@ vc_assert_clean() {
     [ -n "$new" ] && { bad="$bad initial-namespace:"; echo "$new" | diag; }
     ip -o link show | grep -q '02:58:56:' && bad="$bad our-MAC-in-initial-namespace"
     ps -eo args | grep -v grep | grep -q "^socat .*xbvc/$XBVC_NAME/" && bad="$bad socat"
-    if [ -z "$bad" ]; then ok "nothing of cluster $XBVC_NAME left (namespaces, veth, bridges, qdiscs, nft, socat, state)"
+    # orted and ranks carry the cluster's session directory (orte_tmpdir_base) or job
+    # directory on their command line or in their environment
+    ps -eo args | grep -v grep | grep -q "xbvc/$XBVC_NAME/" && bad="$bad process"
+    grep -ls "XBVC_JOB=/run/xbvc/$XBVC_NAME/" /proc/[0-9]*/environ 2>/dev/null | grep -q . && bad="$bad job-process"
+    # a host's /dev/shm tmpfs is named after its cluster; it must be gone from every mount table
+    cat /proc/[0-9]*/mountinfo 2>/dev/null | grep -q "xbvc-$XBVC_NAME-" && bad="$bad mount"
+    if [ -z "$bad" ]; then ok "nothing of cluster $XBVC_NAME left (namespaces, veth, bridges, qdiscs, nft, socat, hosts, daemons, mounts, state)"
     else not_ok "left behind:$bad"; fi
 }

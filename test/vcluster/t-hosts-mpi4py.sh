@@ -1,0 +1,54 @@
+#!/bin/bash
+# mpi4py's own suite (3.1.4, spawn/dynproc excluded as in test/ext/t-mpi4py.sh) over tcp,
+# launched on virtual hosts by Open MPI's multi-host launcher, compared with a local run:
+#  - 2 ranks on one host: the same counts as the local run, every test OK;
+#  - 1 rank on each of 2 hosts: the same tests run and skipped; the only errors are
+#    MPI_Win_allocate / MPI_Win_allocate_shared over COMM_WORLD - what a real cluster
+#    gives too: Debian's config leaves ob1 only osc sm for those, which needs all ranks on
+#    one shared-memory node (MPI_ERR_RMA_SHARED, MPI_ERR_WIN).
+. "${TOP_SRCDIR:-.}/test/lib.sh"
+. "$TOP_SRCDIR/test/vcluster/vclib.sh"
+vc_require
+suite=$TOP_BUILDDIR/ext/mpi4py-3.1.4
+PY=/usr/bin/python3
+[ -f "$suite/test/runtests.py" ] || { echo "# mpi4py suite missing in $suite (contrib/setup fetches it)"; exit 77; }
+vc_setup thm4py
+VC_TMP=$(mktemp -d /tmp/xbvc-thm4py.XXXXXX); LOG=$VC_TMP
+vc create pair --rate 0 --force >/dev/null || { not_ok "create pair"; tap_done; exit; }
+ARGS=(test/runtests.py --no-builddir -e test_spawn -e test_dynproc)
+
+# summary DIR: "ran/skipped/ok-ranks/errors" from the per-rank output files
+summary() {
+    local out; out=$(cat "$1"/*/rank.*/std* 2>/dev/null)
+    echo "$(grep -oE '^Ran [0-9]+ tests' <<< "$out" | awk '{print $2}' | sort -u | paste -sd,)/$(
+        grep -oE 'skipped=[0-9]+' <<< "$out" | grep -oE '[0-9]+' | sort -u | paste -sd,)/$(
+        grep -cE '^OK( \(skipped=[0-9]+\))?$' <<< "$out")/$(grep -cE '^(ERROR|FAIL):' <<< "$out")"
+}
+
+cd "$suite" || exit 1
+mpirun_np 2 600 "--mca pml ob1 --mca btl self,tcp --output-filename $LOG/local" -- $PY "${ARGS[@]}" \
+    >"$LOG/local.out" 2>&1; rc=$?
+ref=$(summary "$LOG/local"); IFS=/ read -r ran skipped oks errs <<< "$ref"
+check "local run over tcp, 2 ranks: both OK (exit $rc; ran $ran, skipped $skipped)" \
+    [ "$rc" = 0 -a "$oks" = 2 -a -n "$ran" ]
+
+vc_mpirun --nodes 0 --ppn 2 --mca btl self,tcp --mpirun-args "--output-filename $LOG/onehost" \
+    -- $PY "${ARGS[@]}" >"$LOG/onehost.out" 2>&1; rc=$?
+got=$(summary "$LOG/onehost")
+check "2 ranks on host n0 over tcp: the same as locally (exit $rc; ran/skipped/OK/errors $got vs $ref)" \
+    [ "$rc" = 0 -a "$got" = "$ref" ]
+
+vc_mpirun --ppn 1 --mca btl self,tcp --mpirun-args "--output-filename $LOG/twohosts" \
+    -- $PY "${ARGS[@]}" >"$LOG/twohosts.out" 2>&1; rc=$?
+got=$(summary "$LOG/twohosts"); IFS=/ read -r ran2 skipped2 oks2 errs2 <<< "$got"
+check "1 rank on each of n0, n1 over tcp: the same tests ran and were skipped ($ran2/$skipped2 vs $ran/$skipped)" \
+    [ -n "$ran2" -a "$ran2/$skipped2" = "$ran/$skipped" ]
+others=$(cat "$LOG"/twohosts/*/rank.*/std* | grep -E '^(ERROR|FAIL):' \
+    | grep -vE '^ERROR: \w+ \(test_win\.TestWinAllocate(Shared)?World\.' | sort -u)
+cat "$LOG"/twohosts/*/rank.0/std* | grep -E '^(ERROR|FAIL):' | sed -E 's/^(ERROR|FAIL): \w+ \(([A-Za-z_.]+)\.\w+\)/\1 \2/' | sort | uniq -c | diag
+check "1 rank on each of 2 hosts: every error ($errs2 over both ranks) is a Win.Allocate(_shared) over COMM_WORLD" \
+    [ -z "$others" ]
+[ -n "$others" ] && echo "$others" | head -20 | diag
+check "destroy" bash -c "$VC destroy >/dev/null"
+vc_assert_clean
+tap_done
