@@ -1,0 +1,222 @@
+/*
+ * btl pmeth: PM/Ethernet-HXB's buffer arrays (seed 001) as an Open MPI BTL:
+ * raw Ethernet frames of our own EtherType through kernel-shared rings, no IP.
+ *
+ * Concepts, one struct each:
+ *   component  parameters, the links of this process, the progress loop
+ *   link       one local Ethernet interface and its frame ring (pmeth_ring.h):
+ *              a rail of the buffer array
+ *   module     the single BTL module: ob1 sees one module whatever the number
+ *              of links; frames of one peer are striped over its paths below it
+ *   endpoint   one peer: its paths (local link -> its MAC on the wire that
+ *              link reaches), the reliability windows (pmeth_window.h), the
+ *              fragments waiting for window space
+ *   frag       a send descriptor; its payload lives in a TX ring frame, so ob1
+ *              packs straight into the frame the NIC sends (zero copy)
+ *   hdr        what crosses the wire: pmeth_wire.h
+ *
+ * Protocol logic that needs no MPI lives in the pmeth_*.c units (wire format
+ * and parser, reliability window, ring I/O), unit-tested on their own.
+ */
+#ifndef BTL_PMETH_H
+#define BTL_PMETH_H
+
+#include "xbtl_config.h"
+
+#include "opal_config.h"
+#include "opal/class/opal_bitmap.h"
+#include "opal/constants.h"
+#include "opal/datatype/opal_convertor.h"
+#include "opal/mca/btl/base/base.h"
+#include "opal/mca/btl/base/btl_base_error.h"
+#include "opal/mca/btl/btl.h"
+#include "opal/threads/mutex.h"
+#include "opal/util/output.h"
+#include "opal/util/proc.h"
+
+#include <net/if.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "pmeth_ring.h"
+#include "pmeth_window.h"
+#include "pmeth_wire.h"
+
+#define PMETH_MAX_LINKS 8
+#define PMETH_MODEX_VERSION 1
+
+/* What each process publishes in the modex: its links as peers address them. */
+typedef struct pmeth_modex_link {
+    char ifname[IFNAMSIZ];
+    uint8_t mac[6];
+    uint16_t reserved;
+    uint32_t mtu;
+} pmeth_modex_link_t;
+
+typedef struct pmeth_modex {
+    uint32_t version;
+    uint32_t nlinks;
+    uint32_t job_key;
+    uint32_t reserved;
+    char host[64];                      /* for messages that name both ends */
+    pmeth_modex_link_t links[PMETH_MAX_LINKS];
+} pmeth_modex_t;
+
+typedef struct pmeth_link {
+    char ifname[IFNAMSIZ];
+    int ifindex;
+    uint8_t mac[6];
+    uint32_t mtu;                       /* the interface's MTU: payload of a frame */
+    struct pmeth_ring *ring;
+    uint32_t unkicked;                  /* frames posted since the last kick */
+    /* statistics (MPI_T and the finalize summary) */
+    uint64_t frames_out, bytes_out, frames_in, bytes_in;
+} pmeth_link_t;
+
+/* One way to a peer: our link LOCAL reaches the peer's interface PEER_LINK
+ * (MAC PEER_MAC), both ends agreeing on the MTU (probed). */
+typedef struct pmeth_path {
+    uint8_t local;
+    uint8_t peer_link;
+    uint8_t peer_mac[6];
+    uint32_t mtu;
+} pmeth_path_t;
+
+enum pmeth_ep_state {
+    PMETH_EP_NEW = 0,                   /* known from the modex, not probed */
+    PMETH_EP_PROBING,
+    PMETH_EP_READY,                     /* at least one path answered both probes */
+    PMETH_EP_UNREACHABLE,
+};
+
+struct mca_btl_pmeth_frag_t;
+
+/* A received DATA frame held out of order until the gap before it fills. */
+typedef struct pmeth_held {
+    struct pmeth_held *next;            /* free list */
+    uint8_t link;
+    int id;
+    void *frame;
+    uint32_t len;
+} pmeth_held_t;
+
+struct mca_btl_base_endpoint_t {
+    opal_proc_t *proc;
+    uint32_t peer_id;                   /* its vpid: the destination field of our frames */
+    uint8_t state;
+    uint8_t npaths;
+    uint8_t primary;                    /* path of small frames */
+    uint8_t stripe_next;                /* next path of a large frame */
+    pmeth_path_t paths[PMETH_MAX_LINKS];
+    pmeth_modex_t modex;
+
+    /* probing: per (local link, peer link) which probes came back */
+    uint64_t probe_nonce;
+    uint8_t probe_small[PMETH_MAX_LINKS][PMETH_MAX_LINKS];
+    uint8_t probe_full[PMETH_MAX_LINKS][PMETH_MAX_LINKS];
+    uint32_t probe_mtu_seen[PMETH_MAX_LINKS][PMETH_MAX_LINKS];
+
+    /* reliability, allocated at first use */
+    pmeth_txwin_t *tx;
+    pmeth_rxwin_t *rx;
+    struct mca_btl_pmeth_frag_t *pending_head, *pending_tail;  /* waiting for window space */
+    bool active;                        /* on the component's active list */
+    uint32_t active_index;
+};
+typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
+
+typedef struct mca_btl_pmeth_component_t {
+    mca_btl_base_component_3_0_0_t super;
+
+    /* parameters (btl_pmeth_component.c registers them all) */
+    bool site_default;                  /* used in jobs that do not name it */
+    char *if_include, *if_exclude;
+    char *io_mode;                      /* auto | packet | xdp */
+    unsigned int ethertype;
+    unsigned int tx_frames, rx_frames;
+    unsigned int window;
+    unsigned int rto_min_us, rto_max_ms;
+    unsigned int ack_delay_us, ack_every;
+    unsigned int fast_retransmit, resend_cap;
+    unsigned int stripe_min;
+    unsigned int probe_timeout_ms, probe_interval_ms;
+    bool qdisc_bypass;
+    unsigned int poll_budget, kick_batch;
+
+    /* this process */
+    uint32_t my_id, job_key;
+    uint32_t nlinks;
+    pmeth_link_t links[PMETH_MAX_LINKS];
+    uint32_t frame_payload;             /* bytes of ob1 data one frame carries */
+    pmeth_modex_t modex;
+    pmeth_window_config_t wcfg;
+
+    mca_btl_base_endpoint_t **by_id;    /* peers by vpid */
+    uint32_t nby_id;
+    mca_btl_base_endpoint_t **active;   /* endpoints with unacked, pending or unacknowledged frames */
+    uint32_t nactive, active_cap;
+    struct mca_btl_pmeth_frag_t *free_frags;
+    pmeth_held_t *free_held;
+    opal_recursive_mutex_t lock;
+    bool in_progress;
+    bool probing;                       /* add_procs is probing: DATA is not taken yet */
+
+    /* statistics */
+    uint64_t drops[PMETH_WIRE_NVERDICTS];   /* frames dropped by the parser, by cause */
+    uint64_t out_of_window, duplicates;
+    uint64_t retransmits_timeout, retransmits_fast;
+    uint64_t acks_sent, acks_piggybacked;
+    uint64_t refused;                   /* descriptors refused: ob1 retries them later */
+    uint64_t sendi_refused;
+    uint64_t staged, staged_bytes;      /* frags that waited in private memory: a copy */
+    uint64_t copies_tx, copies_rx;      /* bytes the BTL itself copied (0 on the fast path) */
+    uint64_t delivered, delivered_bytes;
+} mca_btl_pmeth_component_t;
+
+extern mca_btl_pmeth_component_t mca_btl_pmeth_component;
+extern mca_btl_base_module_t mca_btl_pmeth;
+
+#define PMETH_LOCK() OPAL_THREAD_LOCK(&mca_btl_pmeth_component.lock)
+#define PMETH_UNLOCK() OPAL_THREAD_UNLOCK(&mca_btl_pmeth_component.lock)
+
+#define PMETH_VERBOSE(level, ...) \
+    opal_output_verbose(level, opal_btl_base_framework.framework_output, "btl:pmeth: " __VA_ARGS__)
+
+static inline uint64_t pmeth_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+/* btl_pmeth_pvar.c */
+void pmeth_pvar_register(void);
+
+/* btl_pmeth_module.c */
+void pmeth_fatal(mca_btl_base_endpoint_t *ep, const char *what);
+
+/* btl_pmeth_endpoint.c */
+mca_btl_base_endpoint_t *pmeth_endpoint_create(opal_proc_t *proc, const pmeth_modex_t *modex);
+int pmeth_endpoints_probe(mca_btl_base_endpoint_t **eps, size_t n);
+void pmeth_endpoint_release(mca_btl_base_endpoint_t *ep);
+int pmeth_endpoint_windows(mca_btl_base_endpoint_t *ep);
+void pmeth_endpoint_activate(mca_btl_base_endpoint_t *ep);
+void pmeth_answer_probe(pmeth_link_t *link, const pmeth_wire_view_t *v);
+void pmeth_probe_reply(pmeth_link_t *link, const pmeth_wire_view_t *v);
+
+/* btl_pmeth_send.c */
+int pmeth_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
+               mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag);
+int pmeth_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
+                struct opal_convertor_t *convertor, void *header, size_t header_size,
+                size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+                mca_btl_base_descriptor_t **descriptor);
+int pmeth_endpoint_service(mca_btl_base_endpoint_t *ep, uint64_t now);
+void pmeth_acked(mca_btl_base_endpoint_t *ep, uint32_t cum_ack, uint64_t sack, uint64_t now);
+int pmeth_send_ack(mca_btl_base_endpoint_t *ep);
+void pmeth_kick_all(bool force);
+
+/* btl_pmeth_recv.c */
+int pmeth_poll_link(pmeth_link_t *link, unsigned budget);
+
+#endif

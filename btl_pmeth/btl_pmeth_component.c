@@ -1,0 +1,481 @@
+/*
+ * btl pmeth: the component.  Registers every parameter (here and only here),
+ * opens one frame ring per chosen Ethernet interface, publishes the links in
+ * the modex, and drives receive, acknowledgement and retransmission from
+ * opal_progress.
+ */
+#define _GNU_SOURCE
+#include "btl_pmeth.h"
+#include "btl_pmeth_frag.h"
+
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/argv.h"
+#include "opal/util/show_help.h"
+
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if_arp.h>
+#include <netpacket/packet.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "xbtl_compat.h"
+#include "xbtl_optin.h"
+
+static int pmeth_component_register(void);
+static int pmeth_component_open(void);
+static int pmeth_component_close(void);
+static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_progress_threads,
+                                                    bool enable_mpi_threads);
+static int pmeth_component_progress(void);
+
+__attribute__((visibility("default")))
+mca_btl_pmeth_component_t mca_btl_pmeth_component = {
+    .super = {
+        .btl_version = {
+            MCA_BTL_DEFAULT_VERSION("pmeth"),
+            .mca_open_component = pmeth_component_open,
+            .mca_close_component = pmeth_component_close,
+            .mca_register_component_params = pmeth_component_register,
+        },
+        .btl_data = {
+            .param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT,
+        },
+        .btl_init = pmeth_component_init,
+        .btl_progress = pmeth_component_progress,
+    },
+};
+
+static bool lock_constructed;
+
+static void reg(const char *name, const char *help, mca_base_var_type_t type, void *storage,
+                int level)
+{
+    (void) mca_base_component_var_register(&mca_btl_pmeth_component.super.btl_version, name, help,
+                                           type, NULL, 0, 0, level, MCA_BASE_VAR_SCOPE_READONLY,
+                                           storage);
+}
+
+static int pmeth_component_register(void)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+
+    c->site_default = false;
+    reg("site_default", "Use pmeth in jobs that do not name it in their btl list (a site's "
+        "openmpi-mca-params.conf may set this to 1).  Off: only a job that asks for it, as in "
+        "--mca btl self,vader,pmeth, sends raw frames", MCA_BASE_VAR_TYPE_BOOL, &c->site_default,
+        OPAL_INFO_LVL_2);
+    c->if_include = NULL;
+    reg("if_include", "Comma-separated list of Ethernet interface names to carry frames (e.g. "
+        "eth0,eth1).  Mutually exclusive with btl_pmeth_if_exclude.  Default: every interface "
+        "that is up, is Ethernet and is not loopback",
+        MCA_BASE_VAR_TYPE_STRING, &c->if_include, OPAL_INFO_LVL_1);
+    c->if_exclude = NULL;
+    reg("if_exclude", "Comma-separated list of Ethernet interface names never to use.  Mutually "
+        "exclusive with btl_pmeth_if_include", MCA_BASE_VAR_TYPE_STRING, &c->if_exclude,
+        OPAL_INFO_LVL_1);
+    c->io_mode = "auto";
+    reg("io_mode", "How frames reach the kernel: \"packet\" (AF_PACKET rings, any interface), "
+        "\"xdp\" (AF_XDP sockets with our own XDP program that takes only frames of our "
+        "EtherType; copy mode on veth, zero copy where the driver offers it), or \"auto\" "
+        "(the faster one where it works, falling back to packet with one verbose line)",
+        MCA_BASE_VAR_TYPE_STRING, &c->io_mode, OPAL_INFO_LVL_4);
+    c->ethertype = PMETH_WIRE_ETHERTYPE;
+    reg("ethertype", "EtherType of our frames (default 0x88B5, IEEE 802 local experimental 1).  "
+        "All processes of a job must agree", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->ethertype,
+        OPAL_INFO_LVL_6);
+    c->tx_frames = 512;
+    reg("tx_frames", "Send ring size per link, in frames.  A frame stays ours until the peer "
+        "acknowledges it (it is the retransmit copy), so this bounds the bytes in flight per link",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->tx_frames, OPAL_INFO_LVL_5);
+    c->rx_frames = 1024;
+    reg("rx_frames", "Receive ring size per link, in frames: what the kernel can queue for this "
+        "process between two progress calls before it drops (and we retransmit)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->rx_frames, OPAL_INFO_LVL_5);
+    c->window = 256;
+    reg("window", "Reliability window per peer and direction, in frames (a power of two, 64-4096): "
+        "frames sent and not yet acknowledged", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->window,
+        OPAL_INFO_LVL_5);
+    c->rto_min_us = 2000;
+    reg("rto_min_us", "Smallest retransmit timeout (microseconds); the timeout follows the "
+        "measured round-trip time (srtt + 4 rttvar) and backs off exponentially",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->rto_min_us, OPAL_INFO_LVL_5);
+    c->rto_max_ms = 1000;
+    reg("rto_max_ms", "Largest retransmit timeout (milliseconds)", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
+        &c->rto_max_ms, OPAL_INFO_LVL_5);
+    c->ack_delay_us = 100;
+    reg("ack_delay_us", "A standalone acknowledgement goes out at most this many microseconds "
+        "after the first unacknowledged frame when no data frame carried it back",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->ack_delay_us, OPAL_INFO_LVL_5);
+    c->ack_every = 8;
+    reg("ack_every", "Acknowledge at once after this many unacknowledged frames from one peer",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->ack_every, OPAL_INFO_LVL_5);
+    c->fast_retransmit = 3;
+    reg("fast_retransmit", "Resend a frame at once when this many later frames have been "
+        "selectively acknowledged past it (0: timeouts only)", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
+        &c->fast_retransmit, OPAL_INFO_LVL_5);
+    c->resend_cap = 16;
+    reg("resend_cap", "At most this many frames are retransmitted per peer per progress call, so "
+        "a lossy path cannot start a retransmit storm", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
+        &c->resend_cap, OPAL_INFO_LVL_5);
+    c->stripe_min = 2048;
+    reg("stripe_min", "Fragments of at least this many bytes are striped round-robin over every "
+        "path to the peer; shorter ones take its first path, so small messages do not pay for "
+        "the reordering", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->stripe_min, OPAL_INFO_LVL_4);
+    c->probe_timeout_ms = 3000;
+    reg("probe_timeout_ms", "How long a peer's links are probed (a small and a full-MTU frame on "
+        "each) before it is declared unreachable over pmeth", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
+        &c->probe_timeout_ms, OPAL_INFO_LVL_5);
+    c->probe_interval_ms = 20;
+    reg("probe_interval_ms", "Probes that got no answer are resent after this many milliseconds",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->probe_interval_ms, OPAL_INFO_LVL_6);
+    c->qdisc_bypass = false;
+    reg("qdisc_bypass", "AF_PACKET: hand frames straight to the driver, skipping the interface's "
+        "queueing discipline (faster, but traffic shaping and the kernel's delivery of our own "
+        "frames to other processes on this host are lost)", MCA_BASE_VAR_TYPE_BOOL,
+        &c->qdisc_bypass, OPAL_INFO_LVL_6);
+    c->poll_budget = 64;
+    reg("poll_budget", "Frames taken from one link's receive ring per progress call",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->poll_budget, OPAL_INFO_LVL_6);
+    c->kick_batch = 16;
+    reg("kick_batch", "Frames posted to a send ring before the kernel is told (one system call for "
+        "the batch); latency-critical frames and the end of each progress call kick at once",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->kick_batch, OPAL_INFO_LVL_6);
+
+    mca_btl_base_module_t *m = &mca_btl_pmeth;
+    /* above tcp (LOW): a job that names both uses pmeth for the peers it reaches;
+     * below vader and rsm, which carry on-host peers better */
+    m->btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 1;
+    m->btl_eager_limit = 8192;          /* clamped at init to one frame's payload */
+    m->btl_rndv_eager_limit = 8192;
+    m->btl_max_send_size = 8192;
+    m->btl_rdma_pipeline_send_length = 8192;
+    m->btl_rdma_pipeline_frag_size = 8192;
+    m->btl_min_rdma_pipeline_size = SIZE_MAX;
+    m->btl_latency = 10;
+    m->btl_bandwidth = 1000;
+    m->btl_flags = MCA_BTL_FLAGS_SEND;
+    m->btl_registration_handle_size = 0;
+    pmeth_pvar_register();
+    return mca_btl_base_param_register(&c->super.btl_version, m);
+}
+
+static int pmeth_component_open(void)
+{
+    return xbtl_component_check("btl", "pmeth");
+}
+
+static int pmeth_component_close(void)
+{
+    if (lock_constructed) {
+        OBJ_DESTRUCT(&mca_btl_pmeth_component.lock);
+        lock_constructed = false;
+    }
+    return OPAL_SUCCESS;
+}
+
+static bool name_in(char **list, const char *name)
+{
+    for (int i = 0; list != NULL && list[i] != NULL; i++) {
+        if (strcmp(list[i], name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static uint32_t iface_mtu(const char *name)
+{
+    struct ifreq ifr;
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    uint32_t mtu = 0;
+    if (fd < 0) {
+        return 0;
+    }
+    memset(&ifr, 0, sizeof(ifr));
+    strncpy(ifr.ifr_name, name, IFNAMSIZ - 1);
+    if (ioctl(fd, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 0) {
+        mtu = (uint32_t) ifr.ifr_mtu;
+    }
+    close(fd);
+    return mtu;
+}
+
+/* The Ethernet interfaces this process may use, by the include/exclude lists.
+ * Names asked for that do not exist (or are not usable Ethernet) are reported. */
+static int choose_interfaces(pmeth_link_t *out, uint32_t *n)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    char **incl = NULL, **excl = NULL;
+    struct ifaddrs *ifa = NULL;
+    *n = 0;
+    if (c->if_include != NULL && c->if_include[0] != '\0') {
+        incl = opal_argv_split(c->if_include, ',');
+    }
+    if (c->if_exclude != NULL && c->if_exclude[0] != '\0') {
+        excl = opal_argv_split(c->if_exclude, ',');
+    }
+    if (incl != NULL && excl != NULL) {
+        opal_show_help("help-btl-pmeth.txt", "include-exclude", true, opal_process_info.nodename,
+                       c->if_include, c->if_exclude);
+        opal_argv_free(incl);
+        opal_argv_free(excl);
+        return OPAL_ERR_BAD_PARAM;
+    }
+    if (getifaddrs(&ifa) != 0) {
+        opal_argv_free(incl);
+        opal_argv_free(excl);
+        return OPAL_ERROR;
+    }
+    for (struct ifaddrs *a = ifa; a != NULL && *n < PMETH_MAX_LINKS; a = a->ifa_next) {
+        if (a->ifa_addr == NULL || a->ifa_addr->sa_family != AF_PACKET) {
+            continue;
+        }
+        const struct sockaddr_ll *ll = (const struct sockaddr_ll *) a->ifa_addr;
+        bool named = incl != NULL && name_in(incl, a->ifa_name);
+        if ((incl != NULL && !named) || (excl != NULL && name_in(excl, a->ifa_name))) {
+            continue;
+        }
+        const char *why = NULL;
+        if (ll->sll_hatype != ARPHRD_ETHER || ll->sll_halen != 6) {
+            why = "not an Ethernet interface";
+        } else if (a->ifa_flags & IFF_LOOPBACK) {
+            why = "loopback";
+        } else if (!(a->ifa_flags & IFF_UP)) {
+            why = "down";
+        }
+        if (why != NULL) {
+            if (named) {
+                opal_show_help("help-btl-pmeth.txt", "bad-interface", true,
+                               opal_process_info.nodename, a->ifa_name, why);
+            }
+            continue;
+        }
+        pmeth_link_t *l = &out[*n];
+        memset(l, 0, sizeof(*l));
+        strncpy(l->ifname, a->ifa_name, IFNAMSIZ - 1);
+        l->ifindex = ll->sll_ifindex;
+        memcpy(l->mac, ll->sll_addr, 6);
+        l->mtu = iface_mtu(a->ifa_name);
+        if (l->mtu < PMETH_WIRE_HDR_LEN + 64) {
+            continue;
+        }
+        (*n)++;
+    }
+    freeifaddrs(ifa);
+    for (int i = 0; incl != NULL && incl[i] != NULL; i++) {
+        bool found = false;
+        for (uint32_t k = 0; k < *n; k++) {
+            found |= strcmp(out[k].ifname, incl[i]) == 0;
+        }
+        if (!found) {
+            PMETH_VERBOSE(1, "interface %s named in btl_pmeth_if_include is not usable here",
+                          incl[i]);
+        }
+    }
+    opal_argv_free(incl);
+    opal_argv_free(excl);
+    return OPAL_SUCCESS;
+}
+
+static uint32_t job_key_of(opal_jobid_t jobid)
+{
+    uint64_t h = 1469598103934665603ull;        /* FNV-1a over the job id */
+    for (unsigned i = 0; i < sizeof(jobid); i++) {
+        h = (h ^ ((jobid >> (8 * i)) & 0xff)) * 1099511628211ull;
+    }
+    uint32_t k = (uint32_t) (h ^ (h >> 32));
+    return k != 0 ? k : 1;
+}
+
+static void close_links(void)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    for (uint32_t i = 0; i < c->nlinks; i++) {
+        if (c->links[i].ring != NULL) {
+            pmeth_ring_close(c->links[i].ring);
+            c->links[i].ring = NULL;
+        }
+    }
+    c->nlinks = 0;
+}
+
+/* Open LINK's ring in MODE; the error text is left in ERR. */
+static int open_ring(pmeth_link_t *link, enum pmeth_io_mode mode, char *err, size_t errlen)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    struct pmeth_ring_config cfg = {
+        .ifname = link->ifname,
+        .mode = mode,
+        .ethertype = (uint16_t) c->ethertype,
+        .job_key = c->job_key,
+        .my_id = c->my_id,
+        .frame_size = link->mtu + 14,
+        .tx_frames = c->tx_frames,
+        .rx_frames = c->rx_frames,
+        .qdisc_bypass = c->qdisc_bypass,
+        .fd = -1,
+    };
+    return pmeth_ring_open(&cfg, &link->ring, err, errlen);
+}
+
+static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_progress_threads,
+                                                    bool enable_mpi_threads)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    mca_btl_base_module_t *m = &mca_btl_pmeth;
+    pmeth_link_t found[PMETH_MAX_LINKS];
+    uint32_t nfound = 0;
+    char err[256];
+    int rc;
+
+    *num_btls = 0;
+    if (!xbtl_component_wanted("btl", "pmeth", c->site_default,
+                               opal_btl_base_framework.framework_output)) {
+        return NULL;    /* raw frames never appear on a site's network by surprise */
+    }
+    bool want_xdp = strcmp(c->io_mode, "xdp") == 0, auto_mode = strcmp(c->io_mode, "auto") == 0;
+    if (!want_xdp && !auto_mode && strcmp(c->io_mode, "packet") != 0) {
+        opal_show_help("help-btl-pmeth.txt", "bad-param", true, opal_process_info.nodename,
+                       "btl_pmeth_io_mode", c->io_mode, "auto, packet or xdp");
+        return NULL;
+    }
+    if (c->window < 64 || c->window > 4096 || (c->window & (c->window - 1)) != 0) {
+        char v[32];
+        snprintf(v, sizeof(v), "%u", c->window);
+        opal_show_help("help-btl-pmeth.txt", "bad-param", true, opal_process_info.nodename,
+                       "btl_pmeth_window", v, "a power of two from 64 to 4096");
+        return NULL;
+    }
+    if (c->ethertype < 0x0600 || c->ethertype > 0xffff) {
+        char v[32];
+        snprintf(v, sizeof(v), "%#x", c->ethertype);
+        opal_show_help("help-btl-pmeth.txt", "bad-param", true, opal_process_info.nodename,
+                       "btl_pmeth_ethertype", v, "an EtherType from 0x0600 to 0xffff");
+        return NULL;
+    }
+    if (choose_interfaces(found, &nfound) != OPAL_SUCCESS) {
+        return NULL;
+    }
+    if (nfound == 0) {
+        opal_show_help("help-btl-pmeth.txt", "no-interfaces", true, opal_process_info.nodename,
+                       c->if_include ? c->if_include : "(all)",
+                       c->if_exclude ? c->if_exclude : "(none)");
+        return NULL;
+    }
+    c->my_id = OPAL_PROC_MY_NAME.vpid;
+    c->job_key = job_key_of(OPAL_PROC_MY_NAME.jobid);
+    c->nlinks = 0;
+    for (uint32_t i = 0; i < nfound; i++) {
+        pmeth_link_t *l = &c->links[c->nlinks];
+        *l = found[i];
+        enum pmeth_io_mode mode = (want_xdp || auto_mode) ? PMETH_IO_XDP : PMETH_IO_PACKET;
+        err[0] = '\0';
+        rc = open_ring(l, mode, err, sizeof(err));
+        if (rc != 0 && auto_mode && mode == PMETH_IO_XDP) {
+            PMETH_VERBOSE(1, "%s: AF_XDP not usable (%s); using AF_PACKET rings", l->ifname, err);
+            err[0] = '\0';
+            rc = open_ring(l, PMETH_IO_PACKET, err, sizeof(err));
+        }
+        if (rc != 0) {
+            bool perm = rc == -EPERM || rc == -EACCES;
+            opal_show_help("help-btl-pmeth.txt", perm ? "no-permission" : "ring-failed", true,
+                           opal_process_info.nodename, l->ifname, err);
+            close_links();
+            return NULL;
+        }
+        PMETH_VERBOSE(10, "link %u: %s (ifindex %d, MTU %u, %s rings)", c->nlinks, l->ifname,
+                      l->ifindex, l->mtu, pmeth_ring_mode_name(l->ring));
+        c->nlinks++;
+    }
+
+    /* every fragment is one frame: ob1's eager limit and pipeline unit are the
+     * payload of the smallest link's frame */
+    uint32_t min_mtu = c->links[0].mtu;
+    for (uint32_t i = 1; i < c->nlinks; i++) {
+        min_mtu = c->links[i].mtu < min_mtu ? c->links[i].mtu : min_mtu;
+    }
+    c->frame_payload = min_mtu + PMETH_WIRE_ETH_LEN - PMETH_WIRE_HDR_LEN;
+    m->btl_eager_limit = m->btl_eager_limit > c->frame_payload || m->btl_eager_limit == 0
+                             ? c->frame_payload : m->btl_eager_limit;
+    m->btl_max_send_size = c->frame_payload;
+    m->btl_rndv_eager_limit = m->btl_rndv_eager_limit > c->frame_payload
+                                  ? c->frame_payload : m->btl_rndv_eager_limit;
+    m->btl_rdma_pipeline_send_length = m->btl_eager_limit;
+    m->btl_rdma_pipeline_frag_size = c->frame_payload;
+    m->btl_min_rdma_pipeline_size = SIZE_MAX;
+    m->btl_flags = MCA_BTL_FLAGS_SEND;
+    m->btl_bandwidth = 1000 * c->nlinks;
+
+    pmeth_window_config_init(&c->wcfg, c->window);
+    c->wcfg.rto_min_ns = (uint64_t) c->rto_min_us * 1000;
+    c->wcfg.rto_max_ns = (uint64_t) c->rto_max_ms * 1000000;
+    c->wcfg.ack_delay_ns = (uint64_t) c->ack_delay_us * 1000;
+    c->wcfg.ack_every = c->ack_every;
+    c->wcfg.fast_retransmit = c->fast_retransmit;
+
+    memset(&c->modex, 0, sizeof(c->modex));
+    c->modex.version = PMETH_MODEX_VERSION;
+    c->modex.nlinks = c->nlinks;
+    c->modex.job_key = c->job_key;
+    strncpy(c->modex.host, opal_process_info.nodename ? opal_process_info.nodename : "?",
+            sizeof(c->modex.host) - 1);
+    for (uint32_t i = 0; i < c->nlinks; i++) {
+        memcpy(c->modex.links[i].ifname, c->links[i].ifname, IFNAMSIZ);
+        memcpy(c->modex.links[i].mac, c->links[i].mac, 6);
+        c->modex.links[i].mtu = c->links[i].mtu;
+    }
+    OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &c->super.btl_version, &c->modex, sizeof(c->modex));
+    if (rc != OPAL_SUCCESS) {
+        close_links();
+        return NULL;
+    }
+    OBJ_CONSTRUCT(&c->lock, opal_recursive_mutex_t);
+    lock_constructed = true;
+
+    mca_btl_base_module_t **modules = malloc(sizeof(*modules));
+    if (modules == NULL) {
+        close_links();
+        return NULL;
+    }
+    modules[0] = m;
+    *num_btls = 1;
+    return modules;
+}
+
+void pmeth_component_release(void)
+{
+    close_links();
+}
+
+static int pmeth_component_progress(void)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    int count = 0;
+    if (c->nlinks == 0) {
+        return 0;
+    }
+    PMETH_LOCK();
+    if (c->in_progress) {       /* a callback called progress: do not deliver out of order */
+        PMETH_UNLOCK();
+        return 0;
+    }
+    c->in_progress = true;
+    for (uint32_t i = 0; i < c->nlinks; i++) {
+        count += pmeth_poll_link(&c->links[i], c->poll_budget);
+    }
+    if (c->nactive > 0) {
+        uint64_t now = pmeth_now_ns();
+        /* service may drop an endpoint from the list: walk it backwards */
+        for (uint32_t i = c->nactive; i-- > 0;) {
+            count += pmeth_endpoint_service(c->active[i], now);
+        }
+    }
+    pmeth_kick_all(true);
+    c->in_progress = false;
+    PMETH_UNLOCK();
+    return count;
+}

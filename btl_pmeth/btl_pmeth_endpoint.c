@@ -1,0 +1,350 @@
+/*
+ * Peers: endpoints made from the modex, and the probing that finds which of
+ * our links reach which of theirs before first use.
+ *
+ * Each of our links sends a small and a full-MTU PROBE to each of the peer's
+ * link MACs; the peer answers each from the link it arrived on.  A pair that
+ * answers both is a path.  A pair that answers only the small probe is an MTU
+ * mismatch (one end's MTU is larger than the other's, so full frames die on
+ * the way): reported, naming both ends, and not used (the model is usnic's
+ * connectivity checker).  A peer with no path is unreachable for ob1 (it may
+ * still be reached by another BTL), which is not an error.
+ */
+#define _GNU_SOURCE
+#include "btl_pmeth.h"
+#include "btl_pmeth_frag.h"
+
+#include "opal/util/show_help.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+mca_btl_base_endpoint_t *pmeth_endpoint_create(opal_proc_t *proc, const pmeth_modex_t *modex)
+{
+    mca_btl_base_endpoint_t *ep = calloc(1, sizeof(*ep));
+    if (ep == NULL) {
+        return NULL;
+    }
+    ep->proc = proc;
+    ep->peer_id = proc->proc_name.vpid;
+    ep->modex = *modex;
+    ep->modex.host[sizeof(ep->modex.host) - 1] = '\0';
+    for (uint32_t j = 0; j < ep->modex.nlinks; j++) {
+        ep->modex.links[j].ifname[IFNAMSIZ - 1] = '\0';
+    }
+    ep->state = PMETH_EP_NEW;
+    return ep;
+}
+
+int pmeth_endpoint_windows(mca_btl_base_endpoint_t *ep)
+{
+    if (ep->tx != NULL) {
+        return OPAL_SUCCESS;
+    }
+    ep->tx = pmeth_txwin_create(&mca_btl_pmeth_component.wcfg);
+    ep->rx = pmeth_rxwin_create(&mca_btl_pmeth_component.wcfg);
+    if (ep->tx == NULL || ep->rx == NULL) {
+        pmeth_txwin_destroy(ep->tx);
+        pmeth_rxwin_destroy(ep->rx);
+        ep->tx = NULL;
+        ep->rx = NULL;
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    return OPAL_SUCCESS;
+}
+
+void pmeth_endpoint_activate(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (ep->active) {
+        return;
+    }
+    if (c->nactive == c->active_cap) {
+        uint32_t n = c->active_cap ? 2 * c->active_cap : 16;
+        mca_btl_base_endpoint_t **a = realloc(c->active, n * sizeof(*a));
+        if (a == NULL) {
+            return;     /* serviced when it next sends; its timers wait until then */
+        }
+        c->active = a;
+        c->active_cap = n;
+    }
+    ep->active = true;
+    ep->active_index = c->nactive;
+    c->active[c->nactive++] = ep;
+}
+
+void pmeth_endpoint_deactivate(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (!ep->active) {
+        return;
+    }
+    mca_btl_base_endpoint_t *last = c->active[--c->nactive];
+    c->active[ep->active_index] = last;
+    last->active_index = ep->active_index;
+    ep->active = false;
+}
+
+void pmeth_endpoint_release(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    /* frames still unacknowledged at the end: give them back */
+    while (ep->pending_head != NULL) {
+        mca_btl_pmeth_frag_t *f = ep->pending_head;
+        ep->pending_head = f->next;
+        pmeth_frag_put(f);
+    }
+    if (ep->tx != NULL) {
+        uintptr_t handle;
+        while (pmeth_txwin_drain(ep->tx, &handle)) {
+            pmeth_frag_put((mca_btl_pmeth_frag_t *) handle);
+        }
+    }
+    if (ep->rx != NULL) {
+        uintptr_t handle;
+        while (pmeth_rxwin_drain(ep->rx, &handle)) {
+            pmeth_held_t *h = (pmeth_held_t *) handle;
+            pmeth_ring_rx_put(c->links[h->link].ring, h->id);
+            free(h);
+        }
+    }
+    pmeth_endpoint_deactivate(ep);
+    pmeth_txwin_destroy(ep->tx);
+    pmeth_rxwin_destroy(ep->rx);
+    free(ep);
+}
+
+/* ---- probing ---------------------------------------------------------------- */
+
+static bool send_probe(mca_btl_base_endpoint_t *ep, uint8_t li, uint8_t pj, bool full)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    pmeth_link_t *link = &c->links[li];
+    void *frame;
+    uint32_t cap;
+    int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
+    if (id < 0) {
+        return false;
+    }
+    /* the full probe fills our MTU exactly: a smaller MTU on the way drops it */
+    uint32_t len = full ? link->mtu + 14 : PMETH_WIRE_HDR_LEN + PMETH_WIRE_PROBE_LEN;
+    if (len > cap) {
+        len = cap;
+    }
+    pmeth_wire_probe_t probe = {
+        .nonce = ep->probe_nonce,
+        .from_link = li,
+        .to_link = pj,
+        .full = full,
+        .mtu = link->mtu,
+        .frame_len = len,
+    };
+    pmeth_wire_build_probe(frame, len, ep->modex.links[pj].mac, link->mac, (uint16_t) c->ethertype,
+                           c->job_key, ep->peer_id, c->my_id, PMETH_WIRE_PROBE, &probe);
+    pmeth_ring_tx_post(link->ring, id, len);
+    link->frames_out++;
+    link->bytes_out += len;
+    link->unkicked++;
+    /* probes are not kept for retransmission: the frame goes back once sent */
+    pmeth_ring_tx_release_when_done(link->ring, id);
+    return true;
+}
+
+/* A peer's PROBE: answer from the link it came in on, to the MAC it came from. */
+void pmeth_answer_probe(pmeth_link_t *link, const pmeth_wire_view_t *v)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    void *frame;
+    uint32_t cap;
+    int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
+    if (id < 0) {
+        return;         /* the prober asks again */
+    }
+    pmeth_wire_probe_t reply = v->probe;
+    reply.frame_len = v->frame_len;     /* what arrived here: the prober learns what got through */
+    reply.mtu = link->mtu;
+    uint32_t len = PMETH_WIRE_HDR_LEN + PMETH_WIRE_PROBE_LEN;
+    pmeth_wire_build_probe(frame, len, v->src_mac, link->mac, (uint16_t) c->ethertype, c->job_key,
+                           v->src_id, c->my_id, PMETH_WIRE_PROBE_REPLY, &reply);
+    pmeth_ring_tx_post(link->ring, id, len);
+    link->frames_out++;
+    link->bytes_out += len;
+    link->unkicked++;
+    pmeth_ring_tx_release_when_done(link->ring, id);
+}
+
+/* An answer to one of our probes. */
+void pmeth_probe_reply(pmeth_link_t *link, const pmeth_wire_view_t *v)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (v->src_id >= c->nby_id || c->by_id[v->src_id] == NULL) {
+        return;
+    }
+    mca_btl_base_endpoint_t *ep = c->by_id[v->src_id];
+    const pmeth_wire_probe_t *p = &v->probe;
+    uint8_t li = (uint8_t) (link - c->links), pj = p->to_link;
+    if (p->nonce != ep->probe_nonce || p->from_link != li || pj >= ep->modex.nlinks) {
+        return;         /* stale, or not the pair it claims */
+    }
+    if (p->full) {
+        ep->probe_full[li][pj] = 1;
+    } else {
+        ep->probe_small[li][pj] = 1;
+    }
+    ep->probe_mtu_seen[li][pj] = p->mtu;
+}
+
+static bool probe_done(const mca_btl_base_endpoint_t *ep, uint64_t now, uint64_t first_answer,
+                       uint64_t grace)
+{
+    const mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    uint32_t local_covered = 0, peer_covered = 0;
+    bool any = false;
+    for (uint32_t i = 0; i < c->nlinks; i++) {
+        bool covered = false;
+        for (uint32_t j = 0; j < ep->modex.nlinks; j++) {
+            covered |= ep->probe_small[i][j] && ep->probe_full[i][j];
+            any |= ep->probe_small[i][j];
+        }
+        local_covered += covered;
+    }
+    for (uint32_t j = 0; j < ep->modex.nlinks; j++) {
+        bool covered = false;
+        for (uint32_t i = 0; i < c->nlinks; i++) {
+            covered |= ep->probe_small[i][j] && ep->probe_full[i][j];
+        }
+        peer_covered += covered;
+    }
+    if (local_covered == c->nlinks || peer_covered == ep->modex.nlinks) {
+        return true;
+    }
+    /* some links answered: the others get a grace period, then are taken as
+     * not connected to that peer (a switch of another rail, another line) */
+    return any && now - first_answer >= grace;
+}
+
+/* Paths from the answered pairs: each of our links and each of theirs in at
+ * most one path, same-numbered pairs first (the usual cabling). */
+static void make_paths(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    bool peer_used[PMETH_MAX_LINKS] = {false};
+    ep->npaths = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < c->nlinks; i++) {
+            bool have = false;
+            for (uint32_t k = 0; k < ep->npaths; k++) {
+                have |= ep->paths[k].local == i;
+            }
+            for (uint32_t j = 0; !have && j < ep->modex.nlinks; j++) {
+                if ((pass == 0 && j != i) || peer_used[j] || !ep->probe_small[i][j]
+                    || !ep->probe_full[i][j]) {
+                    continue;
+                }
+                pmeth_path_t *p = &ep->paths[ep->npaths++];
+                p->local = (uint8_t) i;
+                p->peer_link = (uint8_t) j;
+                memcpy(p->peer_mac, ep->modex.links[j].mac, 6);
+                p->mtu = c->links[i].mtu;
+                peer_used[j] = true;
+                have = true;
+            }
+        }
+    }
+    /* pairs that carried only small frames: an MTU mismatch, named */
+    for (uint32_t i = 0; i < c->nlinks; i++) {
+        for (uint32_t j = 0; j < ep->modex.nlinks; j++) {
+            bool in_path = false;
+            for (uint32_t k = 0; k < ep->npaths; k++) {
+                in_path |= ep->paths[k].local == i || ep->paths[k].peer_link == j;
+            }
+            if (!in_path && ep->probe_small[i][j] && !ep->probe_full[i][j]) {
+                opal_show_help("help-btl-pmeth.txt", "mtu-mismatch", true,
+                               opal_process_info.nodename, c->links[i].ifname, c->links[i].mtu,
+                               ep->modex.host, ep->modex.links[j].ifname,
+                               ep->modex.links[j].mtu);
+            }
+        }
+    }
+    ep->primary = 0;
+    ep->stripe_next = 0;
+}
+
+int pmeth_endpoints_probe(mca_btl_base_endpoint_t **eps, size_t n)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    const uint64_t ms = 1000000;
+    uint64_t start = pmeth_now_ns(), deadline = start + c->probe_timeout_ms * ms;
+    uint64_t interval = (c->probe_interval_ms ? c->probe_interval_ms : 1) * ms;
+    uint64_t grace = 10 * interval;
+    uint64_t *first_answer = calloc(n, sizeof(*first_answer));
+    uint64_t *next_probe = calloc(n, sizeof(*next_probe));
+    size_t left = n;
+
+    if (first_answer == NULL || next_probe == NULL) {
+        free(first_answer);
+        free(next_probe);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    for (size_t k = 0; k < n; k++) {
+        eps[k]->state = PMETH_EP_PROBING;
+        eps[k]->probe_nonce = ((uint64_t) getpid() << 32) ^ (start + k) ^ ((uint64_t) c->my_id << 48);
+    }
+    bool was_probing = c->probing;
+    c->probing = true;          /* probes are answered here; ob1 sees no data yet */
+    while (left > 0) {
+        uint64_t now = pmeth_now_ns();
+        for (size_t k = 0; k < n; k++) {
+            mca_btl_base_endpoint_t *ep = eps[k];
+            if (ep->state != PMETH_EP_PROBING) {
+                continue;
+            }
+            bool any = false;
+            for (uint32_t i = 0; i < c->nlinks; i++) {
+                for (uint32_t j = 0; j < ep->modex.nlinks; j++) {
+                    any |= ep->probe_small[i][j];
+                }
+            }
+            if (any && first_answer[k] == 0) {
+                first_answer[k] = now;
+            }
+            if (probe_done(ep, now, first_answer[k], grace) || now >= deadline) {
+                make_paths(ep);
+                ep->state = ep->npaths > 0 ? PMETH_EP_READY : PMETH_EP_UNREACHABLE;
+                PMETH_VERBOSE(ep->npaths > 0 ? 20 : 5, "%s on %s: %u path(s) after %.1f ms%s",
+                              OPAL_NAME_PRINT(ep->proc->proc_name), ep->modex.host,
+                              (unsigned) ep->npaths, (double) (now - start) / ms,
+                              ep->npaths > 0 ? "" : ": not reachable over pmeth");
+                for (uint32_t p = 0; p < ep->npaths; p++) {
+                    PMETH_VERBOSE(20, "  path %u: %s -> %s:%s", p,
+                                  c->links[ep->paths[p].local].ifname, ep->modex.host,
+                                  ep->modex.links[ep->paths[p].peer_link].ifname);
+                }
+                left--;
+                continue;
+            }
+            if (now >= next_probe[k]) {
+                for (uint32_t i = 0; i < c->nlinks; i++) {
+                    for (uint32_t j = 0; j < ep->modex.nlinks; j++) {
+                        if (!ep->probe_small[i][j]) {
+                            send_probe(ep, (uint8_t) i, (uint8_t) j, false);
+                        }
+                        if (!ep->probe_full[i][j]) {
+                            send_probe(ep, (uint8_t) i, (uint8_t) j, true);
+                        }
+                    }
+                }
+                next_probe[k] = now + interval;
+            }
+        }
+        pmeth_kick_all(true);
+        for (uint32_t i = 0; i < c->nlinks; i++) {
+            pmeth_poll_link(&c->links[i], c->poll_budget);
+        }
+    }
+    c->probing = was_probing;
+    free(first_answer);
+    free(next_probe);
+    return OPAL_SUCCESS;
+}

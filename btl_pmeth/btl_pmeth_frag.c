@@ -1,0 +1,154 @@
+/* Send fragments: a LIFO of reusable descriptors, and their ring frames. */
+#include "btl_pmeth_frag.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+mca_btl_pmeth_frag_t *pmeth_frag_get(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    mca_btl_pmeth_frag_t *frag = c->free_frags;
+    if (frag != NULL) {
+        c->free_frags = frag->next;
+    } else {
+        frag = calloc(1, sizeof(*frag));
+        if (frag == NULL) {
+            return NULL;
+        }
+        OBJ_CONSTRUCT(&frag->base, mca_btl_base_descriptor_t);
+    }
+    frag->next = NULL;
+    frag->endpoint = ep;
+    frag->path = 0;
+    frag->tag = 0;
+    frag->state = 0;
+    frag->frame_id = -1;
+    frag->frame_len = 0;
+    frag->base.des_segments = &frag->segment;
+    frag->base.des_segment_count = 1;
+    frag->base.des_cbfunc = NULL;
+    frag->base.des_cbdata = NULL;
+    frag->base.des_context = NULL;
+    frag->base.des_flags = 0;
+    frag->base.order = MCA_BTL_NO_ORDER;
+    frag->segment.seg_addr.pval = NULL;
+    frag->segment.seg_len = 0;
+    return frag;
+}
+
+bool pmeth_frag_take_frame(mca_btl_pmeth_frag_t *frag, size_t size)
+{
+    mca_btl_base_endpoint_t *ep = frag->endpoint;
+    uint8_t first = pmeth_path_for(ep, size), p = first;
+    /* the chosen path's ring may be full while another has room */
+    do {
+        pmeth_link_t *link = &mca_btl_pmeth_component.links[ep->paths[p].local];
+        void *frame;
+        uint32_t cap;
+        int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
+        if (id >= 0 && cap >= PMETH_WIRE_HDR_LEN + size) {
+            frag->path = p;
+            frag->frame_id = id;
+            frag->segment.seg_addr.pval = (uint8_t *) frame + PMETH_WIRE_HDR_LEN;
+            return true;
+        }
+        if (id >= 0) {
+            pmeth_ring_tx_put(link->ring, id);
+        }
+        p = (uint8_t) ((p + 1) % ep->npaths);
+    } while (p != first);
+    return false;
+}
+
+bool pmeth_frag_stage(mca_btl_pmeth_frag_t *frag, size_t size)
+{
+    size_t want = size > 0 ? size : 1;
+    if (frag->staged_cap < want) {
+        uint8_t *b = realloc(frag->staged, want);
+        if (b == NULL) {
+            return false;
+        }
+        frag->staged = b;
+        frag->staged_cap = (uint32_t) want;
+    }
+    frag->frame_id = -1;
+    frag->segment.seg_addr.pval = frag->staged;
+    mca_btl_pmeth_component.staged++;
+    return true;
+}
+
+bool pmeth_frag_move_aside(mca_btl_pmeth_frag_t *frag)
+{
+    size_t len = frag->segment.seg_len;
+    const uint8_t *src = frag->segment.seg_addr.pval;
+    if (frag->staged_cap < len || frag->staged == NULL) {
+        uint8_t *b = realloc(frag->staged, len > 0 ? len : 1);
+        if (b == NULL) {
+            return false;
+        }
+        frag->staged = b;
+        frag->staged_cap = (uint32_t) (len > 0 ? len : 1);
+    }
+    memcpy(frag->staged, src, len);
+    pmeth_ring_tx_put(pmeth_frag_link(frag)->ring, frag->frame_id);
+    frag->frame_id = -1;
+    frag->segment.seg_addr.pval = frag->staged;
+    mca_btl_pmeth_component.staged++;
+    mca_btl_pmeth_component.copies_tx += len;
+    return true;
+}
+
+bool pmeth_frag_unstage(mca_btl_pmeth_frag_t *frag)
+{
+    size_t len = frag->segment.seg_len;
+    if (!pmeth_frag_take_frame(frag, len)) {
+        frag->segment.seg_addr.pval = frag->staged;
+        return false;
+    }
+    memcpy(frag->segment.seg_addr.pval, frag->staged, len);
+    mca_btl_pmeth_component.copies_tx += len;
+    mca_btl_pmeth_component.staged_bytes += len;
+    return true;
+}
+
+void pmeth_frag_put(mca_btl_pmeth_frag_t *frag)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (frag->frame_id >= 0) {
+        pmeth_ring_tx_put(pmeth_frag_link(frag)->ring, frag->frame_id);
+        frag->frame_id = -1;
+    }
+    frag->state = 0;
+    frag->next = c->free_frags;
+    c->free_frags = frag;
+}
+
+void pmeth_frag_release_all(void)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    while (c->free_frags != NULL) {
+        mca_btl_pmeth_frag_t *frag = c->free_frags;
+        c->free_frags = frag->next;
+        free(frag->staged);
+        OBJ_DESTRUCT(&frag->base);
+        free(frag);
+    }
+}
+
+void pmeth_frag_complete(mca_btl_pmeth_frag_t *frag, int status)
+{
+    uint32_t flags = frag->base.des_flags;
+    frag->state &= (uint8_t) ~PMETH_FRAG_IN_WINDOW;
+    if (frag->state & PMETH_FRAG_INTERNAL) {
+        pmeth_frag_put(frag);
+        return;
+    }
+    /* send returned 0 (never 1, "done at once": the ack is what completes a
+     * send here), so the callback is owed whatever SEND_ALWAYS_CALLBACK says */
+    if (frag->base.des_cbfunc != NULL) {
+        frag->base.des_cbfunc(&mca_btl_pmeth, frag->endpoint, &frag->base, status);
+    }
+    if ((flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) || (frag->state & PMETH_FRAG_USER_FREED)) {
+        pmeth_frag_put(frag);
+    }
+}

@@ -1,0 +1,72 @@
+/*
+ * A send fragment: local bookkeeping for one BTL descriptor, always exactly one
+ * frame on the wire.  Normally its segment points into a TX ring frame just past
+ * the Ethernet and pmeth headers, so ob1 packs into the memory the kernel sends
+ * and the frame itself is the retransmit copy until the peer acknowledges it.
+ * When every frame of the link is in flight, a descriptor that starts a message
+ * (PRIORITY) is STAGED in private memory instead of refused: ob1 4.1 can lose
+ * track of message starts it has to retry out of order (btl_rsm_frag.h says
+ * more); the bytes move into a frame (one counted copy) when one is free.
+ */
+#ifndef BTL_PMETH_FRAG_H
+#define BTL_PMETH_FRAG_H
+
+#include "btl_pmeth.h"
+
+enum {
+    PMETH_FRAG_IN_WINDOW = 0x01,        /* sent, waiting for its ack */
+    PMETH_FRAG_USER_FREED = 0x02,       /* ob1 freed it before the ack came */
+    PMETH_FRAG_PENDING = 0x04,          /* on the endpoint's pending list */
+    PMETH_FRAG_INTERNAL = 0x08,         /* no ob1 descriptor behind it (sendi) */
+};
+
+typedef struct mca_btl_pmeth_frag_t {
+    mca_btl_base_descriptor_t base;
+    mca_btl_base_segment_t segment;
+    struct mca_btl_pmeth_frag_t *next;  /* free list, or an endpoint's pending list */
+    mca_btl_base_endpoint_t *endpoint;
+    uint8_t path;                       /* endpoint path (and so link) of the frame */
+    uint8_t tag;
+    uint8_t state;
+    int frame_id;                       /* -1: staged, no frame yet */
+    uint32_t frame_len;                 /* as posted */
+    uint32_t seq;
+    uint8_t *staged;                    /* private bytes while no frame was free */
+    uint32_t staged_cap;
+} mca_btl_pmeth_frag_t;
+
+mca_btl_pmeth_frag_t *pmeth_frag_get(mca_btl_base_endpoint_t *ep);
+/* A frame for a fragment of SIZE payload bytes to EP on the path chosen for
+ * that size; false if none is free. */
+bool pmeth_frag_take_frame(mca_btl_pmeth_frag_t *frag, size_t size);
+/* Private memory for SIZE bytes when no frame is free; false without memory. */
+bool pmeth_frag_stage(mca_btl_pmeth_frag_t *frag, size_t size);
+/* Copy a fragment out of its frame into private memory and give the frame
+ * back (it cannot be posted now); false without memory. */
+bool pmeth_frag_move_aside(mca_btl_pmeth_frag_t *frag);
+/* Move a staged fragment's bytes into a frame (the one copy staging costs). */
+bool pmeth_frag_unstage(mca_btl_pmeth_frag_t *frag);
+/* Give back the frame (if any) and the frag. */
+void pmeth_frag_put(mca_btl_pmeth_frag_t *frag);
+void pmeth_frag_release_all(void);
+/* Acknowledged: call back when asked, recycle when the BTL owns it or ob1 freed it. */
+void pmeth_frag_complete(mca_btl_pmeth_frag_t *frag, int status);
+
+static inline pmeth_link_t *pmeth_frag_link(const mca_btl_pmeth_frag_t *frag)
+{
+    return &mca_btl_pmeth_component.links[frag->endpoint->paths[frag->path].local];
+}
+
+/* Which path a fragment of SIZE payload bytes takes: small ones the first path
+ * (no reordering for latency-bound traffic), large ones round-robin over all. */
+static inline uint8_t pmeth_path_for(mca_btl_base_endpoint_t *ep, size_t size)
+{
+    if (ep->npaths <= 1 || size < mca_btl_pmeth_component.stripe_min) {
+        return ep->primary;
+    }
+    uint8_t p = ep->stripe_next;
+    ep->stripe_next = (uint8_t) ((p + 1) % ep->npaths);
+    return p;
+}
+
+#endif

@@ -1,0 +1,291 @@
+/*
+ * The BTL module: peers (add_procs/del_procs), descriptors (alloc, free,
+ * prepare_src) and teardown.  Sending is btl_pmeth_send.c, receiving
+ * btl_pmeth_recv.c, peers and their probing btl_pmeth_endpoint.c.
+ */
+#define _GNU_SOURCE
+#include "btl_pmeth.h"
+#include "btl_pmeth_frag.h"
+
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/show_help.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pmeth_component_release(void);
+
+static mca_btl_base_module_error_cb_fn_t pmeth_error_cb;
+
+static int pmeth_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
+                           mca_btl_base_endpoint_t **peers, opal_bitmap_t *reachable)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    const opal_proc_t *me = opal_proc_local_get();
+    mca_btl_base_endpoint_t **fresh = calloc(nprocs > 0 ? nprocs : 1, sizeof(*fresh));
+    size_t nfresh = 0;
+    int rc = OPAL_SUCCESS;
+
+    if (fresh == NULL) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    PMETH_LOCK();
+    for (size_t i = 0; i < nprocs; i++) {
+        opal_proc_t *proc = procs[i];
+        pmeth_modex_t *modex = NULL;
+        size_t msize = 0;
+        int mrc;
+        peers[i] = NULL;
+        if (proc == me || proc->proc_name.jobid != me->proc_name.jobid) {
+            continue;
+        }
+        uint32_t id = proc->proc_name.vpid;
+        if (id >= c->nby_id) {
+            uint32_t n = c->nby_id ? c->nby_id : 64;
+            while (n <= id) {
+                n *= 2;
+            }
+            mca_btl_base_endpoint_t **b = realloc(c->by_id, n * sizeof(*b));
+            if (b == NULL) {
+                rc = OPAL_ERR_OUT_OF_RESOURCE;
+                break;
+            }
+            memset(b + c->nby_id, 0, (n - c->nby_id) * sizeof(*b));
+            c->by_id = b;
+            c->nby_id = n;
+        }
+        mca_btl_base_endpoint_t *ep = c->by_id[id];
+        if (ep == NULL) {
+            OPAL_MODEX_RECV(mrc, &c->super.btl_version, &proc->proc_name, (void **) &modex, &msize);
+            if (mrc != OPAL_SUCCESS || msize != sizeof(*modex)
+                || modex->version != PMETH_MODEX_VERSION || modex->nlinks == 0
+                || modex->nlinks > PMETH_MAX_LINKS) {
+                PMETH_VERBOSE(10, "%s published no usable pmeth links",
+                              OPAL_NAME_PRINT(proc->proc_name));
+                free(modex);
+                continue;
+            }
+            if (modex->job_key != c->job_key) {
+                PMETH_VERBOSE(1, "%s uses another job key: not reached over pmeth",
+                              OPAL_NAME_PRINT(proc->proc_name));
+                free(modex);
+                continue;
+            }
+            ep = pmeth_endpoint_create(proc, modex);
+            free(modex);
+            if (ep == NULL) {
+                rc = OPAL_ERR_OUT_OF_RESOURCE;
+                break;
+            }
+            c->by_id[id] = ep;
+        }
+        if (ep->state == PMETH_EP_NEW) {
+            fresh[nfresh++] = ep;
+        }
+    }
+    if (rc == OPAL_SUCCESS && nfresh > 0) {
+        rc = pmeth_endpoints_probe(fresh, nfresh);
+    }
+    for (size_t i = 0; rc == OPAL_SUCCESS && i < nprocs; i++) {
+        opal_proc_t *proc = procs[i];
+        uint32_t id = proc->proc_name.vpid;
+        if (proc == me || proc->proc_name.jobid != me->proc_name.jobid || id >= c->nby_id
+            || c->by_id[id] == NULL || c->by_id[id]->state != PMETH_EP_READY) {
+            continue;
+        }
+        peers[i] = c->by_id[id];
+        opal_bitmap_set_bit(reachable, (int) i);
+    }
+    PMETH_UNLOCK();
+    free(fresh);
+    return rc;
+}
+
+static int pmeth_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
+                           mca_btl_base_endpoint_t **peers)
+{
+    /* endpoints stay until finalize: frames of the peer may still be in flight */
+    return OPAL_SUCCESS;
+}
+
+static void summary(void)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    uint64_t dropped = 0;
+    for (int v = 1; v < PMETH_WIRE_NVERDICTS; v++) {
+        dropped += c->drops[v];
+    }
+    for (uint32_t i = 0; i < c->nlinks; i++) {
+        pmeth_link_t *l = &c->links[i];
+        PMETH_VERBOSE(10, "link %s: %" PRIu64 " frames / %" PRIu64 " bytes out, %" PRIu64
+                      " frames / %" PRIu64 " bytes in", l->ifname, l->frames_out, l->bytes_out,
+                      l->frames_in, l->bytes_in);
+    }
+    PMETH_VERBOSE(10, "%" PRIu64 " retransmits on timeout, %" PRIu64 " fast; %" PRIu64
+                  " duplicates, %" PRIu64 " out of window; %" PRIu64 " standalone acks; %" PRIu64
+                  " frames dropped by the parser; %" PRIu64 " fragments staged; bytes copied by "
+                  "the BTL: %" PRIu64 " sending, %" PRIu64 " receiving",
+                  c->retransmits_timeout, c->retransmits_fast, c->duplicates, c->out_of_window,
+                  c->acks_sent, dropped, c->staged, c->copies_tx, c->copies_rx);
+    for (int v = 1; v < PMETH_WIRE_NVERDICTS; v++) {
+        if (c->drops[v] > 0) {
+            PMETH_VERBOSE(1, "%" PRIu64 " frames dropped: %s", c->drops[v],
+                          pmeth_wire_verdict_name(v));
+        }
+    }
+}
+
+static int pmeth_finalize(mca_btl_base_module_t *btl)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    PMETH_LOCK();
+    /* let the last acknowledgements go out and come in, briefly: the peer may
+     * still wait for our ack of its last frames */
+    uint64_t until = pmeth_now_ns() + 50ull * 1000000;
+    while (c->nactive > 0 && pmeth_now_ns() < until) {
+        for (uint32_t i = 0; i < c->nlinks; i++) {
+            pmeth_poll_link(&c->links[i], c->poll_budget);
+        }
+        uint64_t now = pmeth_now_ns();
+        for (uint32_t i = c->nactive; i-- > 0;) {
+            pmeth_endpoint_service(c->active[i], now);
+        }
+        pmeth_kick_all(true);
+    }
+    summary();
+    for (uint32_t i = 0; i < c->nby_id; i++) {
+        if (c->by_id[i] != NULL) {
+            pmeth_endpoint_release(c->by_id[i]);
+            c->by_id[i] = NULL;
+        }
+    }
+    free(c->by_id);
+    c->by_id = NULL;
+    c->nby_id = 0;
+    free(c->active);
+    c->active = NULL;
+    c->nactive = c->active_cap = 0;
+    pmeth_frag_release_all();
+    while (c->free_held != NULL) {
+        pmeth_held_t *h = c->free_held;
+        c->free_held = h->next;
+        free(h);
+    }
+    pmeth_component_release();
+    PMETH_UNLOCK();
+    return OPAL_SUCCESS;
+}
+
+/* A descriptor for SIZE bytes (header and data) to EP: a frame, or private
+ * memory for a message start when every frame is in flight; NULL: refused. */
+static mca_btl_pmeth_frag_t *frag_for(mca_btl_base_endpoint_t *ep, size_t size, uint32_t flags,
+                                      uint8_t order)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (size > c->frame_payload) {
+        return NULL;
+    }
+    mca_btl_pmeth_frag_t *frag = pmeth_frag_get(ep);
+    if (frag == NULL) {
+        return NULL;
+    }
+    /* behind waiting fragments, or with the window closed, a frame could not be
+     * posted at once: such a fragment waits in private memory from the start */
+    bool must_wait = ep->pending_head != NULL || (ep->tx != NULL && !pmeth_txwin_can_send(ep->tx));
+    if ((must_wait || !pmeth_frag_take_frame(frag, size))
+        && (!(flags & MCA_BTL_DES_FLAGS_PRIORITY) || !pmeth_frag_stage(frag, size))) {
+        pmeth_frag_put(frag);
+        c->refused++;
+        return NULL;
+    }
+    frag->segment.seg_len = size;
+    frag->base.des_flags = flags;
+    frag->base.order = order;
+    return frag;
+}
+
+static mca_btl_base_descriptor_t *pmeth_alloc(mca_btl_base_module_t *btl,
+                                              mca_btl_base_endpoint_t *ep, uint8_t order,
+                                              size_t size, uint32_t flags)
+{
+    PMETH_LOCK();
+    mca_btl_pmeth_frag_t *frag = frag_for(ep, size, flags, order);
+    PMETH_UNLOCK();
+    return frag != NULL ? &frag->base : NULL;
+}
+
+static int pmeth_free(mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des)
+{
+    mca_btl_pmeth_frag_t *frag = (mca_btl_pmeth_frag_t *) des;
+    PMETH_LOCK();
+    if (frag->state & (PMETH_FRAG_IN_WINDOW | PMETH_FRAG_PENDING)) {
+        frag->state |= PMETH_FRAG_USER_FREED;   /* the frame is the retransmit copy: keep it */
+    } else {
+        pmeth_frag_put(frag);
+    }
+    PMETH_UNLOCK();
+    return OPAL_SUCCESS;
+}
+
+/* Pack ob1's data straight into the frame that goes on the wire. */
+static mca_btl_base_descriptor_t *pmeth_prepare_src(mca_btl_base_module_t *btl,
+                                                    mca_btl_base_endpoint_t *ep,
+                                                    struct opal_convertor_t *convertor,
+                                                    uint8_t order, size_t reserve, size_t *size,
+                                                    uint32_t flags)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (reserve >= c->frame_payload) {
+        return NULL;
+    }
+    if (reserve + *size > c->frame_payload) {
+        *size = c->frame_payload - reserve;
+    }
+    PMETH_LOCK();
+    mca_btl_pmeth_frag_t *frag = frag_for(ep, reserve + *size, flags, order);
+    if (frag != NULL && *size > 0) {
+        struct iovec iov = {.iov_base = (uint8_t *) frag->segment.seg_addr.pval + reserve,
+                            .iov_len = *size};
+        uint32_t iov_count = 1;
+        size_t max_data = *size;
+        if (opal_convertor_pack(convertor, &iov, &iov_count, &max_data) < 0) {
+            pmeth_frag_put(frag);
+            frag = NULL;
+        } else {
+            *size = max_data;
+            frag->segment.seg_len = reserve + max_data;
+        }
+    } else if (frag != NULL) {
+        frag->segment.seg_len = reserve;
+    }
+    PMETH_UNLOCK();
+    return frag != NULL ? &frag->base : NULL;
+}
+
+static int pmeth_register_error(mca_btl_base_module_t *btl, mca_btl_base_module_error_cb_fn_t cb)
+{
+    pmeth_error_cb = cb;
+    return OPAL_SUCCESS;
+}
+
+void pmeth_fatal(mca_btl_base_endpoint_t *ep, const char *what)
+{
+    if (pmeth_error_cb != NULL) {
+        pmeth_error_cb(&mca_btl_pmeth, MCA_BTL_ERROR_FLAGS_FATAL, ep != NULL ? ep->proc : NULL,
+                       (char *) what);
+    }
+}
+
+mca_btl_base_module_t mca_btl_pmeth = {
+    .btl_component = &mca_btl_pmeth_component.super,
+    .btl_add_procs = pmeth_add_procs,
+    .btl_del_procs = pmeth_del_procs,
+    .btl_finalize = pmeth_finalize,
+    .btl_alloc = pmeth_alloc,
+    .btl_free = pmeth_free,
+    .btl_prepare_src = pmeth_prepare_src,
+    .btl_send = pmeth_send,
+    .btl_sendi = pmeth_sendi,
+    .btl_register_error = pmeth_register_error,
+};

@@ -1,0 +1,103 @@
+/*
+ * btl pmeth's statistics as MPI_T performance variables: "btl_pmeth_<name>",
+ * unsigned long counters tools read while the job runs (MPI_T_pvar_read), also
+ * listed by `ompi_info --param btl pmeth --level 9`.  Per-link figures are
+ * named for the link's position (link0 is the first interface in the verbose
+ * output at level 10); a read sums everything afresh (common/xbtl_pvar.h).
+ */
+#include "btl_pmeth.h"
+
+#include "xbtl_pvar.h"
+
+enum {
+    PV_LINK0 = 0,                       /* 4 per link: frames out, bytes out, frames in, bytes in */
+    PV_RTX_TIMEOUT = 4 * PMETH_MAX_LINKS,
+    PV_RTX_FAST, PV_DUPLICATES, PV_OUT_OF_WINDOW, PV_DROP_TRUNCATED, PV_DROP_OVERSIZED,
+    PV_DROP_FOREIGN, PV_DROP_MALFORMED, PV_ACKS, PV_ACKS_PIGGY, PV_STAGED, PV_COPIES_TX,
+    PV_COPIES_RX, PV_DELIVERED,
+    PV_COUNT
+};
+
+static char link_names[4 * PMETH_MAX_LINKS][32];
+static char link_descs[4 * PMETH_MAX_LINKS][96];
+static xbtl_counter_def_t pmeth_counters[PV_COUNT] = {
+    [PV_RTX_TIMEOUT] = {"retransmits_timeout", "Frames sent again because their retransmit "
+                        "timer expired"},
+    [PV_RTX_FAST] = {"retransmits_fast", "Frames sent again because later frames were "
+                     "selectively acknowledged past them (fast retransmit)"},
+    [PV_DUPLICATES] = {"duplicates", "DATA frames received twice (a retransmit whose original "
+                       "had arrived): dropped, acknowledged again"},
+    [PV_OUT_OF_WINDOW] = {"out_of_window", "DATA frames outside the receive window: dropped"},
+    [PV_DROP_TRUNCATED] = {"dropped_truncated", "Frames shorter than their headers or stated "
+                           "length: dropped"},
+    [PV_DROP_OVERSIZED] = {"dropped_oversized", "Frames longer than the link's MTU or stating "
+                           "a payload over the maximum: dropped"},
+    [PV_DROP_FOREIGN] = {"dropped_foreign", "Frames of another EtherType, job or destination, "
+                         "or from a sender we do not know: dropped"},
+    [PV_DROP_MALFORMED] = {"dropped_malformed", "Frames with an unknown type or version, "
+                           "reserved bits set, inconsistent fields or an unregistered tag: "
+                           "dropped"},
+    [PV_ACKS] = {"acks_standalone", "ACK frames sent alone (no data to carry them)"},
+    [PV_ACKS_PIGGY] = {"acks_piggybacked", "Acknowledgements carried on DATA frames"},
+    [PV_STAGED] = {"staged_fragments", "Fragments that waited in private memory because every "
+                   "send frame was in flight (each costs one copy into a frame later)"},
+    [PV_COPIES_TX] = {"copied_bytes_send", "Bytes the BTL itself copied on the send side (only "
+                      "staged fragments; ob1 packs straight into frames)"},
+    [PV_COPIES_RX] = {"copied_bytes_receive", "Bytes the BTL itself copied on the receive side "
+                      "(ob1 reads payloads in place from the ring)"},
+    [PV_DELIVERED] = {"delivered_fragments", "DATA frames handed to ob1, in sequence order"},
+};
+
+static void pmeth_counters_read(uint64_t *v)
+{
+    const mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    for (unsigned i = 0; i < PV_COUNT; i++) {
+        v[i] = 0;
+    }
+    PMETH_LOCK();
+    for (uint32_t i = 0; i < c->nlinks; i++) {
+        v[PV_LINK0 + 4 * i + 0] = c->links[i].frames_out;
+        v[PV_LINK0 + 4 * i + 1] = c->links[i].bytes_out;
+        v[PV_LINK0 + 4 * i + 2] = c->links[i].frames_in;
+        v[PV_LINK0 + 4 * i + 3] = c->links[i].bytes_in;
+    }
+    v[PV_RTX_TIMEOUT] = c->retransmits_timeout;
+    v[PV_RTX_FAST] = c->retransmits_fast;
+    v[PV_DUPLICATES] = c->duplicates;
+    v[PV_OUT_OF_WINDOW] = c->out_of_window;
+    v[PV_DROP_TRUNCATED] = c->drops[PMETH_WIRE_TRUNCATED];
+    v[PV_DROP_OVERSIZED] = c->drops[PMETH_WIRE_OVERSIZED];
+    v[PV_DROP_FOREIGN] = c->drops[PMETH_WIRE_FOREIGN];
+    v[PV_DROP_MALFORMED] = c->drops[PMETH_WIRE_MALFORMED];
+    v[PV_ACKS] = c->acks_sent;
+    v[PV_ACKS_PIGGY] = c->acks_piggybacked;
+    v[PV_STAGED] = c->staged;
+    v[PV_COPIES_TX] = c->copies_tx;
+    v[PV_COPIES_RX] = c->copies_rx;
+    v[PV_DELIVERED] = c->delivered;
+    PMETH_UNLOCK();
+}
+
+void pmeth_pvar_register(void)
+{
+    static xbtl_pvar_set_t set;
+    static const char *what[4] = {"frames_out", "bytes_out", "frames_in", "bytes_in"};
+    static const char *desc[4] = {"Frames sent on link %u (retransmits, acks and probes "
+                                  "included)", "Bytes sent on link %u, Ethernet headers included",
+                                  "Frames received on link %u that passed the parser",
+                                  "Bytes received on link %u, Ethernet headers included"};
+    for (unsigned l = 0; l < PMETH_MAX_LINKS; l++) {
+        for (unsigned k = 0; k < 4; k++) {
+            unsigned i = PV_LINK0 + 4 * l + k;
+            snprintf(link_names[i], sizeof(link_names[i]), "link%u_%s", l, what[k]);
+            snprintf(link_descs[i], sizeof(link_descs[i]), desc[k], l);
+            pmeth_counters[i].name = link_names[i];
+            pmeth_counters[i].desc = link_descs[i];
+        }
+    }
+    unsigned n = xbtl_pvar_register_counters(&set, &mca_btl_pmeth_component.super.btl_version,
+                                             pmeth_counters, PV_COUNT, pmeth_counters_read);
+    if (n != PV_COUNT) {
+        PMETH_VERBOSE(1, "only %u of %d MPI_T performance variables registered", n, PV_COUNT);
+    }
+}

@@ -1,0 +1,186 @@
+/*
+ * The receiver's half: frames are parsed where the kernel put them (the parser
+ * trusts no length, offset or index from the wire and names why it drops a
+ * frame), then DATA goes through the peer's receive window and up to ob1 in
+ * sequence order, straight from the ring frame (zero copy).  A frame that
+ * arrives ahead of a gap, as striping over links makes them, is held in its
+ * ring slot until the gap fills.
+ */
+#include "btl_pmeth.h"
+#include "btl_pmeth_frag.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Hand one DATA frame's payload to ob1, in place. */
+static void deliver(const pmeth_wire_view_t *v)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    const mca_btl_active_message_callback_t *reg = &mca_btl_base_active_message_trigger[v->tag];
+    if (OPAL_UNLIKELY(reg->cbfunc == NULL)) {
+        c->drops[PMETH_WIRE_MALFORMED]++;       /* a tag no one registered: not from ob1 */
+        return;
+    }
+    mca_btl_base_segment_t seg = {.seg_addr.pval = (void *) v->payload, .seg_len = v->len};
+    mca_btl_base_descriptor_t des = {.des_segments = &seg, .des_segment_count = 1};
+    reg->cbfunc(&mca_btl_pmeth, v->tag, &des, reg->cbdata);
+    c->delivered++;
+    c->delivered_bytes += v->len;
+}
+
+static pmeth_held_t *held_get(void)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    pmeth_held_t *h = c->free_held;
+    if (h != NULL) {
+        c->free_held = h->next;
+        return h;
+    }
+    return malloc(sizeof(*h));
+}
+
+static void held_put(pmeth_held_t *h)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    h->next = c->free_held;
+    c->free_held = h;
+}
+
+/* The held frames the window now releases, in order. */
+static void deliver_held(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    uintptr_t handle;
+    while (pmeth_rxwin_pop(ep->rx, &handle)) {
+        pmeth_held_t *h = (pmeth_held_t *) handle;
+        pmeth_wire_view_t v;
+        /* parsed once already; again for the view (cheap, and nothing trusted) */
+        pmeth_wire_expect_t expect = {.ethertype = (uint16_t) c->ethertype, .job_key = c->job_key,
+                                      .my_id = c->my_id, .max_frame = h->len,
+                                      .nlinks = PMETH_MAX_LINKS};
+        if (pmeth_wire_parse(h->frame, h->len, &expect, &v) == PMETH_WIRE_OK) {
+            deliver(&v);
+        }
+        pmeth_ring_rx_put(c->links[h->link].ring, h->id);
+        held_put(h);
+    }
+}
+
+static void on_data(pmeth_link_t *link, const struct pmeth_rx_frame *f, const pmeth_wire_view_t *v,
+                    mca_btl_base_endpoint_t *ep, uint64_t *now)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (ep->tx == NULL && pmeth_endpoint_windows(ep) != OPAL_SUCCESS) {
+        pmeth_ring_rx_put(link->ring, f->id);   /* not acked: it comes again */
+        return;
+    }
+    if (*now == 0) {
+        *now = pmeth_now_ns();
+    }
+    pmeth_acked(ep, v->ack, v->sack, *now);
+    pmeth_held_t *h = NULL;
+    uintptr_t handle = 0;
+    pmeth_rx_verdict_t r = pmeth_rxwin_classify(ep->rx, v->seq);
+    if (r == PMETH_RX_NEW_OUT_OF_ORDER) {
+        h = held_get();
+        if (h == NULL) {
+            pmeth_ring_rx_put(link->ring, f->id);   /* not acked: it comes again */
+            return;
+        }
+        h->link = (uint8_t) (link - c->links);
+        h->id = f->id;
+        h->frame = f->frame;
+        h->len = f->len;
+        handle = (uintptr_t) h;
+    }
+    r = pmeth_rxwin_accept(ep->rx, v->seq, handle, *now);
+    switch (r) {
+    case PMETH_RX_NEW_IN_ORDER:
+        deliver(v);
+        pmeth_ring_rx_put(link->ring, f->id);
+        deliver_held(ep);
+        break;
+    case PMETH_RX_NEW_OUT_OF_ORDER:
+        break;          /* held in its ring slot */
+    case PMETH_RX_DUPLICATE:
+        c->duplicates++;
+        pmeth_ring_rx_put(link->ring, f->id);
+        break;
+    default:
+        c->out_of_window++;
+        pmeth_ring_rx_put(link->ring, f->id);
+        break;
+    }
+    if (pmeth_rxwin_ack_now(ep->rx)) {
+        pmeth_send_ack(ep);
+    }
+    pmeth_endpoint_activate(ep);
+}
+
+int pmeth_poll_link(pmeth_link_t *link, unsigned budget)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    struct pmeth_rx_frame frames[64];
+    uint64_t now = 0;
+    int total = 0;
+    if (budget > 64) {
+        budget = 64;
+    }
+    int n = pmeth_ring_rx_poll(link->ring, frames, (int) budget);
+    for (int i = 0; i < n; i++) {
+        const struct pmeth_rx_frame *f = &frames[i];
+        pmeth_wire_view_t v;
+        pmeth_wire_expect_t expect = {.ethertype = (uint16_t) c->ethertype, .job_key = c->job_key,
+                                      .my_id = c->my_id, .max_frame = link->mtu + 14,
+                                      .nlinks = PMETH_MAX_LINKS};
+        pmeth_wire_verdict_t verdict = pmeth_wire_parse(f->frame, f->len, &expect, &v);
+        if (OPAL_UNLIKELY(verdict != PMETH_WIRE_OK)) {
+            c->drops[verdict]++;
+            pmeth_ring_rx_put(link->ring, f->id);
+            continue;
+        }
+        /* a NIC passes frames for other MACs to packet sockets too (veth, a
+         * flooding switch): only frames addressed to this link are ours */
+        if (OPAL_UNLIKELY(memcmp(f->frame, link->mac, 6) != 0)) {
+            c->drops[PMETH_WIRE_FOREIGN]++;
+            pmeth_ring_rx_put(link->ring, f->id);
+            continue;
+        }
+        link->frames_in++;
+        link->bytes_in += f->len;
+        mca_btl_base_endpoint_t *ep = v.src_id < c->nby_id ? c->by_id[v.src_id] : NULL;
+        switch (v.type) {
+        case PMETH_WIRE_PROBE:
+            pmeth_answer_probe(link, &v);
+            pmeth_ring_rx_put(link->ring, f->id);
+            break;
+        case PMETH_WIRE_PROBE_REPLY:
+            pmeth_probe_reply(link, &v);
+            pmeth_ring_rx_put(link->ring, f->id);
+            break;
+        case PMETH_WIRE_ACK:
+            if (ep != NULL) {
+                if (now == 0) {
+                    now = pmeth_now_ns();
+                }
+                pmeth_acked(ep, v.ack, v.sack, now);
+            }
+            pmeth_ring_rx_put(link->ring, f->id);
+            break;
+        case PMETH_WIRE_DATA:
+            /* while probing, ob1 has not added the sender yet: not acked, it comes again */
+            if (ep == NULL || ep->state != PMETH_EP_READY || c->probing) {
+                c->drops[PMETH_WIRE_FOREIGN] += ep == NULL;
+                pmeth_ring_rx_put(link->ring, f->id);
+                break;
+            }
+            on_data(link, f, &v, ep, &now);
+            total++;
+            break;
+        default:
+            pmeth_ring_rx_put(link->ring, f->id);   /* reserved for later protocol steps */
+            break;
+        }
+    }
+    return total;
+}

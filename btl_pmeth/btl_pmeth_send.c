@@ -1,0 +1,299 @@
+/*
+ * The sender's half: every fragment is one DATA frame with the next sequence
+ * number of its peer's window, the cumulative and selective acks we owe that
+ * peer piggy-backed on it.  A frame stays in its ring until acknowledged, which
+ * makes it its own retransmit copy: a resend is one more posting of the same
+ * frame, on the same link.  Fragments that find the window full wait, in order,
+ * on the endpoint's pending list: ob1 sees nothing lost, duplicated or
+ * reordered, so a message start is never refused (see btl_pmeth_frag.h).
+ *
+ * Kicks: posting is a store into the ring; telling the kernel is a system
+ * call.  Latency-bound frames (message starts, short ones) are kicked at once,
+ * bulk frames in batches of btl_pmeth_kick_batch and at the end of every
+ * progress call.
+ */
+#include "btl_pmeth.h"
+#include "btl_pmeth_frag.h"
+
+void pmeth_endpoint_deactivate(mca_btl_base_endpoint_t *ep);
+
+static inline void kick(pmeth_link_t *link)
+{
+    if (link->unkicked > 0) {
+        (void) pmeth_ring_tx_kick(link->ring);
+        link->unkicked = 0;
+    }
+}
+
+void pmeth_kick_all(bool force)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    for (uint32_t i = 0; i < c->nlinks; i++) {
+        kick(&c->links[i]);
+    }
+}
+
+/* Write the headers of FRAG's frame (addresses of its path, its sequence
+ * number, the acks we owe the peer) and post it. */
+static void post_frame(mca_btl_pmeth_frag_t *frag)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    mca_btl_base_endpoint_t *ep = frag->endpoint;
+    const pmeth_path_t *path = &ep->paths[frag->path];
+    pmeth_link_t *link = &c->links[path->local];
+    uint32_t ack;
+    uint64_t sack;
+    pmeth_rxwin_ack_fields(ep->rx, &ack, &sack);
+    frag->frame_len = PMETH_WIRE_HDR_LEN + (uint32_t) frag->segment.seg_len;
+    pmeth_wire_build_data(pmeth_ring_tx_frame(link->ring, frag->frame_id), path->peer_mac, link->mac, (uint16_t) c->ethertype,
+                          c->job_key, ep->peer_id, c->my_id, path->local, frag->tag, frag->seq, ack,
+                          sack, (uint16_t) frag->segment.seg_len);
+    pmeth_rxwin_ack_sent(ep->rx);
+    c->acks_piggybacked++;
+    pmeth_ring_tx_post(link->ring, frag->frame_id, frag->frame_len);
+    link->frames_out++;
+    link->bytes_out += frag->frame_len;
+    link->unkicked++;
+    bool urgent = (frag->base.des_flags & MCA_BTL_DES_FLAGS_PRIORITY)
+                  || frag->segment.seg_len < c->stripe_min || (frag->state & PMETH_FRAG_INTERNAL);
+    if (urgent || link->unkicked >= c->kick_batch) {
+        kick(link);
+    }
+}
+
+/* Give FRAG the next sequence number and send it; false if the window is
+ * closed or a staged fragment still finds no frame. */
+static bool try_send(mca_btl_pmeth_frag_t *frag, uint64_t now)
+{
+    mca_btl_base_endpoint_t *ep = frag->endpoint;
+    if (!pmeth_txwin_can_send(ep->tx)) {
+        return false;
+    }
+    if (frag->frame_id < 0 && !pmeth_frag_unstage(frag)) {
+        return false;
+    }
+    frag->seq = pmeth_txwin_push(ep->tx, (uintptr_t) frag, now, ep->paths[frag->path].local);
+    frag->state |= PMETH_FRAG_IN_WINDOW;
+    post_frame(frag);
+    return true;
+}
+
+static void append_pending(mca_btl_base_endpoint_t *ep, mca_btl_pmeth_frag_t *frag)
+{
+    frag->next = NULL;
+    frag->state |= PMETH_FRAG_PENDING;
+    if (ep->pending_tail != NULL) {
+        ep->pending_tail->next = frag;
+    } else {
+        ep->pending_head = frag;
+    }
+    ep->pending_tail = frag;
+}
+
+/* Post what waits on EP's pending list while the window lets us. */
+static int send_pending(mca_btl_base_endpoint_t *ep, uint64_t now)
+{
+    int sent = 0;
+    while (ep->pending_head != NULL) {
+        mca_btl_pmeth_frag_t *frag = ep->pending_head;
+        if (!try_send(frag, now)) {
+            break;
+        }
+        ep->pending_head = frag->next;
+        if (ep->pending_head == NULL) {
+            ep->pending_tail = NULL;
+        }
+        frag->state &= (uint8_t) ~PMETH_FRAG_PENDING;
+        sent++;
+    }
+    return sent;
+}
+
+int pmeth_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
+               mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
+{
+    mca_btl_pmeth_frag_t *frag = (mca_btl_pmeth_frag_t *) des;
+    PMETH_LOCK();
+    if (OPAL_UNLIKELY(pmeth_endpoint_windows(ep) != OPAL_SUCCESS)) {
+        PMETH_UNLOCK();
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    frag->tag = tag;
+    uint64_t now = pmeth_now_ns();
+    if (ep->pending_head != NULL || !try_send(frag, now)) {
+        /* a frame taken but not posted would hold up every later frame of its
+         * ring (the kernel sends slots in order): wait in private memory */
+        if (frag->frame_id >= 0 && !pmeth_frag_move_aside(frag)) {
+            PMETH_UNLOCK();
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
+        append_pending(ep, frag);
+    }
+    pmeth_endpoint_activate(ep);
+    PMETH_UNLOCK();
+    return OPAL_SUCCESS;
+}
+
+int pmeth_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
+                struct opal_convertor_t *convertor, void *header, size_t header_size,
+                size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+                mca_btl_base_descriptor_t **descriptor)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    size_t size = header_size + payload_size;
+    mca_btl_pmeth_frag_t *frag = NULL;
+
+    PMETH_LOCK();
+    if (OPAL_UNLIKELY(size > c->frame_payload || pmeth_endpoint_windows(ep) != OPAL_SUCCESS)) {
+        goto refuse;
+    }
+    if (ep->pending_head != NULL || !pmeth_txwin_can_send(ep->tx)) {
+        goto refuse;
+    }
+    frag = pmeth_frag_get(ep);
+    if (frag == NULL || !pmeth_frag_take_frame(frag, size)) {
+        goto refuse;
+    }
+    uint8_t *dst = frag->segment.seg_addr.pval;
+    memcpy(dst, header, header_size);
+    if (payload_size > 0) {
+        struct iovec iov = {.iov_base = dst + header_size, .iov_len = payload_size};
+        uint32_t iov_count = 1;
+        size_t max_data = payload_size;
+        if (opal_convertor_pack(convertor, &iov, &iov_count, &max_data) < 0) {
+            goto refuse;
+        }
+        size = header_size + max_data;
+    }
+    frag->segment.seg_len = size;
+    frag->tag = tag;
+    frag->state = PMETH_FRAG_INTERNAL;
+    frag->base.des_flags = flags;
+    (void) try_send(frag, pmeth_now_ns());      /* cannot fail: window open, frame in hand */
+    pmeth_endpoint_activate(ep);
+    PMETH_UNLOCK();
+    return OPAL_SUCCESS;
+
+refuse:
+    c->sendi_refused++;
+    if (frag != NULL) {
+        pmeth_frag_put(frag);
+    }
+    /* hand ob1 a descriptor instead (staged if need be), so the message start
+     * keeps its place in the order of sends */
+    if (descriptor != NULL && size <= c->frame_payload) {
+        frag = pmeth_frag_get(ep);
+        if (frag != NULL && !pmeth_frag_take_frame(frag, size) && !pmeth_frag_stage(frag, size)) {
+            pmeth_frag_put(frag);
+            frag = NULL;
+        }
+        if (frag != NULL) {
+            frag->segment.seg_len = size;
+            frag->base.des_flags = flags | MCA_BTL_DES_FLAGS_PRIORITY;
+            frag->base.order = order;
+            *descriptor = &frag->base;
+        } else {
+            *descriptor = NULL;
+        }
+    }
+    PMETH_UNLOCK();
+    return OPAL_ERR_OUT_OF_RESOURCE;
+}
+
+static void release_acked(uintptr_t handle, void *ctx)
+{
+    pmeth_frag_complete((mca_btl_pmeth_frag_t *) handle, OPAL_SUCCESS);
+}
+
+void pmeth_acked(mca_btl_base_endpoint_t *ep, uint32_t cum_ack, uint64_t sack, uint64_t now)
+{
+    if (ep->tx == NULL) {
+        return;
+    }
+    if (pmeth_txwin_ack(ep->tx, cum_ack, sack, now, release_acked, NULL) > 0
+        && ep->pending_head != NULL) {
+        send_pending(ep, now);
+    }
+}
+
+/* A standalone ACK: what we owe EP, on its first path. */
+int pmeth_send_ack(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    const pmeth_path_t *path = &ep->paths[ep->primary];
+    pmeth_link_t *link = &c->links[path->local];
+    void *frame;
+    uint32_t cap, ack;
+    uint64_t sack;
+    int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
+    if (id < 0) {
+        return 0;       /* the ring is full of our data, which carries acks anyway */
+    }
+    pmeth_rxwin_ack_fields(ep->rx, &ack, &sack);
+    pmeth_wire_build_ack(frame, path->peer_mac, link->mac, (uint16_t) c->ethertype, c->job_key,
+                         ep->peer_id, c->my_id, path->local, ack, sack);
+    pmeth_rxwin_ack_sent(ep->rx);
+    pmeth_ring_tx_post(link->ring, id, PMETH_WIRE_HDR_LEN);
+    pmeth_ring_tx_release_when_done(link->ring, id);
+    link->frames_out++;
+    link->bytes_out += PMETH_WIRE_HDR_LEN;
+    link->unkicked++;
+    kick(link);
+    c->acks_sent++;
+    return 1;
+}
+
+static void resend(mca_btl_pmeth_frag_t *frag, bool fast)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    pmeth_link_t *link = pmeth_frag_link(frag);
+    if (!pmeth_ring_tx_done(link->ring, frag->frame_id)) {
+        return;         /* still queued in the kernel from the last posting: the next pass */
+    }
+    /* refresh the piggy-backed acks: the ones in the frame are old */
+    uint32_t ack;
+    uint64_t sack;
+    pmeth_rxwin_ack_fields(frag->endpoint->rx, &ack, &sack);
+    pmeth_wire_set_ack(pmeth_ring_tx_frame(link->ring, frag->frame_id), ack, sack);
+    if (pmeth_ring_tx_repost(link->ring, frag->frame_id) != 0) {
+        return;         /* no free slot now: the timer brings it back */
+    }
+    pmeth_rxwin_ack_sent(frag->endpoint->rx);
+    link->frames_out++;
+    link->bytes_out += frag->frame_len;
+    link->unkicked++;
+    if (fast) {
+        c->retransmits_fast++;
+    } else {
+        c->retransmits_timeout++;
+    }
+}
+
+int pmeth_endpoint_service(mca_btl_base_endpoint_t *ep, uint64_t now)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    int count = 0;
+    if (ep->tx == NULL) {
+        pmeth_endpoint_deactivate(ep);
+        return 0;
+    }
+    if (pmeth_txwin_next_deadline(ep->tx) <= now || pmeth_txwin_fast_pending(ep->tx)) {
+        pmeth_txwin_due_t due[64];
+        unsigned cap = c->resend_cap < 64 ? c->resend_cap : 64;
+        int n = pmeth_txwin_due(ep->tx, now, due, cap ? cap : 1);
+        for (int i = 0; i < n; i++) {
+            resend((mca_btl_pmeth_frag_t *) due[i].handle, due[i].fast);
+            count++;
+        }
+    }
+    if (pmeth_rxwin_ack_due(ep->rx, now)) {
+        count += pmeth_send_ack(ep);
+    }
+    if (ep->pending_head != NULL) {
+        count += send_pending(ep, now);
+    }
+    if (ep->pending_head == NULL && pmeth_txwin_empty(ep->tx) && !pmeth_rxwin_ack_owed(ep->rx)) {
+        pmeth_endpoint_deactivate(ep);
+    }
+    return count;
+}

@@ -1,0 +1,102 @@
+/*
+ * pmeth's ring I/O: raw Ethernet frames through rings shared with the kernel
+ * (seed 001's buffer arrays), one ring pair per link.  No MPI.
+ *
+ * Send: the caller owns a frame from tx_get until tx_put, in any order.  It
+ * builds the frame in place (Ethernet header at the pointer it got) and posts
+ * it; posting is a store, tx_kick tells the kernel about everything posted
+ * since the last kick with one system call.  A frame stays the caller's after
+ * it went out, as the retransmit copy: tx_repost sends it again.
+ *
+ * AF_PACKET's send ring is consumed by the kernel strictly in ring order, so
+ * the layer hands out slots in that order, and when the slot it needs next is
+ * still held (a frame nobody acknowledged for a whole lap of the ring) it
+ * copies that frame aside ("shadow") and reuses the slot: the fast path copies
+ * nothing, only a slow acknowledgement or a retransmit does, and both are
+ * counted.  A frame given back without ever being posted is sent as a frame
+ * no process accepts (destination id 0xffffffff), since the kernel cannot skip
+ * a slot; callers post what they take (the BTL stages a fragment it cannot
+ * send, rather than keep its slot).
+ *
+ * Receive: frames are handed over in place, oldest first, with no system call
+ * when nothing arrived (the status words are polled).  The caller gives each
+ * back with rx_put, in any order; the kernel refills slots in ring order, so a
+ * frame held long (one that arrived ahead of a gap) makes the kernel drop
+ * frames once it comes round to that slot: the ring is sized well beyond the
+ * reliability window for that reason.
+ *
+ * Several processes of a host share an interface (and its MAC): a classic BPF
+ * filter on the socket passes only frames of our EtherType, job key and
+ * destination id, so each process's ring gets its own frames only.  A host's
+ * own frames are not looped back to its other sockets (a socket bound to one
+ * EtherType does not see outgoing traffic, and NICs do not hairpin), so ranks
+ * on one host reach each other through a shared-memory BTL, not through pmeth.
+ */
+#ifndef PMETH_RING_H
+#define PMETH_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum pmeth_io_mode { PMETH_IO_PACKET, PMETH_IO_XDP };
+
+struct pmeth_ring_config {
+    const char *ifname;
+    enum pmeth_io_mode mode;
+    uint16_t ethertype;
+    uint32_t job_key, my_id;            /* kernel-side demultiplexing */
+    uint32_t frame_size;                /* largest frame, Ethernet header included (MTU + 14) */
+    uint32_t tx_frames, rx_frames;
+    bool qdisc_bypass;
+    int fd;                             /* -1, or an AF_PACKET socket opened for us */
+};
+
+struct pmeth_ring_stats {
+    uint64_t kicks;                     /* system calls to send */
+    uint64_t tx_full;                   /* tx_get found no slot */
+    uint64_t shadow_copies, shadow_bytes;   /* held frames copied aside */
+    uint64_t repost_copies, repost_bytes;   /* retransmits copied into a fresh slot */
+    uint64_t dummies;                   /* slots given back unposted */
+    uint64_t kernel_drops;              /* frames the kernel dropped: ring full */
+};
+
+struct pmeth_rx_frame {
+    int id;
+    void *frame;
+    uint32_t len;
+};
+
+struct pmeth_ring;
+
+/* 0, or -errno with a sentence in ERR (-EPERM/-EACCES: no CAP_NET_RAW). */
+int pmeth_ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out, char *err,
+                    size_t errlen);
+void pmeth_ring_close(struct pmeth_ring *r);
+const char *pmeth_ring_mode_name(const struct pmeth_ring *r);
+void pmeth_ring_get_stats(struct pmeth_ring *r, struct pmeth_ring_stats *s);
+/* bytes of ring memory (both directions) */
+size_t pmeth_ring_memory(const struct pmeth_ring *r);
+
+/* frame id, or -1 when no slot is free */
+int pmeth_ring_tx_get(struct pmeth_ring *r, void **frame, uint32_t *capacity);
+void pmeth_ring_tx_post(struct pmeth_ring *r, int id, uint32_t len);
+/* send frame ID again (retransmit); 0, or -1 when no slot is free now */
+int pmeth_ring_tx_repost(struct pmeth_ring *r, int id);
+/* where frame ID's bytes are now (it may have moved aside) */
+void *pmeth_ring_tx_frame(struct pmeth_ring *r, int id);
+/* the kernel no longer reads frame ID: it may be rewritten or reposted */
+bool pmeth_ring_tx_done(struct pmeth_ring *r, int id);
+/* the caller is done with frame ID (acknowledged, or never needed again once sent) */
+void pmeth_ring_tx_put(struct pmeth_ring *r, int id);
+static inline void pmeth_ring_tx_release_when_done(struct pmeth_ring *r, int id)
+{
+    pmeth_ring_tx_put(r, id);
+}
+/* one system call for everything posted */
+int pmeth_ring_tx_kick(struct pmeth_ring *r);
+
+int pmeth_ring_rx_poll(struct pmeth_ring *r, struct pmeth_rx_frame *out, int max);
+void pmeth_ring_rx_put(struct pmeth_ring *r, int id);
+
+#endif

@@ -1,0 +1,474 @@
+/* pmeth's ring I/O over AF_PACKET TPACKET_V2 rings (pmeth_ring.h). */
+#define _GNU_SOURCE
+#include "pmeth_ring.h"
+
+#include <errno.h>
+#include <arpa/inet.h>
+#include <linux/filter.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define TX_DATA_OFF (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll))
+#define NO_ID (-1)
+
+enum { ID_FREE = 0, ID_OWNED, ID_POSTED };
+
+struct tx_id {
+    int slot;                   /* ring slot, or -1: the bytes are in shadow */
+    uint8_t *shadow;
+    uint32_t len;
+    uint8_t state;
+    int next_free;
+};
+
+struct pmeth_ring {
+    int fd;
+    bool own_fd;
+    int ifindex;
+    uint16_t ethertype;
+    uint8_t mac[6];
+    uint8_t *map;
+    size_t map_len;
+    uint32_t frame_size, frames_per_block, block_size;
+    /* receive ring */
+    uint8_t *rx;
+    uint32_t rx_nr, rx_head;
+    /* send ring */
+    uint8_t *tx;
+    uint32_t tx_nr, tx_head;
+    int *slot_owner;            /* id holding each slot, NO_ID if none */
+    struct tx_id *ids;
+    uint32_t nids;
+    int free_id;
+    struct pmeth_ring_stats st;
+};
+
+static inline struct tpacket2_hdr *rx_hdr(struct pmeth_ring *r, uint32_t i)
+{
+    return (struct tpacket2_hdr *) (r->rx + (size_t) (i / r->frames_per_block) * r->block_size
+                                    + (size_t) (i % r->frames_per_block) * r->frame_size);
+}
+
+static inline struct tpacket2_hdr *tx_hdr(struct pmeth_ring *r, uint32_t i)
+{
+    return (struct tpacket2_hdr *) (r->tx + (size_t) (i / r->frames_per_block) * r->block_size
+                                    + (size_t) (i % r->frames_per_block) * r->frame_size);
+}
+
+static inline uint32_t status_of(volatile struct tpacket2_hdr *h)
+{
+    return __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+}
+
+static inline void set_status(volatile struct tpacket2_hdr *h, uint32_t s)
+{
+    __atomic_store_n(&h->tp_status, s, __ATOMIC_RELEASE);
+}
+
+/* A block layout for frames of at least NEED bytes: little waste per block. */
+static void choose_geometry(struct pmeth_ring *r, uint32_t need)
+{
+    uint32_t fs = (need + TPACKET_ALIGNMENT - 1) & ~(uint32_t) (TPACKET_ALIGNMENT - 1);
+    long page = sysconf(_SC_PAGESIZE);
+    uint32_t best_k = 0;
+    double best_waste = 2.0;
+    for (uint32_t k = 1; k <= 32; k++) {
+        uint32_t bs = k * (uint32_t) page, fpb = bs / fs;
+        if (fpb == 0) {
+            continue;
+        }
+        double waste = (double) (bs - fpb * fs) / bs;
+        if (waste + 1e-9 < best_waste) {
+            best_waste = waste;
+            best_k = k;
+        }
+        if (waste < 0.02) {
+            break;
+        }
+    }
+    r->frame_size = fs;
+    r->block_size = best_k * (uint32_t) page;
+    r->frames_per_block = r->block_size / fs;
+}
+
+static int fail(char *err, size_t errlen, int e, const char *what)
+{
+    snprintf(err, errlen, "%s: %s", what, strerror(e));
+    return -e;
+}
+
+static uint32_t be_value(uint32_t le_field)
+{
+    /* what a BPF word load (big-endian) reads where we store LE_FIELD */
+    uint8_t b[4] = {(uint8_t) le_field, (uint8_t) (le_field >> 8), (uint8_t) (le_field >> 16),
+                    (uint8_t) (le_field >> 24)};
+    return (uint32_t) b[0] << 24 | (uint32_t) b[1] << 16 | (uint32_t) b[2] << 8 | b[3];
+}
+
+static int attach_filter(int fd, uint16_t ethertype, uint32_t key, uint32_t dst)
+{
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ethertype, 0, 5),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 14),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, be_value(key), 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 18),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, be_value(dst), 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 0x40000),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+    };
+    struct sock_fprog prog = {.len = sizeof(code) / sizeof(code[0]), .filter = code};
+    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
+}
+
+int pmeth_ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out, char *err,
+                    size_t errlen)
+{
+    *out = NULL;
+    if (cfg->mode != PMETH_IO_PACKET) {
+        snprintf(err, errlen, "AF_XDP rings are not built into this version");
+        return -EOPNOTSUPP;
+    }
+    if (cfg->tx_frames < 8 || cfg->rx_frames < 8 || cfg->frame_size < 64
+        || cfg->frame_size > 65536) {
+        snprintf(err, errlen, "ring sizes out of range (tx %u, rx %u frames of %u bytes)",
+                 cfg->tx_frames, cfg->rx_frames, cfg->frame_size);
+        return -EINVAL;
+    }
+    struct pmeth_ring *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        return fail(err, errlen, ENOMEM, "ring");
+    }
+    r->fd = -1;
+    r->ethertype = cfg->ethertype;
+    int rc;
+    r->ifindex = (int) if_nametoindex(cfg->ifname);
+    if (r->ifindex == 0) {
+        rc = fail(err, errlen, errno, cfg->ifname);
+        goto error;
+    }
+    if (cfg->fd >= 0) {
+        r->fd = cfg->fd;
+    } else {
+        /* protocol 0: nothing is queued until the filter and rings are in place */
+        r->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+        if (r->fd < 0) {
+            rc = fail(err, errlen, errno, "socket(AF_PACKET) (needs CAP_NET_RAW)");
+            goto error;
+        }
+        r->own_fd = true;
+    }
+    int v = TPACKET_V2;
+    if (setsockopt(r->fd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)) != 0) {
+        rc = fail(err, errlen, errno, "PACKET_VERSION TPACKET_V2");
+        goto error;
+    }
+    if (attach_filter(r->fd, cfg->ethertype, cfg->job_key, cfg->my_id) != 0) {
+        rc = fail(err, errlen, errno, "SO_ATTACH_FILTER");
+        goto error;
+    }
+    v = 1;      /* a malformed frame in the send ring is skipped, not a stall */
+    (void) setsockopt(r->fd, SOL_PACKET, PACKET_LOSS, &v, sizeof(v));
+    if (cfg->qdisc_bypass) {
+        (void) setsockopt(r->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &v, sizeof(v));
+    }
+    /* room for the kernel's receive header before the frame (tp_mac) */
+    choose_geometry(r, (uint32_t) TPACKET_ALIGN(TPACKET2_HDRLEN + 16) + cfg->frame_size + 16);
+    uint32_t rx_blocks = (cfg->rx_frames + r->frames_per_block - 1) / r->frames_per_block;
+    uint32_t tx_blocks = (cfg->tx_frames + r->frames_per_block - 1) / r->frames_per_block;
+    struct tpacket_req req = {.tp_block_size = r->block_size, .tp_block_nr = rx_blocks,
+                              .tp_frame_size = r->frame_size,
+                              .tp_frame_nr = rx_blocks * r->frames_per_block};
+    if (setsockopt(r->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) != 0) {
+        rc = fail(err, errlen, errno, "PACKET_RX_RING");
+        goto error;
+    }
+    r->rx_nr = req.tp_frame_nr;
+    req.tp_block_nr = tx_blocks;
+    req.tp_frame_nr = tx_blocks * r->frames_per_block;
+    if (setsockopt(r->fd, SOL_PACKET, PACKET_TX_RING, &req, sizeof(req)) != 0) {
+        rc = fail(err, errlen, errno, "PACKET_TX_RING");
+        goto error;
+    }
+    r->tx_nr = req.tp_frame_nr;
+    r->map_len = (size_t) (rx_blocks + tx_blocks) * r->block_size;
+    r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, 0);
+    if (r->map == MAP_FAILED) {
+        r->map = NULL;
+        rc = fail(err, errlen, errno, "mmap of the rings");
+        goto error;
+    }
+    r->rx = r->map;
+    r->tx = r->map + (size_t) rx_blocks * r->block_size;
+    struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(cfg->ethertype),
+                              .sll_ifindex = r->ifindex};
+    if (bind(r->fd, (struct sockaddr *) &sll, sizeof(sll)) != 0) {
+        rc = fail(err, errlen, errno, "bind");
+        goto error;
+    }
+    struct sockaddr_ll me;
+    socklen_t melen = sizeof(me);
+    if (getsockname(r->fd, (struct sockaddr *) &me, &melen) == 0 && me.sll_halen == 6) {
+        memcpy(r->mac, me.sll_addr, 6);
+    }
+    r->slot_owner = malloc(r->tx_nr * sizeof(*r->slot_owner));
+    r->nids = 2 * r->tx_nr;
+    r->ids = calloc(r->nids, sizeof(*r->ids));
+    if (r->slot_owner == NULL || r->ids == NULL) {
+        rc = fail(err, errlen, ENOMEM, "ring bookkeeping");
+        goto error;
+    }
+    for (uint32_t i = 0; i < r->tx_nr; i++) {
+        r->slot_owner[i] = NO_ID;
+    }
+    for (uint32_t i = 0; i < r->nids; i++) {
+        r->ids[i].next_free = i + 1 < r->nids ? (int) i + 1 : NO_ID;
+        r->ids[i].slot = -1;
+    }
+    r->free_id = 0;
+    *out = r;
+    return 0;
+
+error:
+    pmeth_ring_close(r);
+    return rc;
+}
+
+void pmeth_ring_close(struct pmeth_ring *r)
+{
+    if (r == NULL) {
+        return;
+    }
+    if (r->map != NULL) {
+        munmap(r->map, r->map_len);
+    }
+    if (r->own_fd && r->fd >= 0) {
+        close(r->fd);
+    }
+    for (uint32_t i = 0; r->ids != NULL && i < r->nids; i++) {
+        free(r->ids[i].shadow);
+    }
+    free(r->ids);
+    free(r->slot_owner);
+    free(r);
+}
+
+const char *pmeth_ring_mode_name(const struct pmeth_ring *r)
+{
+    return "AF_PACKET";
+}
+
+size_t pmeth_ring_memory(const struct pmeth_ring *r)
+{
+    return r->map_len;
+}
+
+void pmeth_ring_get_stats(struct pmeth_ring *r, struct pmeth_ring_stats *s)
+{
+    struct tpacket_stats ks;
+    socklen_t len = sizeof(ks);
+    if (getsockopt(r->fd, SOL_PACKET, PACKET_STATISTICS, &ks, &len) == 0) {
+        r->st.kernel_drops += ks.tp_drops;      /* the kernel resets them on read */
+    }
+    *s = r->st;
+}
+
+static inline uint8_t *slot_data(struct pmeth_ring *r, uint32_t slot)
+{
+    return (uint8_t *) tx_hdr(r, slot) + TX_DATA_OFF;
+}
+
+static int id_alloc(struct pmeth_ring *r)
+{
+    int id = r->free_id;
+    if (id != NO_ID) {
+        r->free_id = r->ids[id].next_free;
+    }
+    return id;
+}
+
+static void id_free(struct pmeth_ring *r, int id)
+{
+    struct tx_id *t = &r->ids[id];
+    free(t->shadow);
+    t->shadow = NULL;
+    t->slot = -1;
+    t->state = ID_FREE;
+    t->next_free = r->free_id;
+    r->free_id = id;
+}
+
+/* The next slot in kernel order, if the kernel is done with it; a frame the
+ * caller still holds there is moved aside first. */
+static int take_slot(struct pmeth_ring *r)
+{
+    uint32_t s = r->tx_head;
+    volatile struct tpacket2_hdr *h = tx_hdr(r, s);
+    uint32_t st = status_of(h);
+    if (st & (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING)) {
+        return -1;
+    }
+    int owner = r->slot_owner[s];
+    if (owner != NO_ID) {
+        struct tx_id *t = &r->ids[owner];
+        uint32_t cap = r->frame_size - (uint32_t) TX_DATA_OFF;
+        t->shadow = malloc(cap);
+        if (t->shadow == NULL) {
+            return -1;
+        }
+        memcpy(t->shadow, slot_data(r, s), t->len);
+        t->slot = -1;
+        r->st.shadow_copies++;
+        r->st.shadow_bytes += t->len;
+        r->slot_owner[s] = NO_ID;
+    }
+    r->tx_head = (s + 1) % r->tx_nr;
+    return (int) s;
+}
+
+int pmeth_ring_tx_get(struct pmeth_ring *r, void **frame, uint32_t *capacity)
+{
+    if (r->free_id == NO_ID) {
+        r->st.tx_full++;
+        return -1;
+    }
+    int s = take_slot(r);
+    if (s < 0) {
+        r->st.tx_full++;
+        return -1;
+    }
+    int id = id_alloc(r);
+    struct tx_id *t = &r->ids[id];
+    t->slot = s;
+    t->len = 0;
+    t->state = ID_OWNED;
+    r->slot_owner[s] = id;
+    *frame = slot_data(r, (uint32_t) s);
+    *capacity = r->frame_size - (uint32_t) TX_DATA_OFF;
+    return id;
+}
+
+static void post_slot(struct pmeth_ring *r, uint32_t slot, uint32_t len)
+{
+    volatile struct tpacket2_hdr *h = tx_hdr(r, slot);
+    h->tp_len = len;
+    h->tp_snaplen = len;
+    set_status(h, TP_STATUS_SEND_REQUEST);
+}
+
+void pmeth_ring_tx_post(struct pmeth_ring *r, int id, uint32_t len)
+{
+    struct tx_id *t = &r->ids[id];
+    t->len = len;
+    t->state = ID_POSTED;
+    if (t->slot >= 0) {
+        post_slot(r, (uint32_t) t->slot, len);
+    } else {
+        (void) pmeth_ring_tx_repost(r, id);
+    }
+}
+
+void *pmeth_ring_tx_frame(struct pmeth_ring *r, int id)
+{
+    struct tx_id *t = &r->ids[id];
+    return t->slot >= 0 ? slot_data(r, (uint32_t) t->slot) : t->shadow;
+}
+
+bool pmeth_ring_tx_done(struct pmeth_ring *r, int id)
+{
+    struct tx_id *t = &r->ids[id];
+    if (t->slot < 0) {
+        return true;
+    }
+    return !(status_of(tx_hdr(r, (uint32_t) t->slot)) & (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING));
+}
+
+int pmeth_ring_tx_repost(struct pmeth_ring *r, int id)
+{
+    struct tx_id *t = &r->ids[id];
+    if (!pmeth_ring_tx_done(r, id)) {
+        return -1;
+    }
+    /* the kernel has passed the old slot: copy into the slot it reads next */
+    int s = take_slot(r);
+    if (s < 0) {
+        r->st.tx_full++;
+        return -1;
+    }
+    const uint8_t *src = pmeth_ring_tx_frame(r, id);
+    memcpy(slot_data(r, (uint32_t) s), src, t->len);
+    r->st.repost_copies++;
+    r->st.repost_bytes += t->len;
+    if (t->slot >= 0) {
+        r->slot_owner[t->slot] = NO_ID;
+    }
+    free(t->shadow);
+    t->shadow = NULL;
+    t->slot = s;
+    r->slot_owner[s] = id;
+    post_slot(r, (uint32_t) s, t->len);
+    return 0;
+}
+
+void pmeth_ring_tx_put(struct pmeth_ring *r, int id)
+{
+    struct tx_id *t = &r->ids[id];
+    if (t->slot >= 0) {
+        r->slot_owner[t->slot] = NO_ID;
+        if (t->state == ID_OWNED) {
+            /* never posted: the kernel cannot skip a slot, so it carries a
+             * frame that no process accepts (destination id 0xffffffff) */
+            uint8_t *f = slot_data(r, (uint32_t) t->slot);
+            memset(f, 0, 60);
+            memcpy(f, r->mac, 6);
+            memcpy(f + 6, r->mac, 6);
+            f[12] = (uint8_t) (r->ethertype >> 8);
+            f[13] = (uint8_t) r->ethertype;
+            memset(f + 18, 0xff, 4);
+            post_slot(r, (uint32_t) t->slot, 60);
+            r->st.dummies++;
+        }
+    }
+    id_free(r, id);
+}
+
+int pmeth_ring_tx_kick(struct pmeth_ring *r)
+{
+    r->st.kicks++;
+    ssize_t n = sendto(r->fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
+    return n < 0 && errno != EAGAIN && errno != ENOBUFS ? -errno : 0;
+}
+
+int pmeth_ring_rx_poll(struct pmeth_ring *r, struct pmeth_rx_frame *out, int max)
+{
+    int n = 0;
+    while (n < max) {
+        uint32_t i = r->rx_head;
+        volatile struct tpacket2_hdr *h = rx_hdr(r, i);
+        if (!(status_of(h) & TP_STATUS_USER)) {
+            break;
+        }
+        uint32_t mac = h->tp_mac, snap = h->tp_snaplen;
+        if (mac > r->frame_size || snap > r->frame_size - mac) {
+            snap = 0;   /* cannot happen with a sane kernel; the parser drops a 0-byte frame */
+        }
+        out[n].id = (int) i;
+        out[n].frame = (uint8_t *) h + mac;
+        out[n].len = snap;
+        n++;
+        r->rx_head = (i + 1) % r->rx_nr;
+    }
+    return n;
+}
+
+void pmeth_ring_rx_put(struct pmeth_ring *r, int id)
+{
+    set_status(rx_hdr(r, (uint32_t) id), TP_STATUS_KERNEL);
+}

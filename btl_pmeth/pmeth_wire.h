@@ -1,0 +1,197 @@
+/*
+ * pmeth's wire format: what crosses the Ethernet, and its parser.  No MPI.
+ *
+ * A frame is a 14-byte Ethernet header (EtherType 0x88B5 by default, IEEE 802
+ * "local experimental 1") and a 42-byte pmeth header, then the payload, which
+ * starts 56 bytes into the frame (8-byte aligned when the frame is):
+ *
+ *   off size field
+ *    0   6   destination MAC
+ *    6   6   source MAC
+ *   12   2   EtherType (network order, as Ethernet has it)
+ *   14   4   job key        \  fixed offsets: the kernel filters on them
+ *   18   4   destination id  } (classic BPF on AF_PACKET) so a frame reaches
+ *   22   4   source id      /   only the process it is for
+ *   26   1   version (1)
+ *   27   1   type (DATA, ACK, PROBE, PROBE_REPLY; PEEK, GRANT, CREDIT and the
+ *            PATH ones are reserved for the next protocol steps)
+ *   28   1   flags (none defined: must be 0)
+ *   29   1   link: the sender's link index
+ *   30   1   BTL tag (DATA only)
+ *   31   1   reserved (0)
+ *   32   2   payload length
+ *   34   2   reserved (0)
+ *   36   4   sequence number (DATA)
+ *   40   4   cumulative ack: the next sequence number the sender of this frame
+ *            expects from its receiver
+ *   44   8   selective acks: bit i set = frame ack+1+i is held by the sender of
+ *            this frame
+ *   52   4   reserved (0)
+ *
+ * Every multi-byte pmeth field is little-endian.  The parser never trusts a
+ * length, offset or index from the wire: it checks each against the frame it
+ * has and the limits the caller gives, and names the cause of every drop.
+ */
+#ifndef PMETH_WIRE_H
+#define PMETH_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define PMETH_WIRE_ETHERTYPE 0x88B5
+#define PMETH_WIRE_VERSION 1
+#define PMETH_WIRE_ETH_LEN 14
+#define PMETH_WIRE_HDR_LEN 56           /* Ethernet + pmeth header: the payload offset */
+#define PMETH_WIRE_MAX_LINKS 8
+
+/* offsets the kernel-side filters use */
+#define PMETH_WIRE_OFF_ETHERTYPE 12
+#define PMETH_WIRE_OFF_KEY 14
+#define PMETH_WIRE_OFF_DST 18
+
+typedef enum pmeth_wire_type {
+    PMETH_WIRE_DATA = 1,
+    PMETH_WIRE_ACK = 2,
+    PMETH_WIRE_PROBE = 3,
+    PMETH_WIRE_PROBE_REPLY = 4,
+    PMETH_WIRE_PEEK = 5,                /* reserved: announce of a large transfer */
+    PMETH_WIRE_GRANT = 6,               /* reserved: receiver-ready rendezvous */
+    PMETH_WIRE_CREDIT = 7,              /* reserved: demand-driven credits */
+    PMETH_WIRE_PATH_PROBE = 8,          /* reserved: path migration */
+    PMETH_WIRE_PATH_REPLY = 9,
+    PMETH_WIRE_TYPE_MAX = 9,
+} pmeth_wire_type_t;
+
+typedef enum pmeth_wire_verdict {
+    PMETH_WIRE_OK = 0,
+    PMETH_WIRE_TRUNCATED,               /* shorter than the header, or than header + length */
+    PMETH_WIRE_OVERSIZED,               /* longer than the link allows, or a length over it */
+    PMETH_WIRE_FOREIGN,                 /* another EtherType, job, destination or version */
+    PMETH_WIRE_MALFORMED,               /* bad type, reserved bits, inconsistent fields */
+    PMETH_WIRE_NVERDICTS
+} pmeth_wire_verdict_t;
+
+/* PROBE and PROBE_REPLY payload: which pair of links, and what got through. */
+#define PMETH_WIRE_PROBE_LEN 24
+typedef struct pmeth_wire_probe {
+    uint64_t nonce;                     /* the prober's, echoed */
+    uint8_t from_link, to_link;         /* prober's link, the link of ours it addressed */
+    uint8_t full;                       /* the full-MTU probe (else the small one) */
+    uint32_t mtu;                       /* PROBE: the prober's MTU; REPLY: the replier's */
+    uint32_t frame_len;                 /* PROBE: as sent; REPLY: as it arrived */
+} pmeth_wire_probe_t;
+
+typedef struct pmeth_wire_expect {
+    uint16_t ethertype;
+    uint32_t job_key;
+    uint32_t my_id;
+    uint32_t max_frame;                 /* the link's MTU + 14 */
+    uint32_t nlinks;                    /* link indices the peer may use (<= 8) */
+} pmeth_wire_expect_t;
+
+typedef struct pmeth_wire_view {
+    uint8_t type, tag, link;
+    uint32_t src_id, dst_id;
+    uint32_t seq, ack;
+    uint64_t sack;
+    uint32_t len;                       /* payload bytes, checked against the frame */
+    uint32_t frame_len;
+    const uint8_t *payload;
+    const uint8_t *src_mac;
+    pmeth_wire_probe_t probe;           /* PROBE / PROBE_REPLY */
+} pmeth_wire_view_t;
+
+/* Little-endian access that compiles to plain loads and stores on x86. */
+static inline void pmeth_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t) v; p[1] = (uint8_t) (v >> 8); }
+static inline void pmeth_put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) {
+        p[i] = (uint8_t) (v >> (8 * i));
+    }
+}
+static inline void pmeth_put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        p[i] = (uint8_t) (v >> (8 * i));
+    }
+}
+static inline uint16_t pmeth_get16(const uint8_t *p) { return (uint16_t) (p[0] | (p[1] << 8)); }
+static inline uint32_t pmeth_get32(const uint8_t *p)
+{
+    return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
+}
+static inline uint64_t pmeth_get64(const uint8_t *p)
+{
+    return (uint64_t) pmeth_get32(p) | (uint64_t) pmeth_get32(p + 4) << 32;
+}
+
+/* The common header of every frame, written in place (frames live in rings). */
+static inline void pmeth_wire_build_hdr(void *frame, const uint8_t dst_mac[6],
+                                        const uint8_t src_mac[6], uint16_t ethertype,
+                                        uint32_t key, uint32_t dst, uint32_t src, uint8_t type,
+                                        uint8_t link, uint8_t tag, uint16_t len, uint32_t seq,
+                                        uint32_t ack, uint64_t sack)
+{
+    uint8_t *f = frame;
+    memcpy(f, dst_mac, 6);
+    memcpy(f + 6, src_mac, 6);
+    f[12] = (uint8_t) (ethertype >> 8);
+    f[13] = (uint8_t) ethertype;
+    pmeth_put32(f + 14, key);
+    pmeth_put32(f + 18, dst);
+    pmeth_put32(f + 22, src);
+    f[26] = PMETH_WIRE_VERSION;
+    f[27] = type;
+    f[28] = 0;
+    f[29] = link;
+    f[30] = tag;
+    f[31] = 0;
+    pmeth_put16(f + 32, len);
+    pmeth_put16(f + 34, 0);
+    pmeth_put32(f + 36, seq);
+    pmeth_put32(f + 40, ack);
+    pmeth_put64(f + 44, sack);
+    pmeth_put32(f + 52, 0);
+}
+
+static inline void pmeth_wire_build_data(void *frame, const uint8_t dst_mac[6],
+                                         const uint8_t src_mac[6], uint16_t ethertype,
+                                         uint32_t key, uint32_t dst, uint32_t src, uint8_t link,
+                                         uint8_t tag, uint32_t seq, uint32_t ack, uint64_t sack,
+                                         uint16_t len)
+{
+    pmeth_wire_build_hdr(frame, dst_mac, src_mac, ethertype, key, dst, src, PMETH_WIRE_DATA, link,
+                         tag, len, seq, ack, sack);
+}
+
+static inline void pmeth_wire_build_ack(void *frame, const uint8_t dst_mac[6],
+                                        const uint8_t src_mac[6], uint16_t ethertype,
+                                        uint32_t key, uint32_t dst, uint32_t src, uint8_t link,
+                                        uint32_t ack, uint64_t sack)
+{
+    pmeth_wire_build_hdr(frame, dst_mac, src_mac, ethertype, key, dst, src, PMETH_WIRE_ACK, link,
+                         0, 0, 0, ack, sack);
+}
+
+/* Refresh the acks a frame carries (before it is sent again). */
+static inline void pmeth_wire_set_ack(void *frame, uint32_t ack, uint64_t sack)
+{
+    pmeth_put32((uint8_t *) frame + 40, ack);
+    pmeth_put64((uint8_t *) frame + 44, sack);
+}
+
+/* A PROBE or PROBE_REPLY of FRAME_LEN bytes in all (at least the header and
+ * the probe; a full probe is padded with zeros to the MTU). */
+void pmeth_wire_build_probe(void *frame, uint32_t frame_len, const uint8_t dst_mac[6],
+                            const uint8_t src_mac[6], uint16_t ethertype, uint32_t key,
+                            uint32_t dst, uint32_t src, uint8_t type,
+                            const pmeth_wire_probe_t *probe);
+
+pmeth_wire_verdict_t pmeth_wire_parse(const void *frame, size_t frame_len,
+                                      const pmeth_wire_expect_t *expect, pmeth_wire_view_t *out);
+
+const char *pmeth_wire_verdict_name(int verdict);
+
+#endif
