@@ -121,7 +121,7 @@ static int pmeth_component_register(void)
     reg("resend_cap", "At most this many frames are retransmitted per peer per progress call, so "
         "a lossy path cannot start a retransmit storm", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
         &c->resend_cap, OPAL_INFO_LVL_5);
-    c->stripe_min = 2048;
+    c->stripe_min = 1024;
     reg("stripe_min", "Fragments of at least this many bytes are striped round-robin over every "
         "path to the peer; shorter ones take its first path, so small messages do not pay for "
         "the reordering", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->stripe_min, OPAL_INFO_LVL_4);

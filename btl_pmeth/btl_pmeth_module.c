@@ -80,6 +80,14 @@ static int pmeth_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_
             }
             c->by_id[id] = ep;
         }
+        if (ep->state == PMETH_EP_NEW && OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags)) {
+            /* our frames never come back to this host (a socket bound to one
+             * EtherType sees no outgoing frames, NICs do not hairpin): ranks
+             * here are for a shared-memory BTL */
+            ep->state = PMETH_EP_UNREACHABLE;
+            PMETH_VERBOSE(5, "%s is on this host: not reachable over pmeth (use vader or rsm "
+                          "beside it)", OPAL_NAME_PRINT(proc->proc_name));
+        }
         if (ep->state == PMETH_EP_NEW) {
             fresh[nfresh++] = ep;
         }

@@ -58,6 +58,7 @@ struct pmeth_ring_stats {
     uint64_t shadow_copies, shadow_bytes;   /* held frames copied aside */
     uint64_t repost_copies, repost_bytes;   /* retransmits copied into a fresh slot */
     uint64_t dummies;                   /* slots given back unposted */
+    uint64_t refused_by_device;         /* frames the device refused for good (MTU) */
     uint64_t kernel_drops;              /* frames the kernel dropped: ring full */
 };
 

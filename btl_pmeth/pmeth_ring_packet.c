@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TX_DATA_OFF (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll))
@@ -43,6 +44,9 @@ struct pmeth_ring {
     /* send ring */
     uint8_t *tx;
     uint32_t tx_nr, tx_head;
+    uint32_t tx_tail;           /* oldest slot posted and not yet seen sent */
+    uint8_t *slot_pending;      /* posted, not yet seen sent */
+    uint64_t stuck_since;       /* when the kernel first failed to send tx_tail */
     int *slot_owner;            /* id holding each slot, NO_ID if none */
     struct tx_id *ids;
     uint32_t nids;
@@ -219,9 +223,10 @@ int pmeth_ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out
         memcpy(r->mac, me.sll_addr, 6);
     }
     r->slot_owner = malloc(r->tx_nr * sizeof(*r->slot_owner));
+    r->slot_pending = calloc(r->tx_nr, 1);
     r->nids = 2 * r->tx_nr;
     r->ids = calloc(r->nids, sizeof(*r->ids));
-    if (r->slot_owner == NULL || r->ids == NULL) {
+    if (r->slot_owner == NULL || r->ids == NULL || r->slot_pending == NULL) {
         rc = fail(err, errlen, ENOMEM, "ring bookkeeping");
         goto error;
     }
@@ -257,6 +262,7 @@ void pmeth_ring_close(struct pmeth_ring *r)
     }
     free(r->ids);
     free(r->slot_owner);
+    free(r->slot_pending);
     free(r);
 }
 
@@ -355,11 +361,22 @@ int pmeth_ring_tx_get(struct pmeth_ring *r, void **frame, uint32_t *capacity)
     return id;
 }
 
+static void write_dummy(struct pmeth_ring *r, uint8_t *f)
+{
+    memset(f, 0, 60);
+    memcpy(f, r->mac, 6);
+    memcpy(f + 6, r->mac, 6);
+    f[12] = (uint8_t) (r->ethertype >> 8);
+    f[13] = (uint8_t) r->ethertype;
+    memset(f + 18, 0xff, 4);
+}
+
 static void post_slot(struct pmeth_ring *r, uint32_t slot, uint32_t len)
 {
     volatile struct tpacket2_hdr *h = tx_hdr(r, slot);
     h->tp_len = len;
     h->tp_snaplen = len;
+    r->slot_pending[slot] = 1;
     set_status(h, TP_STATUS_SEND_REQUEST);
 }
 
@@ -425,13 +442,7 @@ void pmeth_ring_tx_put(struct pmeth_ring *r, int id)
         if (t->state == ID_OWNED) {
             /* never posted: the kernel cannot skip a slot, so it carries a
              * frame that no process accepts (destination id 0xffffffff) */
-            uint8_t *f = slot_data(r, (uint32_t) t->slot);
-            memset(f, 0, 60);
-            memcpy(f, r->mac, 6);
-            memcpy(f + 6, r->mac, 6);
-            f[12] = (uint8_t) (r->ethertype >> 8);
-            f[13] = (uint8_t) r->ethertype;
-            memset(f + 18, 0xff, 4);
+            write_dummy(r, slot_data(r, (uint32_t) t->slot));
             post_slot(r, (uint32_t) t->slot, 60);
             r->st.dummies++;
         }
@@ -439,11 +450,70 @@ void pmeth_ring_tx_put(struct pmeth_ring *r, int id)
     id_free(r, id);
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+/* The kernel retries a frame its device refused (ENOBUFS: a full queue, or a
+ * frame over the far end's MTU) at every kick, and sends nothing behind it.  A
+ * full queue drains in microseconds; a frame refused for PMETH_RING_STUCK_NS is
+ * refused for good, so it is turned into a frame no one accepts (the bytes are
+ * kept aside for their owner): a lost frame, which the reliability layer
+ * resends, instead of a dead link. */
+#define PMETH_RING_STUCK_NS (50ull * 1000 * 1000)
+static void unstick(struct pmeth_ring *r)
+{
+    while (r->tx_tail != r->tx_head && r->slot_pending[r->tx_tail]
+           && !(status_of(tx_hdr(r, r->tx_tail)) & (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING))) {
+        r->slot_pending[r->tx_tail] = 0;
+        r->tx_tail = (r->tx_tail + 1) % r->tx_nr;
+        r->stuck_since = 0;
+    }
+    uint32_t s = r->tx_tail;
+    volatile struct tpacket2_hdr *h = tx_hdr(r, s);
+    if (s == r->tx_head || !r->slot_pending[s] || status_of(h) != TP_STATUS_SEND_REQUEST) {
+        return;
+    }
+    uint64_t now = now_ns();
+    if (r->stuck_since == 0) {
+        r->stuck_since = now;
+        return;
+    }
+    if (now - r->stuck_since < PMETH_RING_STUCK_NS || h->tp_len <= 60) {
+        return;
+    }
+    int owner = r->slot_owner[s];
+    if (owner != NO_ID) {
+        struct tx_id *t = &r->ids[owner];
+        t->shadow = malloc(r->frame_size - (uint32_t) TX_DATA_OFF);
+        if (t->shadow == NULL) {
+            return;
+        }
+        memcpy(t->shadow, slot_data(r, s), t->len);
+        t->slot = -1;
+        r->slot_owner[s] = NO_ID;
+    }
+    write_dummy(r, slot_data(r, s));
+    h->tp_len = 60;
+    h->tp_snaplen = 60;
+    r->st.refused_by_device++;
+    r->stuck_since = 0;
+}
+
 int pmeth_ring_tx_kick(struct pmeth_ring *r)
 {
     r->st.kicks++;
     ssize_t n = sendto(r->fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
-    return n < 0 && errno != EAGAIN && errno != ENOBUFS ? -errno : 0;
+    int e = n < 0 ? errno : 0;
+    if (e != 0 || r->stuck_since != 0) {
+        unstick(r);
+    } else if (r->tx_tail != r->tx_head && ((r->tx_head - r->tx_tail + r->tx_nr) % r->tx_nr) > r->tx_nr / 2) {
+        unstick(r);     /* keep the tail near the head: cheap bookkeeping */
+    }
+    return e != 0 && e != EAGAIN && e != ENOBUFS ? -e : 0;
 }
 
 int pmeth_ring_rx_poll(struct pmeth_ring *r, struct pmeth_rx_frame *out, int max)
