@@ -77,11 +77,14 @@ static int pmeth_component_register(void)
     reg("if_exclude", "Comma-separated list of Ethernet interface names never to use.  Mutually "
         "exclusive with btl_pmeth_if_include", MCA_BASE_VAR_TYPE_STRING, &c->if_exclude,
         OPAL_INFO_LVL_1);
-    c->io_mode = "auto";
+    c->io_mode = "packet";
     reg("io_mode", "How frames reach the kernel: \"packet\" (AF_PACKET rings, any interface), "
         "\"xdp\" (AF_XDP sockets with our own XDP program that takes only frames of our "
         "EtherType; copy mode on veth, zero copy where the driver offers it), or \"auto\" "
-        "(the faster one where it works, falling back to packet with one verbose line)",
+        "(AF_XDP where it works, falling back to packet with one verbose line).  Default packet: "
+        "AF_XDP was measured ~8 percent faster in latency and ~34 percent more frames/s at "
+        "MTU 1500 on veth, but it serves one process per interface, frames up to 3840 bytes, and its frames skip the "
+        "interface's queueing discipline (traffic shaping) and ingress filters",
         MCA_BASE_VAR_TYPE_STRING, &c->io_mode, OPAL_INFO_LVL_4);
     c->ethertype = PMETH_WIRE_ETHERTYPE;
     reg("ethertype", "EtherType of our frames (default 0x88B5, IEEE 802 local experimental 1).  "

@@ -32,3 +32,57 @@ test_unit_t_pmeth_wire_LDADD =
 test_unit_t_pmeth_window_SOURCES = test/unit/t_pmeth_window.c btl_pmeth/pmeth_window.c
 test_unit_t_pmeth_window_CPPFLAGS = -I$(top_srcdir)/btl_pmeth -I$(top_srcdir)/test/unit
 test_unit_t_pmeth_window_LDADD =
+
+# ---- Ring I/O: the AF_XDP back end (built when configure found libxdp, libbpf and clang) ----
+# Our XDP program (pmeth_xdp_kern.c) is compiled for the BPF target and embedded in the
+# component as a byte array, so nothing has to be installed beside it.  Without these
+# tools the AF_PACKET rings are the only back end and PMETH_IO_XDP says it was not built.
+PMETH_RING_SRC = btl_pmeth/pmeth_ring.h btl_pmeth/pmeth_ring_packet.c
+PMETH_RING_DEFS =
+PMETH_RING_LINK =
+PMETH_XDP_SRC =
+PMETH_XDP_GEN =
+EXTRA_DIST += btl_pmeth/pmeth_xdp_kern.c
+if HAVE_XDP
+if HAVE_CLANG
+PMETH_XDP_SRC += btl_pmeth/pmeth_ring_xdp.c
+PMETH_XDP_GEN += btl_pmeth/pmeth_xdp_kern_obj.c
+btl_pmeth_mca_btl_pmeth_la_SOURCES += $(PMETH_XDP_SRC)
+nodist_btl_pmeth_mca_btl_pmeth_la_SOURCES = $(PMETH_XDP_GEN)
+btl_pmeth_mca_btl_pmeth_la_CPPFLAGS += -DPMETH_RING_HAVE_XDP=1
+btl_pmeth_mca_btl_pmeth_la_LIBADD += $(XDP_LIBS)
+PMETH_RING_DEFS += -DPMETH_RING_HAVE_XDP=1
+PMETH_RING_LINK += $(XDP_LIBS)
+CLEANFILES += btl_pmeth/pmeth_xdp_kern.bpf.o btl_pmeth/pmeth_xdp_kern_obj.c
+# -target bpf does not search the multiarch include directory (asm/types.h)
+btl_pmeth/pmeth_xdp_kern.bpf.o: $(top_srcdir)/btl_pmeth/pmeth_xdp_kern.c
+	@mkdir -p btl_pmeth
+	$(CLANG) -O2 -g -Wall -target bpf -I/usr/include/$$($(CC) -dumpmachine) -c $< -o $@
+btl_pmeth/pmeth_xdp_kern_obj.c: btl_pmeth/pmeth_xdp_kern.bpf.o
+	{ echo '/* generated from btl_pmeth/pmeth_xdp_kern.c: the XDP program, embedded */'; \
+	  echo '#include <stddef.h>'; \
+	  echo 'extern const unsigned char pmeth_xdp_kern_obj[];'; \
+	  echo 'extern const size_t pmeth_xdp_kern_obj_len;'; \
+	  echo 'const unsigned char pmeth_xdp_kern_obj[] = {'; \
+	  od -An -v -tx1 btl_pmeth/pmeth_xdp_kern.bpf.o | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '};'; \
+	  echo 'const size_t pmeth_xdp_kern_obj_len = sizeof(pmeth_xdp_kern_obj);'; } > $@.tmp
+	mv $@.tmp $@
+endif
+endif
+
+# The ring layer's test program (test/pmeth/t-pmeth-ring.sh runs it in namespaces) and the
+# raw-frame ping-pong floor (test/pmeth/pmeth_floor): no MPI, the ring API only.
+check_PROGRAMS += test/pmeth/pmeth_ringtest test/pmeth/pmeth_floor
+test_pmeth_pmeth_ringtest_SOURCES = test/pmeth/pmeth_ringtest.c test/pmeth/ring_common.h $(PMETH_RING_SRC) \
+	$(PMETH_XDP_SRC)
+nodist_test_pmeth_pmeth_ringtest_SOURCES = $(PMETH_XDP_GEN)
+test_pmeth_pmeth_ringtest_CPPFLAGS = -I$(top_srcdir)/btl_pmeth $(PMETH_RING_DEFS)
+test_pmeth_pmeth_ringtest_CFLAGS = $(XBTL_WARN_CFLAGS) -O2
+test_pmeth_pmeth_ringtest_LDADD = $(PMETH_RING_LINK)
+test_pmeth_pmeth_floor_SOURCES = test/pmeth/pmeth_floor.c test/pmeth/ring_common.h $(PMETH_RING_SRC) \
+	$(PMETH_XDP_SRC)
+nodist_test_pmeth_pmeth_floor_SOURCES = $(PMETH_XDP_GEN)
+test_pmeth_pmeth_floor_CPPFLAGS = -I$(top_srcdir)/btl_pmeth $(PMETH_RING_DEFS)
+test_pmeth_pmeth_floor_CFLAGS = $(XBTL_WARN_CFLAGS) -O2
+test_pmeth_pmeth_floor_LDADD = $(PMETH_RING_LINK)

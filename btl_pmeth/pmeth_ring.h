@@ -25,11 +25,24 @@
  * frames once it comes round to that slot: the ring is sized well beyond the
  * reliability window for that reason.
  *
+ * Two back ends (cfg.mode): PMETH_IO_PACKET, AF_PACKET TPACKET_V2 rings on
+ * any interface (pmeth_ring_packet.c), and PMETH_IO_XDP, an AF_XDP socket fed
+ * by our own XDP program (pmeth_ring_xdp.c; what it serves is stated there:
+ * one process per interface, one receive queue, frames up to 3840 bytes).
+ * Open fails with a sentence when a back end cannot serve, so the caller can
+ * fall back to AF_PACKET.  With AF_XDP frames can be posted and given back in
+ * any order, so the shadow copies and dummy frames below never happen there.
+ * AF_XDP frames bypass the interface's qdisc on the way out (tbf shaping,
+ * netem) and are taken before the ingress hooks on the way in (tc, nftables
+ * netdev: the virtual cluster's injected loss): shaped or lossy experiments
+ * must use AF_PACKET.
+ *
  * Several processes of a host share an interface (and its MAC): a classic BPF
  * filter on the socket passes only frames of our EtherType, job key and
  * destination id, so each process's ring gets its own frames only.  A host's
  * own frames are not looped back to its other sockets (a socket bound to one
- * EtherType does not see outgoing traffic, and NICs do not hairpin), so ranks
+ * EtherType does not see outgoing traffic, and NICs do not hairpin; checked
+ * with and without PACKET_QDISC_BYPASS by test/pmeth/t-pmeth-ring.sh), so ranks
  * on one host reach each other through a shared-memory BTL, not through pmeth.
  */
 #ifndef PMETH_RING_H
@@ -59,6 +72,7 @@ struct pmeth_ring_stats {
     uint64_t repost_copies, repost_bytes;   /* retransmits copied into a fresh slot */
     uint64_t dummies;                   /* slots given back unposted */
     uint64_t refused_by_device;         /* frames the device refused for good (MTU) */
+    uint64_t resyncs;                   /* the kernel waited at a slot we had not posted */
     uint64_t kernel_drops;              /* frames the kernel dropped: ring full */
 };
 
@@ -99,5 +113,25 @@ int pmeth_ring_tx_kick(struct pmeth_ring *r);
 
 int pmeth_ring_rx_poll(struct pmeth_ring *r, struct pmeth_rx_frame *out, int max);
 void pmeth_ring_rx_put(struct pmeth_ring *r, int id);
+
+/* ---- internal: the AF_XDP back end, called by pmeth_ring_packet.c ---- */
+#ifdef PMETH_RING_HAVE_XDP
+struct pmeth_xdp;
+int pmeth_xdp_open(const struct pmeth_ring_config *cfg, struct pmeth_xdp **out, char *err,
+                   size_t errlen);
+void pmeth_xdp_close(struct pmeth_xdp *x);
+const char *pmeth_xdp_mode_name(const struct pmeth_xdp *x);
+size_t pmeth_xdp_memory(const struct pmeth_xdp *x);
+void pmeth_xdp_get_stats(struct pmeth_xdp *x, struct pmeth_ring_stats *s);
+int pmeth_xdp_tx_get(struct pmeth_xdp *x, void **frame, uint32_t *capacity);
+void pmeth_xdp_tx_post(struct pmeth_xdp *x, int id, uint32_t len);
+int pmeth_xdp_tx_repost(struct pmeth_xdp *x, int id);
+void *pmeth_xdp_tx_frame(struct pmeth_xdp *x, int id);
+bool pmeth_xdp_tx_done(struct pmeth_xdp *x, int id);
+void pmeth_xdp_tx_put(struct pmeth_xdp *x, int id);
+int pmeth_xdp_tx_kick(struct pmeth_xdp *x);
+int pmeth_xdp_rx_poll(struct pmeth_xdp *x, struct pmeth_rx_frame *out, int max);
+void pmeth_xdp_rx_put(struct pmeth_xdp *x, int id);
+#endif
 
 #endif

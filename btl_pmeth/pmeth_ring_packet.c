@@ -1,4 +1,6 @@
-/* pmeth's ring I/O over AF_PACKET TPACKET_V2 rings (pmeth_ring.h). */
+/* pmeth's ring I/O over AF_PACKET TPACKET_V2 rings (pmeth_ring.h).  A ring
+ * opened in PMETH_IO_XDP mode holds only an AF_XDP back end (pmeth_ring_xdp.c)
+ * and every call is handed to it: one predictable branch per call. */
 #define _GNU_SOURCE
 #include "pmeth_ring.h"
 
@@ -19,6 +21,14 @@
 #define TX_DATA_OFF (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll))
 #define NO_ID (-1)
 
+#ifdef PMETH_RING_HAVE_XDP
+#define XDP_OR(r, call) do { if ((r)->xdp != NULL) { return call; } } while (0)
+#define XDP_OR_VOID(r, call) do { if ((r)->xdp != NULL) { call; return; } } while (0)
+#else
+#define XDP_OR(r, call) do { } while (0)
+#define XDP_OR_VOID(r, call) do { } while (0)
+#endif
+
 enum { ID_FREE = 0, ID_OWNED, ID_POSTED };
 
 struct tx_id {
@@ -30,6 +40,9 @@ struct tx_id {
 };
 
 struct pmeth_ring {
+#ifdef PMETH_RING_HAVE_XDP
+    struct pmeth_xdp *xdp;      /* non-NULL: the AF_XDP back end does the work */
+#endif
     int fd;
     bool own_fd;
     int ifindex;
@@ -136,9 +149,25 @@ int pmeth_ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out
                     size_t errlen)
 {
     *out = NULL;
-    if (cfg->mode != PMETH_IO_PACKET) {
-        snprintf(err, errlen, "AF_XDP rings are not built into this version");
+    if (cfg->mode == PMETH_IO_XDP) {
+#ifdef PMETH_RING_HAVE_XDP
+        struct pmeth_ring *xr = calloc(1, sizeof(*xr));
+        if (xr == NULL) {
+            return fail(err, errlen, ENOMEM, "ring");
+        }
+        xr->fd = -1;
+        int xrc = pmeth_xdp_open(cfg, &xr->xdp, err, errlen);
+        if (xrc != 0) {
+            free(xr);
+            return xrc;
+        }
+        *out = xr;
+        return 0;
+#else
+        snprintf(err, errlen, "AF_XDP was not built in (configure found no libxdp/libbpf "
+                 "or no clang)");
         return -EOPNOTSUPP;
+#endif
     }
     if (cfg->tx_frames < 8 || cfg->rx_frames < 8 || cfg->frame_size < 64
         || cfg->frame_size > 65536) {
@@ -251,6 +280,13 @@ void pmeth_ring_close(struct pmeth_ring *r)
     if (r == NULL) {
         return;
     }
+#ifdef PMETH_RING_HAVE_XDP
+    if (r->xdp != NULL) {
+        pmeth_xdp_close(r->xdp);
+        free(r);
+        return;
+    }
+#endif
     if (r->map != NULL) {
         munmap(r->map, r->map_len);
     }
@@ -268,16 +304,20 @@ void pmeth_ring_close(struct pmeth_ring *r)
 
 const char *pmeth_ring_mode_name(const struct pmeth_ring *r)
 {
+    (void) r;
+    XDP_OR(r, pmeth_xdp_mode_name(r->xdp));
     return "AF_PACKET";
 }
 
 size_t pmeth_ring_memory(const struct pmeth_ring *r)
 {
+    XDP_OR(r, pmeth_xdp_memory(r->xdp));
     return r->map_len;
 }
 
 void pmeth_ring_get_stats(struct pmeth_ring *r, struct pmeth_ring_stats *s)
 {
+    XDP_OR_VOID(r, pmeth_xdp_get_stats(r->xdp, s));
     struct tpacket_stats ks;
     socklen_t len = sizeof(ks);
     if (getsockopt(r->fd, SOL_PACKET, PACKET_STATISTICS, &ks, &len) == 0) {
@@ -341,6 +381,7 @@ static int take_slot(struct pmeth_ring *r)
 
 int pmeth_ring_tx_get(struct pmeth_ring *r, void **frame, uint32_t *capacity)
 {
+    XDP_OR(r, pmeth_xdp_tx_get(r->xdp, frame, capacity));
     if (r->free_id == NO_ID) {
         r->st.tx_full++;
         return -1;
@@ -382,6 +423,7 @@ static void post_slot(struct pmeth_ring *r, uint32_t slot, uint32_t len)
 
 void pmeth_ring_tx_post(struct pmeth_ring *r, int id, uint32_t len)
 {
+    XDP_OR_VOID(r, pmeth_xdp_tx_post(r->xdp, id, len));
     struct tx_id *t = &r->ids[id];
     t->len = len;
     t->state = ID_POSTED;
@@ -394,12 +436,14 @@ void pmeth_ring_tx_post(struct pmeth_ring *r, int id, uint32_t len)
 
 void *pmeth_ring_tx_frame(struct pmeth_ring *r, int id)
 {
+    XDP_OR(r, pmeth_xdp_tx_frame(r->xdp, id));
     struct tx_id *t = &r->ids[id];
     return t->slot >= 0 ? slot_data(r, (uint32_t) t->slot) : t->shadow;
 }
 
 bool pmeth_ring_tx_done(struct pmeth_ring *r, int id)
 {
+    XDP_OR(r, pmeth_xdp_tx_done(r->xdp, id));
     struct tx_id *t = &r->ids[id];
     if (t->slot < 0) {
         return true;
@@ -409,6 +453,7 @@ bool pmeth_ring_tx_done(struct pmeth_ring *r, int id)
 
 int pmeth_ring_tx_repost(struct pmeth_ring *r, int id)
 {
+    XDP_OR(r, pmeth_xdp_tx_repost(r->xdp, id));
     struct tx_id *t = &r->ids[id];
     if (!pmeth_ring_tx_done(r, id)) {
         return -1;
@@ -436,6 +481,7 @@ int pmeth_ring_tx_repost(struct pmeth_ring *r, int id)
 
 void pmeth_ring_tx_put(struct pmeth_ring *r, int id)
 {
+    XDP_OR_VOID(r, pmeth_xdp_tx_put(r->xdp, id));
     struct tx_id *t = &r->ids[id];
     if (t->slot >= 0) {
         r->slot_owner[t->slot] = NO_ID;
@@ -464,7 +510,19 @@ static uint64_t now_ns(void)
  * kept aside for their owner): a lost frame, which the reliability layer
  * resends, instead of a dead link. */
 #define PMETH_RING_STUCK_NS (50ull * 1000 * 1000)
-static void unstick(struct pmeth_ring *r)
+/* Called after a kick that left the oldest posted frame unsent.  Two cases,
+ * told apart by what the kick said:
+ *  - an error: the device refuses that frame (ENOBUFS from a full queue drains
+ *    in microseconds; a frame over the far end's MTU, never);
+ *  - no error, nothing sent: the kernel's send position is not at our oldest
+ *    frame but at a slot we have not posted (seen after a link went down and
+ *    up with frames queued), and it waits there.
+ * After PMETH_RING_STUCK_NS the first is turned into a frame no one accepts
+ * and the second is resolved by posting such frames up to where the kernel
+ * waits; the frames' bytes stay with their owners, so the reliability layer
+ * resends them: lost frames instead of a dead link. */
+#define PMETH_RING_STUCK_NS (50ull * 1000 * 1000)
+static void unstick(struct pmeth_ring *r, bool refused)
 {
     while (r->tx_tail != r->tx_head && r->slot_pending[r->tx_tail]
            && !(status_of(tx_hdr(r, r->tx_tail)) & (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING))) {
@@ -475,6 +533,7 @@ static void unstick(struct pmeth_ring *r)
     uint32_t s = r->tx_tail;
     volatile struct tpacket2_hdr *h = tx_hdr(r, s);
     if (s == r->tx_head || !r->slot_pending[s] || status_of(h) != TP_STATUS_SEND_REQUEST) {
+        r->stuck_since = 0;
         return;
     }
     uint64_t now = now_ns();
@@ -482,7 +541,23 @@ static void unstick(struct pmeth_ring *r)
         r->stuck_since = now;
         return;
     }
-    if (now - r->stuck_since < PMETH_RING_STUCK_NS || h->tp_len <= 60) {
+    if (now - r->stuck_since < PMETH_RING_STUCK_NS) {
+        return;
+    }
+    r->stuck_since = 0;
+    if (!refused) {
+        /* fill the free slots ahead with frames no one accepts, up to our
+         * oldest: wherever the kernel waits, it comes round to it */
+        int n = 0;
+        for (int d; r->tx_head != r->tx_tail && (d = take_slot(r)) >= 0; n++) {
+            write_dummy(r, slot_data(r, (uint32_t) d));
+            post_slot(r, (uint32_t) d, 60);
+        }
+        r->st.resyncs++;
+        r->st.dummies += (uint64_t) n;
+        return;
+    }
+    if (h->tp_len <= 60) {
         return;
     }
     int owner = r->slot_owner[s];
@@ -500,24 +575,25 @@ static void unstick(struct pmeth_ring *r)
     h->tp_len = 60;
     h->tp_snaplen = 60;
     r->st.refused_by_device++;
-    r->stuck_since = 0;
 }
 
 int pmeth_ring_tx_kick(struct pmeth_ring *r)
 {
+    XDP_OR(r, pmeth_xdp_tx_kick(r->xdp));
     r->st.kicks++;
     ssize_t n = sendto(r->fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
     int e = n < 0 ? errno : 0;
-    if (e != 0 || r->stuck_since != 0) {
-        unstick(r);
-    } else if (r->tx_tail != r->tx_head && ((r->tx_head - r->tx_tail + r->tx_nr) % r->tx_nr) > r->tx_nr / 2) {
-        unstick(r);     /* keep the tail near the head: cheap bookkeeping */
+    if (e != 0 || n == 0 || r->stuck_since != 0) {
+        unstick(r, e != 0);
+    } else if ((r->tx_head - r->tx_tail + r->tx_nr) % r->tx_nr > r->tx_nr / 2) {
+        unstick(r, false);      /* keep the tail near the head: cheap bookkeeping */
     }
     return e != 0 && e != EAGAIN && e != ENOBUFS ? -e : 0;
 }
 
 int pmeth_ring_rx_poll(struct pmeth_ring *r, struct pmeth_rx_frame *out, int max)
 {
+    XDP_OR(r, pmeth_xdp_rx_poll(r->xdp, out, max));
     int n = 0;
     while (n < max) {
         uint32_t i = r->rx_head;
@@ -540,5 +616,6 @@ int pmeth_ring_rx_poll(struct pmeth_ring *r, struct pmeth_rx_frame *out, int max
 
 void pmeth_ring_rx_put(struct pmeth_ring *r, int id)
 {
+    XDP_OR_VOID(r, pmeth_xdp_rx_put(r->xdp, id));
     set_status(rx_hdr(r, (uint32_t) id), TP_STATUS_KERNEL);
 }

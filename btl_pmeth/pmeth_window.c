@@ -27,12 +27,17 @@ static uint64_t clamp_rto(const pmeth_txwin_t *w, uint64_t rto)
                                    : rto > w->cfg.rto_max_ns ? w->cfg.rto_max_ns : rto;
 }
 
+size_t pmeth_txwin_bytes(uint32_t window)
+{
+    return sizeof(pmeth_txwin_t) + (size_t) window * sizeof(pmeth_txslot_t);
+}
+
 pmeth_txwin_t *pmeth_txwin_create(const pmeth_window_config_t *cfg)
 {
     if (!config_ok(cfg)) {
         return NULL;
     }
-    pmeth_txwin_t *w = calloc(1, sizeof(*w) + cfg->window * sizeof(pmeth_txslot_t));
+    pmeth_txwin_t *w = calloc(1, pmeth_txwin_bytes(cfg->window));
     if (w == NULL) {
         return NULL;
     }
@@ -56,11 +61,24 @@ uint32_t pmeth_txwin_push(pmeth_txwin_t *w, uintptr_t handle, uint64_t now, uint
     memset(s, 0, sizeof(*s));
     s->handle = handle;
     s->sent_ns = now;
+    s->stamp = w->stamp_next++;
     s->link = link;
+    /* the timer starts with the first outstanding frame; later ones cannot
+     * expire before it (they were sent after it) */
     if (w->deadline_valid && w->deadline == UINT64_MAX) {
-        w->deadline = now + w->rto;     /* the timer starts with the first outstanding frame */
+        w->deadline = now + w->rto;
     }
     return seq;
+}
+
+/* A frame goes (again) now. */
+static void mark_sent(pmeth_txwin_t *w, pmeth_txslot_t *s, uint64_t now)
+{
+    s->sent_ns = now;
+    s->stamp = w->stamp_next++;
+    if (s->resends < UINT8_MAX) {
+        s->resends++;
+    }
 }
 
 static void rtt_sample(pmeth_txwin_t *w, uint64_t r)
@@ -73,8 +91,66 @@ static void rtt_sample(pmeth_txwin_t *w, uint64_t r)
         w->rttvar = (3 * w->rttvar + diff) / 4;
         w->srtt = (7 * w->srtt + r) / 8;
     }
-    w->rto = clamp_rto(w, w->srtt + 4 * w->rttvar);
     w->rtt_samples++;
+}
+
+/* A retransmitted frame at bitmap position I (-1: base) is lost again when
+ * THRESH held frames of its link went after its retransmission. */
+static bool overtaken_since_resent(const pmeth_txwin_t *w, const pmeth_txslot_t *s, int i, int top,
+                                   uint32_t thresh)
+{
+    uint32_t later = 0;
+    for (int j = i + 1; j <= top && later < thresh; j++) {
+        const pmeth_txslot_t *h = &w->slot[(w->base + 1 + (uint32_t) j) & w->mask];
+        later += h->sacked && h->link == s->link && (int32_t) (h->stamp - s->stamp) > 0;
+    }
+    return later >= thresh;
+}
+
+/* Mark what the bitmap says the receiver holds, then take as lost every frame
+ * still missing with at least fast_retransmit held frames above it that went
+ * over the same link.  One link delivers in order, so frames of one link
+ * overtaking each other mean loss; frames of a faster link overtaking those of
+ * a slower one (striping) mean nothing. */
+static uint64_t apply_sack(pmeth_txwin_t *w, uint64_t sack)
+{
+    uint64_t newest_once = 0;           /* newly held frames sent once: RTT samples */
+    /* bit i is frame base+1+i; only frames actually sent count */
+    uint32_t span = w->next - w->base - 1;     /* frames above base that exist */
+    if (span < 64) {
+        sack &= (1ull << span) - 1;
+    }
+    if (sack == 0) {
+        return 0;
+    }
+    int top = 63 - __builtin_clzll(sack);
+    uint32_t above[PMETH_WINDOW_LINKS] = {0};  /* held frames seen so far, per link */
+    uint32_t thresh = w->cfg.fast_retransmit;
+    for (int i = top; i >= -1; i--) {
+        pmeth_txslot_t *s = &w->slot[(w->base + 1 + (uint32_t) i) & w->mask];
+        if (i >= 0 && (sack >> i & 1) && !s->sacked) {
+            s->sacked = 1;
+            w->nsacked++;
+            if (s->resends == 0 && s->sent_ns > newest_once) {
+                newest_once = s->sent_ns;
+            }
+        }
+        if (s->sacked) {
+            above[s->link % PMETH_WINDOW_LINKS]++;
+            continue;
+        }
+        if (thresh == 0 || s->fast_due || above[s->link % PMETH_WINDOW_LINKS] < thresh) {
+            continue;
+        }
+        /* frames above it went after it, unless it went again since: then
+         * only frames sent after its retransmission count (once per loss) */
+        if (s->resends > 0 && !overtaken_since_resent(w, s, i, top, thresh)) {
+            continue;
+        }
+        s->fast_due = 1;
+        w->nfast++;
+    }
+    return newest_once;
 }
 
 unsigned pmeth_txwin_ack(pmeth_txwin_t *w, uint32_t cum, uint64_t sack, uint64_t now,
@@ -85,60 +161,70 @@ unsigned pmeth_txwin_ack(pmeth_txwin_t *w, uint32_t cum, uint64_t sack, uint64_t
         return 0;
     }
     unsigned n = 0;
-    uint64_t sample = 0;
-    bool have_sample = false;
+    /* The RTT sample: the newest frame sent once whose acknowledgement this
+     * ack brings first (cumulatively or selectively).  A frame the receiver
+     * held for a while behind a gap was acknowledged earlier, selectively:
+     * its age now is recovery time, not round-trip time. */
+    uint64_t newest_once = 0;
     while (w->base != cum) {
         pmeth_txslot_t *s = &w->slot[w->base & w->mask];
         if (s->fast_due) {
             w->nfast--;
         }
-        if (s->resends == 0 && now >= s->sent_ns) {
-            sample = now - s->sent_ns;          /* the newest frame sent once: Karn */
-            have_sample = true;
+        if (s->resends == 0 && !s->sacked && s->sent_ns > newest_once) {
+            newest_once = s->sent_ns;           /* sent once (Karn), acknowledged just now */
         }
+        w->nsacked -= s->sacked;
         uintptr_t h = s->handle;
         s->handle = 0;
         s->fast_due = 0;
+        s->sacked = 0;
+        /* advance before the callback: it may push a frame into this very slot */
         w->base++;
         n++;
         if (released != NULL) {
             released(h, ctx);
         }
     }
-    if (have_sample) {
-        rtt_sample(w, sample);
+    if (w->base != w->next) {
+        /* the receiver says it lacks base: an older bitmap that claimed
+         * otherwise must not keep base from its timer */
+        pmeth_txslot_t *b = &w->slot[w->base & w->mask];
+        w->nsacked -= b->sacked;
+        b->sacked = 0;
+        uint64_t sacked_once = apply_sack(w, sack);
+        newest_once = sacked_once > newest_once ? sacked_once : newest_once;
     }
-    if (n > 0) {
+    if (newest_once > 0 && now >= newest_once) {
+        rtt_sample(w, now - newest_once);
         w->backoff = 0;
-        w->rto = clamp_rto(w, w->srtt ? w->srtt + 4 * w->rttvar : w->cfg.rto_init_ns);
+        w->rto = clamp_rto(w, w->srtt + 4 * w->rttvar);
     }
-    /* selective acks: bit i is frame cum+1+i; cum itself is missing */
-    if (sack != 0 && w->base != w->next) {
-        uint32_t highest = cum;
-        for (unsigned i = 0; i < 64; i++) {
-            uint32_t seq = cum + 1 + i;
-            if (!pmeth_seq_lt(seq, w->next)) {
-                break;
-            }
-            if (sack & (1ull << i)) {
-                w->slot[seq & w->mask].sacked = 1;
-                highest = seq;
-            }
-        }
-        /* every frame still missing below the highest one held is passed once more */
-        for (uint32_t seq = cum; pmeth_seq_lt(seq, highest); seq++) {
-            pmeth_txslot_t *s = &w->slot[seq & w->mask];
-            if (s->sacked || s->fast_done) {
-                continue;
-            }
-            if (++s->dups >= w->cfg.fast_retransmit && w->cfg.fast_retransmit > 0 && !s->fast_due) {
-                s->fast_due = 1;
-                w->nfast++;
-            }
+    if (w->probing && (!pmeth_seq_lt(w->probe_seq, w->base)
+                       ? w->slot[w->probe_seq & w->mask].sacked : true)) {
+        /* The probe is through, and this ack tells what the receiver had when
+         * it arrived: a frame sent a round trip or more before the probe and
+         * neither acknowledged nor held by now is lost. */
+        w->probing = false;
+        uint64_t margin = w->srtt ? w->srtt : w->cfg.rto_min_ns / 2;
+        uint64_t lost_before = w->probe_sent_ns > margin ? w->probe_sent_ns - margin : 0;
+        if (w->expire_below < lost_before) {
+            w->expire_below = lost_before;
         }
     }
     w->deadline_valid = false;
     return n;
+}
+
+/* The end of what the receiver can tell us about: its bitmap covers 64 frames
+ * past the cumulative ack.  A frame further on may well be held there, so it
+ * runs no timer of its own until the acks come near it (the oldest frame
+ * always does): resending it blindly would flood a large window with
+ * duplicates after every loss. */
+static uint32_t horizon(const pmeth_txwin_t *w)
+{
+    return w->next - w->base > PMETH_WINDOW_SACK_SPAN + 1 ? w->base + PMETH_WINDOW_SACK_SPAN + 1
+                                                          : w->next;
 }
 
 uint64_t pmeth_txwin_next_deadline(pmeth_txwin_t *w)
@@ -148,10 +234,13 @@ uint64_t pmeth_txwin_next_deadline(pmeth_txwin_t *w)
     }
     /* The earliest (re)transmission among frames not yet acknowledged nor held:
      * frames sent once were sent in sequence order, so the first of those is
-     * the earliest of them; resent ones anywhere before it may be earlier. */
+     * the earliest of them; resent ones before it may be earlier, resent ones
+     * after it are later. */
     uint64_t earliest = UINT64_MAX;
-    for (uint32_t seq = w->base; seq != w->next; seq++) {
+    uint32_t end = horizon(w);
+    for (uint32_t seq = w->base; seq != end; seq++) {
         const pmeth_txslot_t *s = &w->slot[seq & w->mask];
+        w->slots_scanned++;
         if (s->sacked) {
             continue;
         }
@@ -162,48 +251,96 @@ uint64_t pmeth_txwin_next_deadline(pmeth_txwin_t *w)
             break;
         }
     }
-    w->deadline = earliest == UINT64_MAX ? UINT64_MAX : earliest + w->rto;
+    if (earliest == UINT64_MAX) {
+        w->deadline = UINT64_MAX;
+    } else if (earliest < w->expire_below) {
+        w->deadline = earliest;                 /* known lost, left over by the cap: now */
+    } else if (w->probing) {
+        /* waiting for the probe's answer: only the probe runs a timer */
+        w->deadline = w->slot[w->probe_seq & w->mask].sent_ns + w->rto;
+    } else {
+        w->deadline = earliest + w->rto;
+    }
     w->deadline_valid = true;
     return w->deadline;
+}
+
+static void emit(pmeth_txwin_t *w, pmeth_txslot_t *s, uint32_t seq, uint64_t now, bool fast,
+                 pmeth_txwin_due_t *out)
+{
+    mark_sent(w, s, now);
+    *out = (pmeth_txwin_due_t){.handle = s->handle, .seq = seq, .link = s->link, .fast = fast};
 }
 
 int pmeth_txwin_due(pmeth_txwin_t *w, uint64_t now, pmeth_txwin_due_t *out, unsigned max)
 {
     unsigned n = 0;
+    /* 1. frames the acks showed lost */
     for (uint32_t seq = w->base; w->nfast > 0 && n < max && seq != w->next; seq++) {
         pmeth_txslot_t *s = &w->slot[seq & w->mask];
+        w->slots_scanned++;
         if (!s->fast_due) {
             continue;
         }
         s->fast_due = 0;
         s->fast_done = 1;
         w->nfast--;
-        if (s->sacked) {
-            continue;
+        if (!s->sacked) {
+            emit(w, s, seq, now, true, &out[n++]);
         }
-        s->resends++;
-        s->sent_ns = now;
-        out[n++] = (pmeth_txwin_due_t){.handle = s->handle, .seq = seq, .fast = true};
     }
-    if (n < max && pmeth_txwin_next_deadline(w) <= now) {
-        bool expired = false;
-        for (uint32_t seq = w->base; n < max && seq != w->next; seq++) {
+    if (n >= max || pmeth_txwin_next_deadline(w) > now) {
+        goto done;
+    }
+    /* 2. frames a probe's answer showed lost (sent well before the probe and
+     * neither acknowledged nor held when it came back) */
+    uint32_t end = horizon(w);
+    if (w->deadline < w->expire_below) {
+        for (uint32_t seq = w->base; n < max && seq != end; seq++) {
             pmeth_txslot_t *s = &w->slot[seq & w->mask];
-            if (s->sacked || now - s->sent_ns < w->rto) {
+            w->slots_scanned++;
+            if (s->sacked) {
                 continue;
             }
-            s->resends++;
-            s->sent_ns = now;
-            s->fast_done = 0;   /* a new loss of the same frame may be fast-retransmitted */
-            s->dups = 0;
-            out[n++] = (pmeth_txwin_due_t){.handle = s->handle, .seq = seq, .fast = false};
-            expired = true;
+            if (s->sent_ns >= w->expire_below) {
+                if (s->resends == 0) {
+                    break;      /* every frame after this one was sent later still */
+                }
+                continue;
+            }
+            s->fast_done = 0;
+            emit(w, s, seq, now, false, &out[n++]);
         }
-        if (expired) {
-            w->backoff++;
-            w->rto = clamp_rto(w, w->rto * 2);
-        }
+        goto done;
     }
+    /* 3. a timer expired.  The receiver may hold everything and only our ack
+     * was lost, or the link may be down: one frame, the probe, finds out;
+     * the rest waits for its answer.  Each expiry doubles the timeout. */
+    if (n < max) {
+        uint32_t probe = w->base;
+        if (w->probing) {
+            probe = w->probe_seq;               /* unanswered: the same one again */
+        } else {
+            uint64_t lim = now >= w->rto ? now - w->rto : 0;
+            for (uint32_t seq = w->base; seq != end; seq++) {
+                const pmeth_txslot_t *s = &w->slot[seq & w->mask];
+                w->slots_scanned++;
+                if (!s->sacked && s->sent_ns <= lim) {
+                    probe = seq;
+                    break;
+                }
+            }
+        }
+        pmeth_txslot_t *s = &w->slot[probe & w->mask];
+        s->fast_done = 0;   /* a new loss of the same frame may be fast-retransmitted */
+        emit(w, s, probe, now, false, &out[n++]);
+        w->probing = true;
+        w->probe_seq = probe;
+        w->probe_sent_ns = now;
+        w->backoff++;
+        w->rto = clamp_rto(w, w->rto * 2);
+    }
+done:
     if (n > 0) {
         w->deadline_valid = false;
     }
@@ -220,6 +357,7 @@ bool pmeth_txwin_drain(pmeth_txwin_t *w, uintptr_t *handle)
     if (s->fast_due) {
         w->nfast--;
     }
+    w->nsacked -= s->sacked;
     memset(s, 0, sizeof(*s));
     w->base++;
     w->deadline_valid = false;
@@ -228,33 +366,54 @@ bool pmeth_txwin_drain(pmeth_txwin_t *w, uintptr_t *handle)
 
 /* ---- receiver ---- */
 
+/* one allocation: the window, then the presence bits, then the handles */
+static size_t rx_bits_offset(void)
+{
+    return (sizeof(pmeth_rxwin_t) + 7) & ~(size_t) 7;
+}
+
+static size_t rx_bits_words(uint32_t window)
+{
+    return (window + 63) / 64;
+}
+
+size_t pmeth_rxwin_bytes(uint32_t window)
+{
+    return rx_bits_offset() + rx_bits_words(window) * sizeof(uint64_t)
+           + (size_t) window * sizeof(uintptr_t);
+}
+
 pmeth_rxwin_t *pmeth_rxwin_create(const pmeth_window_config_t *cfg)
 {
     if (!config_ok(cfg)) {
         return NULL;
     }
-    pmeth_rxwin_t *w = calloc(1, sizeof(*w));
-    if (w == NULL) {
+    uint8_t *mem = calloc(1, pmeth_rxwin_bytes(cfg->window));
+    if (mem == NULL) {
         return NULL;
     }
+    pmeth_rxwin_t *w = (pmeth_rxwin_t *) mem;
     w->cfg = *cfg;
     w->mask = cfg->window - 1;
-    w->present = calloc(cfg->window, 1);
-    w->handle = calloc(cfg->window, sizeof(*w->handle));
-    if (w->present == NULL || w->handle == NULL) {
-        pmeth_rxwin_destroy(w);
-        return NULL;
-    }
+    w->present = (uint64_t *) (mem + rx_bits_offset());
+    w->handle = (uintptr_t *) (w->present + rx_bits_words(cfg->window));
     return w;
 }
 
 void pmeth_rxwin_destroy(pmeth_rxwin_t *w)
 {
-    if (w != NULL) {
-        free(w->present);
-        free(w->handle);
-        free(w);
-    }
+    free(w);
+}
+
+static inline bool rx_present(const pmeth_rxwin_t *w, uint32_t slot)
+{
+    return w->present[slot / 64] >> (slot % 64) & 1;
+}
+
+static inline void rx_set(pmeth_rxwin_t *w, uint32_t slot, bool on)
+{
+    uint64_t bit = 1ull << (slot % 64);
+    w->present[slot / 64] = on ? w->present[slot / 64] | bit : w->present[slot / 64] & ~bit;
 }
 
 pmeth_rx_verdict_t pmeth_rxwin_classify(const pmeth_rxwin_t *w, uint32_t seq)
@@ -264,12 +423,14 @@ pmeth_rx_verdict_t pmeth_rxwin_classify(const pmeth_rxwin_t *w, uint32_t seq)
         return PMETH_RX_NEW_IN_ORDER;
     }
     if (d < 0) {
+        /* the sender may still resend anything of the last window (its acks
+         * were lost); older than that it cannot have, so it is not ours */
         return d >= -(int32_t) w->cfg.window ? PMETH_RX_DUPLICATE : PMETH_RX_OUT_OF_WINDOW;
     }
     if ((uint32_t) d >= w->cfg.window) {
         return PMETH_RX_OUT_OF_WINDOW;
     }
-    return w->present[seq & w->mask] ? PMETH_RX_DUPLICATE : PMETH_RX_NEW_OUT_OF_ORDER;
+    return rx_present(w, seq & w->mask) ? PMETH_RX_DUPLICATE : PMETH_RX_NEW_OUT_OF_ORDER;
 }
 
 static void note_taken(pmeth_rxwin_t *w, uint64_t now)
@@ -295,7 +456,7 @@ pmeth_rx_verdict_t pmeth_rxwin_accept(pmeth_rxwin_t *w, uint32_t seq, uintptr_t 
         }
         break;
     case PMETH_RX_NEW_OUT_OF_ORDER:
-        w->present[seq & w->mask] = 1;
+        rx_set(w, seq & w->mask, true);
         w->handle[seq & w->mask] = handle;
         w->held++;
         note_taken(w, now);
@@ -313,11 +474,11 @@ pmeth_rx_verdict_t pmeth_rxwin_accept(pmeth_rxwin_t *w, uint32_t seq, uintptr_t 
 bool pmeth_rxwin_pop(pmeth_rxwin_t *w, uintptr_t *handle)
 {
     uint32_t i = w->base & w->mask;
-    if (w->held == 0 || !w->present[i]) {
+    if (w->held == 0 || !rx_present(w, i)) {
         return false;
     }
     *handle = w->handle[i];
-    w->present[i] = 0;
+    rx_set(w, i, false);
     w->handle[i] = 0;
     w->held--;
     w->base++;
@@ -327,9 +488,9 @@ bool pmeth_rxwin_pop(pmeth_rxwin_t *w, uintptr_t *handle)
 bool pmeth_rxwin_drain(pmeth_rxwin_t *w, uintptr_t *handle)
 {
     for (uint32_t k = 0; w->held > 0 && k < w->cfg.window; k++) {
-        if (w->present[k]) {
+        if (rx_present(w, k)) {
             *handle = w->handle[k];
-            w->present[k] = 0;
+            rx_set(w, k, false);
             w->handle[k] = 0;
             w->held--;
             return true;
@@ -344,7 +505,7 @@ void pmeth_rxwin_ack_fields(const pmeth_rxwin_t *w, uint32_t *cum, uint64_t *sac
     if (w->held > 0) {
         uint32_t n = w->cfg.window - 1 < 64 ? w->cfg.window - 1 : 64;
         for (uint32_t i = 0; i < n; i++) {
-            if (w->present[(w->base + 1 + i) & w->mask]) {
+            if (rx_present(w, (w->base + 1 + i) & w->mask)) {
                 bits |= 1ull << i;
             }
         }

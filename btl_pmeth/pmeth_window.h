@@ -7,54 +7,86 @@
  *
  * Sender (txwin): each DATA frame gets the next sequence number and is kept
  * (by the caller's handle) until the receiver's cumulative ack passes it.
- * Selective acks mark frames held beyond a gap: they are not resent, and each
- * ack that shows a later frame past a missing one counts against it; at
- * fast_retransmit counts it is due at once, once per loss.  One retransmit
- * timer covers the oldest frame not yet acknowledged (RFC 6298: srtt + 4
- * rttvar, clamped to [rto_min, rto_max], doubled per expiry, samples only from
- * frames sent once: Karn).  due() returns at most the number of frames the
- * caller allows per call: the usnic lesson, a lossy path must not start a
- * retransmit storm.
+ * Selective acks mark frames the receiver holds beyond a gap: they are not
+ * resent.  A frame still missing once fast_retransmit frames sent after it on
+ * the same link have been selectively acknowledged is taken as lost (RFC
+ * 6675's IsLost, per link: the count is of distinct frames, not of acks, so
+ * the same bitmap piggy-backed on many data frames does not fire it, and one
+ * link delivers in order, so a faster link overtaking a slower one when a
+ * message is striped does not either) and is due at once, once per loss.  A
+ * fast retransmission that is lost in turn is found the same way: frames sent
+ * after it on its link are held while it is still missing.
+ * The retransmit timer follows RFC 6298: srtt + 4 rttvar, clamped to
+ * [rto_min, rto_max], samples only from frames sent once (Karn), doubled each
+ * time the oldest outstanding frame times out, back to normal on a new sample.
+ * When it expires, only the earliest expired frame goes again, as a probe:
+ * a lost ack behind a full window then costs one frame, not the window, and a
+ * dead link one frame per back-off.  Once an ack shows the probe through, it
+ * tells what the receiver had: every frame sent a round trip or more before
+ * the probe and neither acknowledged nor held is lost, and goes again.  Only
+ * frames within the bitmap's reach (64 past the cumulative ack) run timers:
+ * frames further on may be held, and get their timers as the acks come near.
+ * due() returns at most
+ * the number of frames the caller allows per call: the usnic lesson, a lossy
+ * path must not start a retransmit storm; frames left over are due again at
+ * the next call, not a back-off later.
+ * When nothing is due, due() costs O(1): the earliest deadline is cached and
+ * recomputed after an ack from the oldest frames only.
  *
  * Receiver (rxwin): frames are taken in order; one ahead of a gap is held (the
  * caller keeps the frame, the window its handle) until the gap fills, and pop()
  * then yields the held successors in order.  Duplicates and frames outside the
  * window are refused.  Acks: cumulative (the next expected) plus a 64-bit
  * selective bitmap of what is held beyond it.  An ack is due at once after
- * ack_every frames, on a frame out of order or a duplicate (so the sender's
- * fast retransmit and its lost acks recover fast), and otherwise ack_delay
- * after the first frame not yet acknowledged.
+ * ack_every frames, on a frame out of order, a gap filled or a duplicate (so
+ * the sender's fast retransmit and its lost acks recover fast), and otherwise
+ * ack_delay after the first frame not yet acknowledged.
+ *
+ * Memory per peer (both directions), allocated by the caller when traffic
+ * starts: pmeth_txwin_bytes(W) + pmeth_rxwin_bytes(W), about 33 x W bytes
+ * (8.4 KiB at W = 256, 132 KiB at W = 4096).
+ *
+ * Not thread-safe: the caller serialises calls on one window.  The release
+ * callback of pmeth_txwin_ack() may push new frames onto the same window.
  */
 #ifndef PMETH_WINDOW_H
 #define PMETH_WINDOW_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
+/* Frames past the cumulative ack that a selective-ack bitmap covers. */
+#define PMETH_WINDOW_SACK_SPAN 64
+/* Links told apart by loss detection (link indices are taken modulo this). */
+#define PMETH_WINDOW_LINKS 8
+
 typedef struct pmeth_window_config {
-    uint32_t window;                    /* frames, a power of two */
+    uint32_t window;                    /* frames, a power of two, 2 .. 2^20 */
     uint64_t rto_init_ns, rto_min_ns, rto_max_ns;
     uint64_t ack_delay_ns;
-    uint32_t ack_every;
-    uint32_t fast_retransmit;           /* 0: off */
+    uint32_t ack_every;                 /* 0 or 1: ack every frame at once */
+    uint32_t fast_retransmit;           /* frames held above a missing one; 0: off */
 } pmeth_window_config_t;
 
+/* Defaults: 20 ms before any RTT sample, RTO in [2 ms, 1 s], delayed ack
+ * 100 us, an ack at once every 8 frames, fast retransmit after 3. */
 void pmeth_window_config_init(pmeth_window_config_t *cfg, uint32_t window);
 
-/* serial-arithmetic comparison: a before b */
+/* serial-arithmetic comparison (RFC 1982): a before b */
 static inline bool pmeth_seq_lt(uint32_t a, uint32_t b) { return (int32_t) (a - b) < 0; }
 
 /* ---- sender ---- */
 typedef struct pmeth_txslot {
     uintptr_t handle;
     uint64_t sent_ns;                   /* last (re)transmission */
-    uint16_t resends;
-    uint8_t sacked;
-    uint8_t fast_done;                  /* fast-retransmitted for this loss */
-    uint16_t dups;                      /* acks that showed later frames past this one */
+    uint32_t stamp;                     /* transmission order within the window */
+    uint8_t resends;                    /* saturates at 255 */
+    uint8_t sacked : 1;                 /* the receiver holds it */
+    uint8_t fast_done : 1;              /* fast-retransmitted for this loss */
+    uint8_t fast_due : 1;               /* taken as lost, waiting for due() */
     uint8_t link;
-    uint8_t fast_due;
-} pmeth_txslot_t;
+} pmeth_txslot_t;                       /* 24 bytes */
 
 typedef struct pmeth_txwin {
     pmeth_window_config_t cfg;
@@ -62,41 +94,59 @@ typedef struct pmeth_txwin {
     uint32_t base;                      /* oldest unacknowledged */
     uint32_t next;                      /* next to assign */
     uint32_t nfast;                     /* slots with fast_due set */
+    uint32_t stamp_next;                /* transmissions so far */
     uint64_t srtt, rttvar, rto;         /* ns; srtt 0: no sample yet */
-    uint32_t backoff;                   /* expiries since the last progress */
+    uint32_t backoff;                   /* timeouts of the oldest frame since the last progress */
     uint64_t deadline;                  /* cached: when the timer expires (UINT64_MAX: idle) */
+    uint64_t expire_below;              /* frames sent before this are known lost (the cap
+                                           may have left some for the next call) */
+    uint32_t nsacked;                   /* frames the receiver said it holds */
+    bool probing;                       /* a frame went again on timeout, alone, and no
+                                           ack has shown it through yet */
+    uint32_t probe_seq;
+    uint64_t probe_sent_ns;
     bool deadline_valid;
     uint64_t rtt_samples;
+    uint64_t slots_scanned;             /* work done by due()/next_deadline(): for the tests */
     pmeth_txslot_t slot[];
 } pmeth_txwin_t;
 
 typedef struct pmeth_txwin_due {
     uintptr_t handle;
     uint32_t seq;
+    uint8_t link;                       /* the link it was pushed on */
     bool fast;
 } pmeth_txwin_due_t;
 
+/* Bytes one sender window of WINDOW frames takes (one allocation). */
+size_t pmeth_txwin_bytes(uint32_t window);
+/* NULL when the configuration is unusable (window not a power of two, ...). */
 pmeth_txwin_t *pmeth_txwin_create(const pmeth_window_config_t *cfg);
 void pmeth_txwin_destroy(pmeth_txwin_t *w);
+/* The window is open.  Small and inline on purpose: the BTL ANDs it with its
+ * own conditions (a free ring frame; credits and grants in the next issue). */
 static inline bool pmeth_txwin_can_send(const pmeth_txwin_t *w)
 {
     return w->next - w->base < w->cfg.window;
 }
 static inline bool pmeth_txwin_empty(const pmeth_txwin_t *w) { return w->next == w->base; }
 static inline uint32_t pmeth_txwin_inflight(const pmeth_txwin_t *w) { return w->next - w->base; }
-/* Assign the next sequence number to a frame (the window must be open). */
+/* Assign the next sequence number to a frame sent at NOW on LINK (the window
+ * must be open). */
 uint32_t pmeth_txwin_push(pmeth_txwin_t *w, uintptr_t handle, uint64_t now, uint8_t link);
-/* Process a cumulative ack and its selective bitmap: RELEASED is called for
+/* Process a cumulative ack (the next sequence number the receiver expects) and
+ * its selective bitmap (bit i: frame cum+1+i is held): RELEASED is called for
  * every frame now acknowledged, in sequence order.  Returns how many.  Acks
- * that do not fit the window (old, or past what was sent) change nothing. */
+ * that do not fit the window (old, or past what was sent) change nothing:
+ * they come from the wire and are not trusted. */
 unsigned pmeth_txwin_ack(pmeth_txwin_t *w, uint32_t cum, uint64_t sack, uint64_t now,
                          void (*released)(uintptr_t handle, void *ctx), void *ctx);
 /* When the retransmit timer expires (UINT64_MAX: nothing outstanding). */
 uint64_t pmeth_txwin_next_deadline(pmeth_txwin_t *w);
 static inline bool pmeth_txwin_fast_pending(const pmeth_txwin_t *w) { return w->nfast > 0; }
 /* Frames to send again now, at most MAX: fast retransmits first, then, if the
- * timer expired, the oldest outstanding frames whose timeout passed.  Each is
- * counted as resent now. */
+ * timer expired, the oldest outstanding frames whose own timeout passed.  Each
+ * is counted as resent now (the caller sends it, refreshing its acks). */
 int pmeth_txwin_due(pmeth_txwin_t *w, uint64_t now, pmeth_txwin_due_t *out, unsigned max);
 /* Take the oldest frame still held, whatever its state (teardown). */
 bool pmeth_txwin_drain(pmeth_txwin_t *w, uintptr_t *handle);
@@ -118,15 +168,18 @@ typedef struct pmeth_rxwin {
     uint32_t unacked;                   /* frames taken since the last ack went out */
     bool immediate;                     /* an ack is owed at once */
     uint64_t first_unacked_ns;
-    uint8_t *present;                   /* per slot: a frame is held there */
-    uintptr_t *handle;
+    uint64_t *present;                  /* bit per slot: a frame is held there */
+    uintptr_t *handle;                  /* per slot (same allocation as the window) */
 } pmeth_rxwin_t;
 
+/* Bytes one receiver window of WINDOW frames takes (one allocation). */
+size_t pmeth_rxwin_bytes(uint32_t window);
 pmeth_rxwin_t *pmeth_rxwin_create(const pmeth_window_config_t *cfg);
 void pmeth_rxwin_destroy(pmeth_rxwin_t *w);
 /* What accept() would say, changing nothing. */
 pmeth_rx_verdict_t pmeth_rxwin_classify(const pmeth_rxwin_t *w, uint32_t seq);
-/* Take frame SEQ; for NEW_OUT_OF_ORDER the window keeps HANDLE until pop(). */
+/* Take frame SEQ; for NEW_OUT_OF_ORDER the window keeps HANDLE until pop().
+ * After NEW_IN_ORDER the caller delivers the frame, then pops its successors. */
 pmeth_rx_verdict_t pmeth_rxwin_accept(pmeth_rxwin_t *w, uint32_t seq, uintptr_t handle,
                                       uint64_t now);
 /* The next held frame that is now in order, if any (it is taken). */
@@ -148,6 +201,12 @@ static inline bool pmeth_rxwin_ack_now(const pmeth_rxwin_t *w) { return w->immed
 static inline bool pmeth_rxwin_ack_due(const pmeth_rxwin_t *w, uint64_t now)
 {
     return w->immediate || (w->unacked > 0 && now - w->first_unacked_ns >= w->cfg.ack_delay_ns);
+}
+/* When an ack falls due: 0 if at once, UINT64_MAX if none is owed. */
+static inline uint64_t pmeth_rxwin_next_deadline(const pmeth_rxwin_t *w)
+{
+    return w->immediate ? 0 : w->unacked > 0 ? w->first_unacked_ns + w->cfg.ack_delay_ns
+                                              : UINT64_MAX;
 }
 
 #endif

@@ -1,0 +1,500 @@
+/*
+ * pmeth's ring I/O over AF_XDP (pmeth_ring.h, the back end behind
+ * PMETH_IO_XDP).  Built only with libxdp (for its xsk ring helpers), libbpf
+ * and clang (for our XDP program, pmeth_xdp_kern.c, embedded as bytes).
+ *
+ * Memory: one UMEM area of tx_frames + rx_frames chunks (2 or 4 KiB each).
+ * Chunks [0, ntx) are send frames, [ntx, ntx + nrx) receive frames; a frame's
+ * id is its chunk number.  Unlike AF_PACKET's send ring, the AF_XDP send ring
+ * carries addresses, so any frame can be posted in any order: a held frame
+ * never blocks the others and nothing is ever copied aside; a retransmit
+ * posts the same chunk again.  Receive frames go back to the kernel through
+ * the fill ring, also in any order.
+ *
+ * What it serves (open fails with a sentence otherwise, and the BTL falls
+ * back to AF_PACKET):
+ *  - one process per interface: the socket binds receive queue 0 and one XDP
+ *    program can be attached per interface and mode, so a second rank of the
+ *    host finds the queue or the hook taken.  Its frames still reach it: our
+ *    program passes every frame not addressed to its own process id, and the
+ *    other rank's AF_PACKET ring picks them up.
+ *  - interfaces with a single receive queue (veth, most virtual NICs): frames
+ *    hashed to another queue would miss our socket.
+ *  - frames up to one chunk minus the kernel's 256-byte headroom (3840 bytes:
+ *    MTU 3826): no multi-buffer, so MTU 9000 stays on AF_PACKET.
+ * On veth the kernel copies each frame into the UMEM (copy mode; zero copy is
+ * EOPNOTSUPP there); with a zero-copy driver the bind picks zero copy itself.
+ * Copy-mode sends leave through dev_direct_xmit, past the interface's qdisc
+ * (like PACKET_QDISC_BYPASS): tbf shaping does not apply to them.
+ */
+#define _GNU_SOURCE
+#include "pmeth_ring.h"
+
+#include <errno.h>
+#include <dirent.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include <linux/if_xdp.h>
+#include <xdp/xsk.h>
+
+extern const unsigned char pmeth_xdp_kern_obj[];
+extern const size_t pmeth_xdp_kern_obj_len;
+
+/* must match struct pmeth_xdp_cfg in pmeth_xdp_kern.c */
+struct xdp_prog_cfg {
+    uint32_t ethertype, job_key, my_id, queue;
+};
+
+#define XDP_KERNEL_HEADROOM 256u    /* XDP_PACKET_HEADROOM: before each received frame */
+
+enum { TX_OWNED = 1, TX_IN_KERNEL = 2 };
+
+struct pmeth_xdp {
+    int ifindex;
+    uint32_t queue;
+    uint8_t *area;
+    size_t area_len;
+    uint32_t chunk;
+    uint32_t ntx, nrx;
+    struct xsk_umem *umem;
+    struct xsk_socket *xsk;
+    int fd;
+    struct xsk_ring_prod fill, tx;
+    struct xsk_ring_cons comp, rx;
+    struct bpf_object *obj;
+    int link_fd;
+    uint8_t *tx_state;          /* TX_OWNED | TX_IN_KERNEL per send frame */
+    uint32_t *tx_len;           /* length last posted, for a retransmit */
+    uint32_t *tx_free;          /* stack of free send frames */
+    uint32_t tx_nfree;
+    uint32_t tx_unsent;         /* posted since the kernel last took the send ring */
+    bool zerocopy;              /* else copy mode: only sendto sends */
+    char mode_name[48];
+    struct pmeth_ring_stats st;
+};
+
+static int xfail(char *err, size_t errlen, int e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t) n < errlen && e != 0) {
+        snprintf(err + n, errlen - (size_t) n, ": %s", strerror(e));
+    }
+    return -(e != 0 ? e : EOPNOTSUPP);
+}
+
+static uint32_t pow2_at_least(uint32_t v)
+{
+    uint32_t p = 1;
+    while (p < v) {
+        p <<= 1;
+    }
+    return p;
+}
+
+static int count_rx_queues(const char *ifname)
+{
+    char path[64 + IF_NAMESIZE];
+    snprintf(path, sizeof(path), "/sys/class/net/%s/queues", ifname);
+    DIR *d = opendir(path);
+    if (d == NULL) {
+        return 1;       /* no sysfs: assume one */
+    }
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        n += strncmp(e->d_name, "rx-", 3) == 0;
+    }
+    closedir(d);
+    return n > 0 ? n : 1;
+}
+
+/* libbpf talks on stderr by default; its messages are not for MPI users */
+static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+    (void) level;
+    (void) fmt;
+    (void) ap;
+    return 0;
+}
+
+void pmeth_xdp_close(struct pmeth_xdp *x)
+{
+    if (x == NULL) {
+        return;
+    }
+    if (x->link_fd >= 0) {
+        close(x->link_fd);      /* detaches our program */
+    }
+    if (x->obj != NULL) {
+        bpf_object__close(x->obj);
+    }
+    if (x->xsk != NULL) {
+        xsk_socket__delete(x->xsk);
+    }
+    if (x->umem != NULL) {
+        (void) xsk_umem__delete(x->umem);
+    }
+    if (x->area != NULL) {
+        munmap(x->area, x->area_len);
+    }
+    free(x->tx_state);
+    free(x->tx_len);
+    free(x->tx_free);
+    free(x);
+}
+
+/* Load our program, tell it what to take, hand it our socket, attach it. */
+static int attach_program(struct pmeth_xdp *x, const struct pmeth_ring_config *cfg, char *err,
+                          size_t errlen)
+{
+    LIBBPF_OPTS(bpf_object_open_opts, oopts, .object_name = "pmeth_xdp");
+    x->obj = bpf_object__open_mem(pmeth_xdp_kern_obj, pmeth_xdp_kern_obj_len, &oopts);
+    if (x->obj == NULL) {
+        x->obj = NULL;
+        return xfail(err, errlen, errno, "AF_XDP: opening the embedded XDP program");
+    }
+    if (bpf_object__load(x->obj) != 0) {
+        return xfail(err, errlen, errno, "AF_XDP: loading the XDP program (needs CAP_BPF and "
+                     "CAP_NET_ADMIN)");
+    }
+    struct bpf_map *cfg_map = bpf_object__find_map_by_name(x->obj, "pmeth_cfg");
+    struct bpf_map *xsk_map = bpf_object__find_map_by_name(x->obj, "pmeth_xsk");
+    struct bpf_program *prog = bpf_object__find_program_by_name(x->obj, "pmeth_xdp");
+    if (cfg_map == NULL || xsk_map == NULL || prog == NULL) {
+        return xfail(err, errlen, 0, "AF_XDP: the embedded XDP program lacks its maps");
+    }
+    uint32_t zero = 0;
+    struct xdp_prog_cfg pc = {.ethertype = cfg->ethertype, .job_key = cfg->job_key,
+                              .my_id = cfg->my_id, .queue = x->queue};
+    int fd = xsk_socket__fd(x->xsk);
+    if (bpf_map_update_elem(bpf_map__fd(cfg_map), &zero, &pc, BPF_ANY) != 0
+        || bpf_map_update_elem(bpf_map__fd(xsk_map), &zero, &fd, BPF_ANY) != 0) {
+        return xfail(err, errlen, errno, "AF_XDP: setting up the XDP program's maps");
+    }
+    /* a BPF link, not a plain attach: the program goes with the last fd,
+     * also when the process is killed -- nothing stays on the interface */
+    const char *hook = "driver";
+    LIBBPF_OPTS(bpf_link_create_opts, lopts, .flags = 0);
+    x->link_fd = bpf_link_create(bpf_program__fd(prog), x->ifindex, BPF_XDP, &lopts);
+    if (x->link_fd < 0 && errno != EBUSY && errno != EEXIST) {
+        lopts.flags = XDP_FLAGS_SKB_MODE;
+        hook = "generic";
+        x->link_fd = bpf_link_create(bpf_program__fd(prog), x->ifindex, BPF_XDP, &lopts);
+    }
+    if (x->link_fd < 0) {
+        int e = errno;
+        if (e == EBUSY || e == EEXIST) {
+            return xfail(err, errlen, e, "AF_XDP: %s already has an XDP program (another "
+                         "process of this host using AF_XDP there?)", cfg->ifname);
+        }
+        return xfail(err, errlen, e, "AF_XDP: attaching the XDP program to %s", cfg->ifname);
+    }
+    struct xdp_options opts;
+    socklen_t olen = sizeof(opts);
+    x->zerocopy = getsockopt(fd, SOL_XDP, XDP_OPTIONS, &opts, &olen) == 0
+                  && (opts.flags & XDP_OPTIONS_ZEROCOPY);
+    snprintf(x->mode_name, sizeof(x->mode_name), "AF_XDP (%s, %s XDP)",
+             x->zerocopy ? "zero copy" : "copy mode", hook);
+    return 0;
+}
+
+int pmeth_xdp_open(const struct pmeth_ring_config *cfg, struct pmeth_xdp **out, char *err,
+                   size_t errlen)
+{
+    *out = NULL;
+    if (cfg->fd >= 0) {
+        return xfail(err, errlen, 0, "AF_XDP cannot use a socket opened by a helper (AF_PACKET "
+                     "only)");
+    }
+    struct pmeth_xdp *x = calloc(1, sizeof(*x));
+    if (x == NULL) {
+        return xfail(err, errlen, ENOMEM, "AF_XDP");
+    }
+    x->link_fd = -1;
+    x->queue = 0;
+    libbpf_print_fn_t old_print = libbpf_set_print(quiet_libbpf);
+    int rc, nq;
+    x->ifindex = (int) if_nametoindex(cfg->ifname);
+    if (x->ifindex == 0) {
+        rc = xfail(err, errlen, errno, "%s", cfg->ifname);
+        goto error;
+    }
+    if ((nq = count_rx_queues(cfg->ifname)) > 1) {
+        rc = xfail(err, errlen, 0, "AF_XDP: %s has %d receive queues and pmeth binds one "
+                   "(frames hashed elsewhere would be missed)", cfg->ifname, nq);
+        goto error;
+    }
+    if (cfg->frame_size + XDP_KERNEL_HEADROOM <= 2048) {
+        x->chunk = 2048;
+    } else if (cfg->frame_size + XDP_KERNEL_HEADROOM <= 4096) {
+        x->chunk = 4096;
+    } else {
+        rc = xfail(err, errlen, 0, "AF_XDP takes frames of up to %u bytes (one 4 KiB chunk "
+                   "without multi-buffer); %s needs %u", 4096 - XDP_KERNEL_HEADROOM,
+                   cfg->ifname, cfg->frame_size);
+        goto error;
+    }
+    x->ntx = pow2_at_least(cfg->tx_frames < 8 ? 8 : cfg->tx_frames);
+    x->nrx = pow2_at_least(cfg->rx_frames < 8 ? 8 : cfg->rx_frames);
+    x->area_len = (size_t) (x->ntx + x->nrx) * x->chunk;
+    x->area = mmap(NULL, x->area_len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (x->area == MAP_FAILED) {
+        x->area = NULL;
+        rc = xfail(err, errlen, errno, "AF_XDP: UMEM of %zu bytes", x->area_len);
+        goto error;
+    }
+    x->tx_state = calloc(x->ntx, 1);
+    x->tx_free = malloc(x->ntx * sizeof(*x->tx_free));
+    x->tx_len = calloc(x->ntx, sizeof(*x->tx_len));
+    if (x->tx_state == NULL || x->tx_free == NULL || x->tx_len == NULL) {
+        rc = xfail(err, errlen, ENOMEM, "AF_XDP bookkeeping");
+        goto error;
+    }
+    for (uint32_t i = 0; i < x->ntx; i++) {
+        x->tx_free[i] = x->ntx - 1 - i;     /* lowest id on top */
+    }
+    x->tx_nfree = x->ntx;
+
+    struct xsk_umem_config ucfg = {.fill_size = x->nrx, .comp_size = x->ntx,
+                                   .frame_size = x->chunk, .frame_headroom = 0, .flags = 0};
+    rc = xsk_umem__create(&x->umem, x->area, x->area_len, &x->fill, &x->comp, &ucfg);
+    if (rc != 0) {
+        x->umem = NULL;
+        rc = xfail(err, errlen, -rc, "AF_XDP: registering the UMEM (needs CAP_NET_RAW; "
+                   "locked memory limit?)");
+        goto error;
+    }
+    struct xsk_socket_config scfg = {.rx_size = x->nrx, .tx_size = x->ntx,
+                                     .libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
+                                     .xdp_flags = 0, .bind_flags = XDP_USE_NEED_WAKEUP};
+    rc = xsk_socket__create(&x->xsk, cfg->ifname, x->queue, x->umem, &x->rx, &x->tx, &scfg);
+    if (rc != 0) {
+        x->xsk = NULL;
+        rc = xfail(err, errlen, -rc, "AF_XDP: binding a socket to %s queue %u%s", cfg->ifname,
+                   x->queue, -rc == EBUSY ? " (taken by another process of this host)" : "");
+        goto error;
+    }
+    x->fd = xsk_socket__fd(x->xsk);
+    /* every receive frame goes to the kernel at once */
+    uint32_t idx;
+    if (xsk_ring_prod__reserve(&x->fill, x->nrx, &idx) != x->nrx) {
+        rc = xfail(err, errlen, 0, "AF_XDP: fill ring smaller than %u", x->nrx);
+        goto error;
+    }
+    for (uint32_t i = 0; i < x->nrx; i++) {
+        *xsk_ring_prod__fill_addr(&x->fill, idx + i) = (uint64_t) (x->ntx + i) * x->chunk;
+    }
+    xsk_ring_prod__submit(&x->fill, x->nrx);
+    rc = attach_program(x, cfg, err, errlen);
+    if (rc != 0) {
+        goto error;
+    }
+    libbpf_set_print(old_print);
+    *out = x;
+    return 0;
+
+error:
+    libbpf_set_print(old_print);
+    pmeth_xdp_close(x);
+    return rc;
+}
+
+const char *pmeth_xdp_mode_name(const struct pmeth_xdp *x)
+{
+    return x->mode_name;
+}
+
+size_t pmeth_xdp_memory(const struct pmeth_xdp *x)
+{
+    /* the UMEM plus the four descriptor rings (16-byte rx/tx, 8-byte fill/completion) */
+    return x->area_len + (size_t) x->nrx * (16 + 8) + (size_t) x->ntx * (16 + 8);
+}
+
+void pmeth_xdp_get_stats(struct pmeth_xdp *x, struct pmeth_ring_stats *s)
+{
+    struct xdp_statistics ks;
+    socklen_t len = sizeof(ks);
+    if (getsockopt(x->fd, SOL_XDP, XDP_STATISTICS, &ks, &len) == 0) {
+        /* cumulative in the kernel, unlike PACKET_STATISTICS */
+        x->st.kernel_drops = ks.rx_dropped + ks.rx_ring_full;
+    }
+    *s = x->st;
+}
+
+static void free_tx(struct pmeth_xdp *x, uint32_t id)
+{
+    x->tx_free[x->tx_nfree++] = id;
+}
+
+/* Take back the send frames the kernel has finished with. */
+static void reap_completions(struct pmeth_xdp *x)
+{
+    uint32_t idx;
+    uint32_t n = xsk_ring_cons__peek(&x->comp, x->ntx, &idx);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t addr = *xsk_ring_cons__comp_addr(&x->comp, idx + i);
+        uint32_t id = (uint32_t) (addr / x->chunk);
+        if (id >= x->ntx) {
+            continue;   /* not a send frame: cannot happen */
+        }
+        x->tx_state[id] &= (uint8_t) ~TX_IN_KERNEL;
+        if (x->tx_state[id] == 0) {
+            free_tx(x, id);
+        }
+    }
+    if (n > 0) {
+        xsk_ring_cons__release(&x->comp, n);
+    }
+}
+
+int pmeth_xdp_tx_get(struct pmeth_xdp *x, void **frame, uint32_t *capacity)
+{
+    if (x->tx_nfree == 0) {
+        reap_completions(x);
+        if (x->tx_nfree == 0) {
+            x->st.tx_full++;
+            return -1;
+        }
+    }
+    uint32_t id = x->tx_free[--x->tx_nfree];
+    x->tx_state[id] = TX_OWNED;
+    *frame = x->area + (size_t) id * x->chunk;
+    *capacity = x->chunk;
+    return (int) id;
+}
+
+static void post(struct pmeth_xdp *x, uint32_t id, uint32_t len)
+{
+    uint32_t idx;
+    /* at most ntx frames are in the kernel and the ring holds ntx descriptors */
+    if (xsk_ring_prod__reserve(&x->tx, 1, &idx) != 1) {
+        return;     /* cannot happen; the frame counts as lost and is resent */
+    }
+    struct xdp_desc *d = xsk_ring_prod__tx_desc(&x->tx, idx);
+    d->addr = (uint64_t) id * x->chunk;
+    d->len = len;
+    d->options = 0;
+    xsk_ring_prod__submit(&x->tx, 1);
+    x->tx_state[id] |= TX_IN_KERNEL;
+    x->tx_len[id] = len;
+    x->tx_unsent++;
+}
+
+void pmeth_xdp_tx_post(struct pmeth_xdp *x, int id, uint32_t len)
+{
+    post(x, (uint32_t) id, len);
+}
+
+void *pmeth_xdp_tx_frame(struct pmeth_xdp *x, int id)
+{
+    return x->area + (size_t) id * x->chunk;
+}
+
+bool pmeth_xdp_tx_done(struct pmeth_xdp *x, int id)
+{
+    if (x->tx_state[id] & TX_IN_KERNEL) {
+        reap_completions(x);
+    }
+    return !(x->tx_state[id] & TX_IN_KERNEL);
+}
+
+int pmeth_xdp_tx_repost(struct pmeth_xdp *x, int id)
+{
+    if (!pmeth_xdp_tx_done(x, id)) {
+        return -1;
+    }
+    post(x, (uint32_t) id, x->tx_len[id]);    /* the same chunk again: no copy */
+    return 0;
+}
+
+void pmeth_xdp_tx_put(struct pmeth_xdp *x, int id)
+{
+    x->tx_state[id] &= (uint8_t) ~TX_OWNED;
+    if (x->tx_state[id] == 0) {
+        free_tx(x, (uint32_t) id);
+    }   /* else it is freed when its completion comes back */
+}
+
+int pmeth_xdp_tx_kick(struct pmeth_xdp *x)
+{
+    int rc = 0;
+    /* In copy mode one sendto sends a bounded batch (32 frames before kernel
+     * 6.17's XDP_MAX_TX_SKB_BUDGET) and answers EAGAIN while frames remain:
+     * go on while it makes progress, so one kick still sends everything. */
+    /* copy mode sends only from sendto, whatever the wakeup flag says; a
+     * zero-copy driver is woken only when it asks */
+    while (x->tx_unsent > 0 && (!x->zerocopy || xsk_ring_prod__needs_wakeup(&x->tx))) {
+        x->st.kicks++;
+        if (sendto(x->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) >= 0) {
+            x->tx_unsent = 0;
+            break;
+        }
+        if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
+            rc = -errno;
+            break;
+        }
+        /* how many descriptors the kernel has not taken yet */
+        uint32_t left = x->tx.cached_prod - __atomic_load_n(x->tx.consumer, __ATOMIC_ACQUIRE);
+        if (left == 0 || left >= x->tx_unsent) {
+            x->tx_unsent = left;
+            break;      /* no progress: the device queue is full, retry at the next kick */
+        }
+        x->tx_unsent = left;
+    }
+    if (x->zerocopy && !xsk_ring_prod__needs_wakeup(&x->tx)) {
+        x->tx_unsent = 0;   /* the driver sends on its own */
+    }
+    reap_completions(x);
+    return rc;
+}
+
+int pmeth_xdp_rx_poll(struct pmeth_xdp *x, struct pmeth_rx_frame *out, int max)
+{
+    uint32_t idx;
+    uint32_t n = xsk_ring_cons__peek(&x->rx, (uint32_t) max, &idx);
+    if (n == 0) {
+        if (xsk_ring_prod__needs_wakeup(&x->fill)) {
+            /* only zero-copy drivers ask; copy mode fills in the softirq */
+            x->st.kicks++;
+            (void) recvfrom(x->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+        }
+        return 0;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const struct xdp_desc *d = xsk_ring_cons__rx_desc(&x->rx, idx + i);
+        uint64_t chunk_no = d->addr / x->chunk;
+        uint32_t off = (uint32_t) (d->addr % x->chunk), len = d->len;
+        if (off > x->chunk || len > x->chunk - off) {
+            len = 0;    /* the parser drops an empty frame */
+        }
+        out[i].id = (int) chunk_no;
+        out[i].frame = x->area + d->addr;
+        out[i].len = len;
+    }
+    xsk_ring_cons__release(&x->rx, n);
+    return (int) n;
+}
+
+void pmeth_xdp_rx_put(struct pmeth_xdp *x, int id)
+{
+    uint32_t idx;
+    /* the fill ring holds all nrx receive frames, so there is always room */
+    if (xsk_ring_prod__reserve(&x->fill, 1, &idx) == 1) {
+        *xsk_ring_prod__fill_addr(&x->fill, idx) = (uint64_t) id * x->chunk;
+        xsk_ring_prod__submit(&x->fill, 1);
+    }
+}

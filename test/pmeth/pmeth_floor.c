@@ -1,0 +1,244 @@
+/*
+ * Raw-frame floor through pmeth's ring layer (no MPI, no protocol): what the
+ * rings alone cost, the bound the BTL's latency and bandwidth are judged by.
+ * Both ends busy-poll.  Run under `flock /tmp/xbtl-bench.lock` (the machine
+ * is shared); test/pmeth/floor.sh drives it between two namespaces.
+ *
+ *   pong   echoes every frame addressed to it, same length; prints the half
+ *          round trip it sees between successive arrivals (its own clock)
+ *   ping   --count round trips of --size byte frames (after 10% warm-up);
+ *          prints median / min / 90th percentile of the half round trip
+ *   sink   counts frames for a stream; prints frames/s and Gbit/s of what
+ *          arrived (first to last frame), checking sequence numbers
+ *   blast  sends --size byte frames for --seconds as fast as the ring takes
+ *          them, one kick per 32 frames; prints frames/s offered
+ * Output: one JSON line.
+ */
+#include "ring_common.h"
+
+#include <unistd.h>
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+    return x < y ? -1 : x > y;
+}
+
+static bool ours(const struct opts *o, const uint8_t *f, uint32_t len)
+{
+    return len >= TF_HDR && get_le32(f + 18) == o->me && get_le32(f + 14) == o->key;
+}
+
+static int send_one(struct pmeth_ring *r, const struct opts *o, uint32_t len, uint32_t seq,
+                    uint32_t dst)
+{
+    void *f;
+    uint32_t cap;
+    int id;
+    while ((id = pmeth_ring_tx_get(r, &f, &cap)) < 0) {
+        (void) pmeth_ring_tx_kick(r);
+    }
+    if (cap < len) {
+        return -1;
+    }
+    /* header only: the floor times the rings, not a payload loop */
+    tf_build(f, TF_HDR, o->peer_mac, o->mac, o->ethertype, o->key, dst, o->me, seq);
+    put_le32((uint8_t *) f + 30, len - TF_HDR);
+    pmeth_ring_tx_post(r, id, len);
+    pmeth_ring_tx_put(r, id);
+    return 0;
+}
+
+static int pong(const struct opts *o, struct pmeth_ring *r)
+{
+    uint64_t deadline = now_ns() + (uint64_t) (o->timeout * 1e9);
+    long n = 0, cap = o->count + 16;
+    uint64_t *t = malloc((size_t) cap * sizeof(*t));
+    struct pmeth_rx_frame in[8];
+    bool stop = false;
+    while (!stop && now_ns() < deadline) {
+        int k = pmeth_ring_rx_poll(r, in, 8);
+        for (int i = 0; i < k; i++) {
+            const uint8_t *f = in[i].frame;
+            uint32_t len = in[i].len, seq = ours(o, f, len) ? get_le32(f + 26) : 0;
+            uint32_t src = ours(o, f, len) ? get_le32(f + 22) : 0;
+            bool mine = ours(o, f, len);
+            pmeth_ring_rx_put(r, in[i].id);
+            if (!mine) {
+                continue;
+            }
+            if (seq == TF_STOP) {
+                stop = true;
+                break;
+            }
+            if (n < cap) {
+                t[n++] = now_ns();
+            }
+            send_one(r, o, len, seq, src);
+            (void) pmeth_ring_tx_kick(r);
+        }
+    }
+    long warm = n / 10, m = 0;
+    uint64_t *d = malloc((size_t) (n > 0 ? n : 1) * sizeof(*d));
+    for (long i = warm + 1; i < n; i++) {
+        d[m++] = t[i] - t[i - 1];
+    }
+    qsort(d, (size_t) m, sizeof(*d), cmp_u64);
+    printf("{\"role\": \"pong\", \"mode\": \"%s\", \"size\": %u, \"frames\": %ld, "
+           "\"half_rtt_us_median\": %.3f}\n", pmeth_ring_mode_name(r), o->size, n,
+           m > 0 ? d[m / 2] / 2000.0 : -1.0);
+    free(t);
+    free(d);
+    return n > 0 ? 0 : 1;
+}
+
+static int ping(const struct opts *o, struct pmeth_ring *r)
+{
+    long warm = o->count / 10, total = o->count + warm;
+    uint64_t *d = malloc((size_t) o->count * sizeof(*d));
+    struct pmeth_rx_frame in[8];
+    uint64_t deadline = now_ns() + (uint64_t) (o->timeout * 1e9);
+    long done = 0;
+    for (long i = 0; i < total && now_ns() < deadline; i++) {
+        uint64_t t0 = now_ns();
+        if (send_one(r, o, o->size, (uint32_t) i, o->peers[0]) != 0) {
+            fprintf(stderr, "ping: frame size %u over the ring's capacity\n", o->size);
+            return 2;
+        }
+        (void) pmeth_ring_tx_kick(r);
+        bool back = false;
+        while (!back && now_ns() < deadline) {
+            int k = pmeth_ring_rx_poll(r, in, 8);
+            for (int j = 0; j < k; j++) {
+                const uint8_t *f = in[j].frame;
+                if (ours(o, f, in[j].len) && get_le32(f + 26) == (uint32_t) i
+                    && in[j].len == o->size) {
+                    back = true;
+                }
+                pmeth_ring_rx_put(r, in[j].id);
+            }
+        }
+        if (!back) {
+            break;
+        }
+        if (i >= warm) {
+            d[done++] = now_ns() - t0;
+        }
+    }
+    for (int rep = 0; rep < 3; rep++) {
+        send_one(r, o, TF_HDR, TF_STOP, o->peers[0]);
+        (void) pmeth_ring_tx_kick(r);
+        usleep(1000);
+    }
+    qsort(d, (size_t) done, sizeof(*d), cmp_u64);
+    printf("{\"role\": \"ping\", \"mode\": \"%s\", \"size\": %u, \"iterations\": %ld, "
+           "\"half_rtt_us_median\": %.3f, \"half_rtt_us_min\": %.3f, \"half_rtt_us_p90\": %.3f}\n",
+           pmeth_ring_mode_name(r), o->size, done, done ? d[done / 2] / 2000.0 : -1.0,
+           done ? d[0] / 2000.0 : -1.0, done ? d[done * 9 / 10] / 2000.0 : -1.0);
+    free(d);
+    return done == o->count ? 0 : 1;
+}
+
+static int sink(const struct opts *o, struct pmeth_ring *r)
+{
+    uint64_t deadline = now_ns() + (uint64_t) (o->timeout * 1e9), first = 0, last = 0;
+    unsigned long frames = 0, bytes = 0, out_of_order = 0;
+    uint32_t expect = 0;
+    struct pmeth_rx_frame in[64];
+    bool stop = false;
+    while (!stop && now_ns() < deadline) {
+        int k = pmeth_ring_rx_poll(r, in, 64);
+        for (int i = 0; i < k; i++) {
+            const uint8_t *f = in[i].frame;
+            if (ours(o, f, in[i].len)) {
+                uint32_t seq = get_le32(f + 26);
+                if (seq == TF_STOP) {
+                    stop = true;
+                } else {
+                    out_of_order += seq < expect;   /* a gap is a drop, going back is wrong */
+                    expect = seq + 1;
+                    last = now_ns();
+                    if (frames++ == 0) {
+                        first = last;
+                    }
+                    bytes += in[i].len;
+                }
+            }
+            pmeth_ring_rx_put(r, in[i].id);
+        }
+    }
+    double secs = (last - first) / 1e9;
+    struct pmeth_ring_stats st;
+    pmeth_ring_get_stats(r, &st);
+    printf("{\"role\": \"sink\", \"mode\": \"%s\", \"frames\": %lu, \"sent_by_peer\": %u, "
+           "\"seconds\": %.3f, \"frames_per_s\": %.0f, \"gbit_per_s\": %.3f, "
+           "\"out_of_order\": %lu, \"kernel_drops\": %llu}\n", pmeth_ring_mode_name(r), frames,
+           expect, secs, secs > 0 ? frames / secs : 0.0, secs > 0 ? bytes * 8 / secs / 1e9 : 0.0,
+           out_of_order, (unsigned long long) st.kernel_drops);
+    return frames > 0 && out_of_order == 0 ? 0 : 1;
+}
+
+static int blast(const struct opts *o, struct pmeth_ring *r)
+{
+    uint64_t t0 = now_ns(), end = t0 + (uint64_t) (o->seconds * 1e9);
+    uint32_t seq = 0;
+    int batch = 0;
+    while (now_ns() < end) {
+        void *f;
+        uint32_t cap;
+        int id = pmeth_ring_tx_get(r, &f, &cap);
+        if (id < 0) {
+            (void) pmeth_ring_tx_kick(r);
+            batch = 0;
+            continue;
+        }
+        tf_build(f, TF_HDR, o->peer_mac, o->mac, o->ethertype, o->key, o->peers[0], o->me, seq++);
+        put_le32((uint8_t *) f + 30, o->size - TF_HDR);
+        pmeth_ring_tx_post(r, id, o->size);
+        pmeth_ring_tx_put(r, id);
+        if (++batch == 32) {
+            (void) pmeth_ring_tx_kick(r);
+            batch = 0;
+        }
+    }
+    (void) pmeth_ring_tx_kick(r);
+    double secs = (now_ns() - t0) / 1e9;
+    usleep(20000);
+    for (int rep = 0; rep < 3; rep++) {
+        send_one(r, o, TF_HDR, TF_STOP, o->peers[0]);
+        (void) pmeth_ring_tx_kick(r);
+        usleep(2000);
+    }
+    struct pmeth_ring_stats st;
+    pmeth_ring_get_stats(r, &st);
+    printf("{\"role\": \"blast\", \"mode\": \"%s\", \"size\": %u, \"frames\": %u, "
+           "\"frames_per_s\": %.0f, \"kicks\": %llu}\n", pmeth_ring_mode_name(r), o->size, seq,
+           seq / secs, (unsigned long long) st.kicks);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    parse_opts(argc, argv, &o);
+    const char *role = argv[argc - 1];
+    if (o.size < TF_HDR) {
+        o.size = TF_HDR;
+    }
+    if (strcmp(role, "pong") && strcmp(role, "ping") && strcmp(role, "sink")
+        && strcmp(role, "blast")) {
+        usage_common(argv[0]);
+    }
+    if ((!strcmp(role, "ping") || !strcmp(role, "blast")) && o.npeers == 0) {
+        fprintf(stderr, "%s needs --peer\n", role);
+        return 2;
+    }
+    struct pmeth_ring *r = open_ring_or_die(&o);
+    printf("ready\n");
+    fflush(stdout);
+    int rc = !strcmp(role, "pong") ? pong(&o, r)
+             : !strcmp(role, "ping") ? ping(&o, r)
+             : !strcmp(role, "sink") ? sink(&o, r) : blast(&o, r);
+    pmeth_ring_close(r);
+    return rc;
+}
