@@ -117,8 +117,9 @@ static int pmeth_component_register(void)
     reg("ack_every", "Acknowledge at once after this many unacknowledged frames from one peer",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->ack_every, OPAL_INFO_LVL_5);
     c->fast_retransmit = 3;
-    reg("fast_retransmit", "Resend a frame at once when this many later frames have been "
-        "selectively acknowledged past it (0: timeouts only)", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
+    reg("fast_retransmit", "Resend a frame at once when this many frames sent after it on the "
+        "same link have been selectively acknowledged (0: timeouts only).  Per link, so a fast "
+        "link overtaking a slow one in a stripe is not taken for loss", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
         &c->fast_retransmit, OPAL_INFO_LVL_5);
     c->resend_cap = 16;
     reg("resend_cap", "At most this many frames are retransmitted per peer per progress call, so "

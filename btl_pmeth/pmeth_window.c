@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* the memory per peer the header states depends on it */
+_Static_assert(sizeof(pmeth_txslot_t) == 24, "a sender slot is 24 bytes");
+
 void pmeth_window_config_init(pmeth_window_config_t *cfg, uint32_t window)
 {
     cfg->window = window;
@@ -43,6 +46,7 @@ pmeth_txwin_t *pmeth_txwin_create(const pmeth_window_config_t *cfg)
     }
     w->cfg = *cfg;
     w->mask = cfg->window - 1;
+    w->reach = w->base + 1 + PMETH_WINDOW_SACK_SPAN;
     w->rto = clamp_rto(w, cfg->rto_init_ns);
     w->deadline = UINT64_MAX;
     w->deadline_valid = true;
@@ -52,6 +56,16 @@ pmeth_txwin_t *pmeth_txwin_create(const pmeth_window_config_t *cfg)
 void pmeth_txwin_destroy(pmeth_txwin_t *w)
 {
     free(w);
+}
+
+bool pmeth_txwin_start_at(pmeth_txwin_t *w, uint32_t seq)
+{
+    if (w->base != w->next) {
+        return false;
+    }
+    w->base = w->next = seq;
+    w->reach = seq + 1 + PMETH_WINDOW_SACK_SPAN;
+    return true;
 }
 
 uint32_t pmeth_txwin_push(pmeth_txwin_t *w, uintptr_t handle, uint64_t now, uint8_t link)
@@ -112,16 +126,16 @@ static bool overtaken_since_resent(const pmeth_txwin_t *w, const pmeth_txslot_t 
  * over the same link.  One link delivers in order, so frames of one link
  * overtaking each other mean loss; frames of a faster link overtaking those of
  * a slower one (striping) mean nothing. */
-static uint64_t apply_sack(pmeth_txwin_t *w, uint64_t sack)
+static void apply_sack(pmeth_txwin_t *w, uint64_t sack, uint32_t reach, uint64_t *newest_once,
+                       bool *have_once)
 {
-    uint64_t newest_once = 0;           /* newly held frames sent once: RTT samples */
     /* bit i is frame base+1+i; only frames actually sent count */
     uint32_t span = w->next - w->base - 1;     /* frames above base that exist */
     if (span < 64) {
         sack &= (1ull << span) - 1;
     }
     if (sack == 0) {
-        return 0;
+        return;
     }
     int top = 63 - __builtin_clzll(sack);
     uint32_t above[PMETH_WINDOW_LINKS] = {0};  /* held frames seen so far, per link */
@@ -131,8 +145,11 @@ static uint64_t apply_sack(pmeth_txwin_t *w, uint64_t sack)
         if (i >= 0 && (sack >> i & 1) && !s->sacked) {
             s->sacked = 1;
             w->nsacked++;
-            if (s->resends == 0 && s->sent_ns > newest_once) {
-                newest_once = s->sent_ns;
+            uint32_t seq = w->base + 1 + (uint32_t) i;
+            if (s->resends == 0 && pmeth_seq_lt(seq, reach) && s->sent_ns >= w->sample_after_ns
+                && (!*have_once || s->sent_ns > *newest_once)) {
+                *newest_once = s->sent_ns;      /* newly held, sent once: an RTT sample */
+                *have_once = true;
             }
         }
         if (s->sacked) {
@@ -150,7 +167,6 @@ static uint64_t apply_sack(pmeth_txwin_t *w, uint64_t sack)
         s->fast_due = 1;
         w->nfast++;
     }
-    return newest_once;
 }
 
 unsigned pmeth_txwin_ack(pmeth_txwin_t *w, uint32_t cum, uint64_t sack, uint64_t now,
@@ -160,19 +176,30 @@ unsigned pmeth_txwin_ack(pmeth_txwin_t *w, uint32_t cum, uint64_t sack, uint64_t
     if (pmeth_seq_lt(cum, w->base) || pmeth_seq_lt(w->next, cum)) {
         return 0;
     }
+    if (w->reach - w->base > w->cfg.window + 1 + PMETH_WINDOW_SACK_SPAN) {
+        w->reach = w->base;     /* lost track (the numbers were moved): no news is fresh */
+    }
     unsigned n = 0;
     /* The RTT sample: the newest frame sent once whose acknowledgement this
-     * ack brings first (cumulatively or selectively).  A frame the receiver
-     * held for a while behind a gap was acknowledged earlier, selectively:
-     * its age now is recovery time, not round-trip time. */
+     * ack brings first (cumulatively or selectively), and which an earlier
+     * ack could have shown had it arrived earlier (it lies within the reach
+     * of an earlier ack), sent after the last timer expiry.  A frame held
+     * behind a gap beyond the bitmap's reach is acknowledged only when the
+     * acks come near it, and one whose ack was lost while the sender stalled
+     * only after the probe: its age then is recovery time, not round-trip
+     * time. */
     uint64_t newest_once = 0;
+    bool have_once = false;
+    uint32_t reach = w->reach;
     while (w->base != cum) {
         pmeth_txslot_t *s = &w->slot[w->base & w->mask];
         if (s->fast_due) {
             w->nfast--;
         }
-        if (s->resends == 0 && !s->sacked && s->sent_ns > newest_once) {
+        if (s->resends == 0 && !s->sacked && pmeth_seq_lt(w->base, reach)
+            && s->sent_ns >= w->sample_after_ns && (!have_once || s->sent_ns > newest_once)) {
             newest_once = s->sent_ns;           /* sent once (Karn), acknowledged just now */
+            have_once = true;
         }
         w->nsacked -= s->sacked;
         uintptr_t h = s->handle;
@@ -192,10 +219,12 @@ unsigned pmeth_txwin_ack(pmeth_txwin_t *w, uint32_t cum, uint64_t sack, uint64_t
         pmeth_txslot_t *b = &w->slot[w->base & w->mask];
         w->nsacked -= b->sacked;
         b->sacked = 0;
-        uint64_t sacked_once = apply_sack(w, sack);
-        newest_once = sacked_once > newest_once ? sacked_once : newest_once;
+        apply_sack(w, sack, reach, &newest_once, &have_once);
     }
-    if (newest_once > 0 && now >= newest_once) {
+    if (pmeth_seq_lt(w->reach, cum + 1 + PMETH_WINDOW_SACK_SPAN)) {
+        w->reach = cum + 1 + PMETH_WINDOW_SACK_SPAN;
+    }
+    if (have_once && now >= newest_once) {
         rtt_sample(w, now - newest_once);
         w->backoff = 0;
         w->rto = clamp_rto(w, w->srtt + 4 * w->rttvar);
@@ -206,6 +235,10 @@ unsigned pmeth_txwin_ack(pmeth_txwin_t *w, uint32_t cum, uint64_t sack, uint64_t
          * it arrived: a frame sent a round trip or more before the probe and
          * neither acknowledged nor held by now is lost. */
         w->probing = false;
+        /* the path works again: the back-off is over (the estimate itself
+         * stays what the samples made it: Karn) */
+        w->backoff = 0;
+        w->rto = clamp_rto(w, w->srtt ? w->srtt + 4 * w->rttvar : w->cfg.rto_init_ns);
         uint64_t margin = w->srtt ? w->srtt : w->cfg.rto_min_ns / 2;
         uint64_t lost_before = w->probe_sent_ns > margin ? w->probe_sent_ns - margin : 0;
         if (w->expire_below < lost_before) {
@@ -283,7 +316,6 @@ int pmeth_txwin_due(pmeth_txwin_t *w, uint64_t now, pmeth_txwin_due_t *out, unsi
             continue;
         }
         s->fast_due = 0;
-        s->fast_done = 1;
         w->nfast--;
         if (!s->sacked) {
             emit(w, s, seq, now, true, &out[n++]);
@@ -308,7 +340,6 @@ int pmeth_txwin_due(pmeth_txwin_t *w, uint64_t now, pmeth_txwin_due_t *out, unsi
                 }
                 continue;
             }
-            s->fast_done = 0;
             emit(w, s, seq, now, false, &out[n++]);
         }
         goto done;
@@ -332,11 +363,11 @@ int pmeth_txwin_due(pmeth_txwin_t *w, uint64_t now, pmeth_txwin_due_t *out, unsi
             }
         }
         pmeth_txslot_t *s = &w->slot[probe & w->mask];
-        s->fast_done = 0;   /* a new loss of the same frame may be fast-retransmitted */
         emit(w, s, probe, now, false, &out[n++]);
         w->probing = true;
         w->probe_seq = probe;
         w->probe_sent_ns = now;
+        w->sample_after_ns = now;
         w->backoff++;
         w->rto = clamp_rto(w, w->rto * 2);
     }
@@ -414,6 +445,15 @@ static inline void rx_set(pmeth_rxwin_t *w, uint32_t slot, bool on)
 {
     uint64_t bit = 1ull << (slot % 64);
     w->present[slot / 64] = on ? w->present[slot / 64] | bit : w->present[slot / 64] & ~bit;
+}
+
+bool pmeth_rxwin_start_at(pmeth_rxwin_t *w, uint32_t seq)
+{
+    if (w->held > 0) {
+        return false;
+    }
+    w->base = seq;
+    return true;
 }
 
 pmeth_rx_verdict_t pmeth_rxwin_classify(const pmeth_rxwin_t *w, uint32_t seq)
@@ -503,10 +543,22 @@ void pmeth_rxwin_ack_fields(const pmeth_rxwin_t *w, uint32_t *cum, uint64_t *sac
 {
     uint64_t bits = 0;
     if (w->held > 0) {
-        uint32_t n = w->cfg.window - 1 < 64 ? w->cfg.window - 1 : 64;
-        for (uint32_t i = 0; i < n; i++) {
-            if (rx_present(w, (w->base + 1 + i) & w->mask)) {
-                bits |= 1ull << i;
+        uint32_t first = (w->base + 1) & w->mask;
+        if (w->cfg.window >= 64) {
+            /* 64 presence bits from FIRST on, wrapping around the ring: two
+             * words, shifted (the windows are powers of two, so words do not
+             * straddle the ring's end) */
+            uint32_t nwords = w->cfg.window / 64, word = first / 64, off = first % 64;
+            bits = w->present[word] >> off;
+            if (off != 0) {
+                bits |= w->present[(word + 1) % nwords] << (64 - off);
+            }
+            if (w->cfg.window == 64) {
+                bits &= ~(1ull << 63);  /* bit 63 would be base itself */
+            }
+        } else {
+            for (uint32_t i = 0; i < w->cfg.window - 1; i++) {
+                bits |= (uint64_t) rx_present(w, (first + i) & w->mask) << i;
             }
         }
     }

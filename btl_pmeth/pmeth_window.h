@@ -17,21 +17,23 @@
  * fast retransmission that is lost in turn is found the same way: frames sent
  * after it on its link are held while it is still missing.
  * The retransmit timer follows RFC 6298: srtt + 4 rttvar, clamped to
- * [rto_min, rto_max], samples only from frames sent once (Karn), doubled each
- * time the oldest outstanding frame times out, back to normal on a new sample.
- * When it expires, only the earliest expired frame goes again, as a probe:
- * a lost ack behind a full window then costs one frame, not the window, and a
- * dead link one frame per back-off.  Once an ack shows the probe through, it
- * tells what the receiver had: every frame sent a round trip or more before
- * the probe and neither acknowledged nor held is lost, and goes again.  Only
- * frames within the bitmap's reach (64 past the cumulative ack) run timers:
- * frames further on may be held, and get their timers as the acks come near.
- * due() returns at most
- * the number of frames the caller allows per call: the usnic lesson, a lossy
- * path must not start a retransmit storm; frames left over are due again at
- * the next call, not a back-off later.
+ * [rto_min, rto_max], doubled at each expiry, back to normal on a new sample
+ * or when the probe (below) gets through.
+ * Samples come only from frames sent once (Karn) whose acknowledgement an ack
+ * brings first, cumulative or selective: a frame held behind a gap for a while
+ * was acknowledged selectively long before the gap filled.
+ * When the timer expires, only the earliest expired frame goes again, as a
+ * probe: a lost ack behind a full window then costs one frame, not the window,
+ * and a dead link one frame per back-off.  Once an ack shows the probe
+ * through, it tells what the receiver had: every frame sent a round trip or
+ * more before the probe and neither acknowledged nor held is lost, and goes
+ * again.  Only frames within the bitmap's reach (64 past the cumulative ack)
+ * run timers: frames further on may be held, and get their timers as the acks
+ * come near.  due() returns at most the number of frames the caller allows per
+ * call: the usnic lesson, a lossy path must not start a retransmit storm;
+ * frames left over are due again at the next call, not a back-off later.
  * When nothing is due, due() costs O(1): the earliest deadline is cached and
- * recomputed after an ack from the oldest frames only.
+ * recomputed after an ack from the oldest frames only (at most 65 of them).
  *
  * Receiver (rxwin): frames are taken in order; one ahead of a gap is held (the
  * caller keeps the frame, the window its handle) until the gap fills, and pop()
@@ -81,9 +83,8 @@ typedef struct pmeth_txslot {
     uintptr_t handle;
     uint64_t sent_ns;                   /* last (re)transmission */
     uint32_t stamp;                     /* transmission order within the window */
-    uint8_t resends;                    /* saturates at 255 */
+    uint8_t resends;                    /* saturates at 255; 0: no RTT sample from it (Karn) */
     uint8_t sacked : 1;                 /* the receiver holds it */
-    uint8_t fast_done : 1;              /* fast-retransmitted for this loss */
     uint8_t fast_due : 1;               /* taken as lost, waiting for due() */
     uint8_t link;
 } pmeth_txslot_t;                       /* 24 bytes */
@@ -95,8 +96,10 @@ typedef struct pmeth_txwin {
     uint32_t next;                      /* next to assign */
     uint32_t nfast;                     /* slots with fast_due set */
     uint32_t stamp_next;                /* transmissions so far */
+    uint32_t reach;                     /* frames before it lay within an ack's view (the
+                                           cumulative ack + 64): RTT samples only there */
     uint64_t srtt, rttvar, rto;         /* ns; srtt 0: no sample yet */
-    uint32_t backoff;                   /* timeouts of the oldest frame since the last progress */
+    uint32_t backoff;                   /* timer expiries since the last RTT sample */
     uint64_t deadline;                  /* cached: when the timer expires (UINT64_MAX: idle) */
     uint64_t expire_below;              /* frames sent before this are known lost (the cap
                                            may have left some for the next call) */
@@ -105,6 +108,8 @@ typedef struct pmeth_txwin {
                                            ack has shown it through yet */
     uint32_t probe_seq;
     uint64_t probe_sent_ns;
+    uint64_t sample_after_ns;           /* RTT samples only from frames sent since (the last
+                                           timer expiry) */
     bool deadline_valid;
     uint64_t rtt_samples;
     uint64_t slots_scanned;             /* work done by due()/next_deadline(): for the tests */
@@ -131,6 +136,9 @@ static inline bool pmeth_txwin_can_send(const pmeth_txwin_t *w)
 }
 static inline bool pmeth_txwin_empty(const pmeth_txwin_t *w) { return w->next == w->base; }
 static inline uint32_t pmeth_txwin_inflight(const pmeth_txwin_t *w) { return w->next - w->base; }
+/* Number from SEQ on (both ends must agree; windows start at 0).  Only while
+ * the window is empty; false otherwise. */
+bool pmeth_txwin_start_at(pmeth_txwin_t *w, uint32_t seq);
 /* Assign the next sequence number to a frame sent at NOW on LINK (the window
  * must be open). */
 uint32_t pmeth_txwin_push(pmeth_txwin_t *w, uintptr_t handle, uint64_t now, uint8_t link);
@@ -176,6 +184,8 @@ typedef struct pmeth_rxwin {
 size_t pmeth_rxwin_bytes(uint32_t window);
 pmeth_rxwin_t *pmeth_rxwin_create(const pmeth_window_config_t *cfg);
 void pmeth_rxwin_destroy(pmeth_rxwin_t *w);
+/* Expect SEQ next (see pmeth_txwin_start_at).  Only while nothing is held. */
+bool pmeth_rxwin_start_at(pmeth_rxwin_t *w, uint32_t seq);
 /* What accept() would say, changing nothing. */
 pmeth_rx_verdict_t pmeth_rxwin_classify(const pmeth_rxwin_t *w, uint32_t seq);
 /* Take frame SEQ; for NEW_OUT_OF_ORDER the window keeps HANDLE until pop().

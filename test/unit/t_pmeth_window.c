@@ -65,7 +65,7 @@ typedef struct sim {
     double loss, dup, reorder;
     uint64_t seed;
     /* results */
-    uint64_t resends, fast, timeouts, max_due, dropped_q;
+    uint64_t resends, fast, timeouts, max_due, dropped_q, end_ns;
     uint32_t delivered, released_ok;
 } sim_t;
 
@@ -109,8 +109,8 @@ static bool simulate(sim_t *s)
     pmeth_window_config_t c = cfg(s->window);
     pmeth_txwin_t *tx = pmeth_txwin_create(&c);
     pmeth_rxwin_t *rx = pmeth_rxwin_create(&c);
-    tx->base = tx->next = s->start_seq;
-    rx->base = s->start_seq;
+    pmeth_txwin_start_at(tx, s->start_seq);
+    pmeth_rxwin_start_at(rx, s->start_seq);
     uint32_t sent = 0, bad = 0;
     unsigned link_rr = 0;
     uint64_t now = 0;
@@ -165,6 +165,7 @@ static bool simulate(sim_t *s)
             chan_send(s, a, 0, now);
         }
     }
+    s->end_ns = now;
     bool ok = s->delivered == s->n && bad == 0 && s->released_ok == s->n && pmeth_txwin_empty(tx)
               && rx->held == 0 && s->dropped_q == 0;
     pmeth_txwin_destroy(tx);
@@ -213,6 +214,16 @@ static void test_sender_basics(void)
           "a release callback that pushes new frames (into the freed slots) is safe");
     pmeth_txwin_destroy(tx);
 
+    tx = pmeth_txwin_create(&c);
+    pmeth_rxwin_t *rx = pmeth_rxwin_create(&c);
+    bool moved = pmeth_txwin_start_at(tx, 0xfffffffeu) && pmeth_rxwin_start_at(rx, 0xfffffffeu);
+    uint32_t s0 = pmeth_txwin_push(tx, 1, 0, 0);
+    pmeth_rxwin_accept(rx, 0xffffffffu, 2, 0);              /* held */
+    CHECK(moved && s0 == 0xfffffffeu && !pmeth_txwin_start_at(tx, 5) && !pmeth_rxwin_start_at(rx, 5),
+          "numbering can start anywhere, but only on empty windows");
+    pmeth_txwin_destroy(tx);
+    pmeth_rxwin_destroy(rx);
+
     CHECK(pmeth_txwin_bytes(256) + pmeth_rxwin_bytes(256) < 9 * 1024
               && pmeth_txwin_bytes(4096) + pmeth_rxwin_bytes(4096) < 34 * 4096 + 512,
           "memory per peer: %zu B at W=256, %zu B at W=4096 (about 33 x W)",
@@ -236,15 +247,16 @@ static void test_timeouts(void)
     CHECK(pmeth_txwin_due(tx, dl + 10, due, 8) == 0, "the other expired frames wait for the probe's answer");
     nreleased = 0;
     pmeth_txwin_ack(tx, 4, 0, dl + 100 * US, on_release, NULL);
-    CHECK(nreleased == 1 && tx->srtt == 1 * MS && pmeth_txwin_rto(tx) == 2 * rto,
-          "Karn: the probe's ack gives no RTT sample, and the backed-off RTO stays");
+    CHECK(nreleased == 1 && tx->srtt == 1 * MS && tx->rtt_samples == 1 && pmeth_txwin_rto(tx) == rto,
+          "Karn: the probe's ack gives no RTT sample; it ends the back-off (the path works)");
     k = pmeth_txwin_due(tx, dl + 100 * US, due, 2);
     CHECK(k == 2 && due[0].seq == 4 && due[1].seq == 5 && pmeth_txwin_next_deadline(tx) <= dl + 100 * US,
           "the probe made progress: frames sent before it are lost and go at once, at most the cap (2)");
     k = pmeth_txwin_due(tx, dl + 100 * US, due, 8);
-    CHECK(k == 2 && due[0].seq == 6 && due[1].seq == 7 && pmeth_txwin_rto(tx) == 2 * rto,
+    CHECK(k == 2 && due[0].seq == 6 && due[1].seq == 7 && pmeth_txwin_rto(tx) == rto,
           "frames the cap left over go at the next call, without another back-off");
-    CHECK(pmeth_txwin_due(tx, dl + 101 * US, due, 8) == 0 && pmeth_txwin_next_deadline(tx) > dl + 2 * rto,
+    CHECK(pmeth_txwin_due(tx, dl + 101 * US, due, 8) == 0
+              && pmeth_txwin_next_deadline(tx) == dl + 100 * US + rto,
           "then nothing until their own timeouts");
     pmeth_txwin_destroy(tx);
 
@@ -257,18 +269,36 @@ static void test_timeouts(void)
     unsigned acked = pmeth_txwin_ack(tx, 64, 0, dl + 50 * US, on_release, NULL);
     CHECK(k == 1 && acked == 64 && pmeth_txwin_empty(tx) && pmeth_txwin_due(tx, dl + 60 * MS, due, 8) == 0,
           "64 frames received, their ack lost: one probe, its duplicate's ack releases all 64");
+    CHECK(tx->rtt_samples == 0 && tx->srtt == 0,
+          "and no RTT sample from frames that lived through the timeout (their age is not a round trip)");
     pmeth_txwin_destroy(tx);
 
-    /* a gap known (frames held above missing ones): expired frames go at once */
+    /* an ack reaching further than any earlier one could show: only frames
+     * within the earlier reach are fresh news */
+    c = cfg(256);
+    tx = pmeth_txwin_create(&c);
+    for (uint32_t i = 0; i < 100; i++) {
+        pmeth_txwin_push(tx, i + 1, i * US, 0);
+    }
+    pmeth_txwin_ack(tx, 100, 0, 1 * MS, NULL, NULL);
+    CHECK(tx->srtt == 1 * MS - 64 * US,
+          "frames 0-99 acked at once: the sample is frame 64's (936 us), not frame 99's (maybe held long)");
+    pmeth_txwin_destroy(tx);
+
+    /* a gap known but too small for fast retransmit: the probe's answer
+     * tells which frames are lost */
     c = cfg(16);
     tx = filled(&c, 8, 0);
     pmeth_txwin_ack(tx, 0, 0x28, 30 * US, NULL, NULL);      /* held 4 and 6; 0-3, 5, 7 missing */
     dl = pmeth_txwin_next_deadline(tx);
     k = pmeth_txwin_due(tx, dl, due, 3);
-    int k2 = pmeth_txwin_due(tx, dl, due + 3, 8);
-    CHECK(k == 3 && due[0].seq == 0 && due[1].seq == 1 && due[2].seq == 2 && k2 == 3 && due[3].seq == 3
-              && due[4].seq == 5 && due[5].seq == 7,
-          "held 4 and 6: on expiry 0, 1, 2 (cap 3), then 3, 5, 7; the held ones not");
+    CHECK(k == 1 && due[0].seq == 0, "held 4 and 6 (2 < 3 above the holes): on expiry frame 0 alone");
+    pmeth_txwin_ack(tx, 1, 0x14, dl + 40 * US, NULL, NULL);  /* 0 through; 4, 6 still held */
+    k = pmeth_txwin_due(tx, dl + 40 * US, due, 3);
+    int k2 = pmeth_txwin_due(tx, dl + 40 * US, due + 3, 8);
+    CHECK(k == 3 && due[0].seq == 1 && due[1].seq == 2 && due[2].seq == 3 && k2 == 2 && due[3].seq == 5
+              && due[4].seq == 7 && !due[0].fast,
+          "its answer: 1, 2, 3 (cap 3), then 5, 7 are lost and go; the held ones not");
     pmeth_txwin_destroy(tx);
 
     /* back-off: each expiry of the oldest frame doubles, up to rto_max; a
@@ -291,6 +321,18 @@ static void test_timeouts(void)
     pmeth_txwin_ack(tx, 2, 0, now + 300 * US, NULL, NULL);
     CHECK(pmeth_txwin_rto(tx) == c.rto_min_ns && tx->backoff == 0 && pmeth_txwin_empty(tx),
           "a frame sent once and acked after 300 us: back-off gone, RTO at rto_min");
+    pmeth_txwin_destroy(tx);
+
+    /* samples come from acks heard first: a frame held behind a gap was
+     * acknowledged selectively long before the gap filled */
+    c = cfg(64);
+    tx = filled(&c, 4, 0);
+    pmeth_txwin_ack(tx, 0, 0x7, 50 * US, NULL, NULL);       /* 1, 2, 3 held after 50 us */
+    uint64_t srtt_held = tx->srtt;
+    k = pmeth_txwin_due(tx, 100 * US, due, 8);              /* 0 lost: fast retransmit */
+    pmeth_txwin_ack(tx, 4, 0, 5 * MS, NULL, NULL);          /* its copy acked 5 ms later */
+    CHECK(srtt_held == 50 * US && k == 1 && tx->srtt == 50 * US && tx->rtt_samples == 1,
+          "RTT from the selective ack (50 us); the gap filling 5 ms later gives no sample (held frames, a resent one)");
     pmeth_txwin_destroy(tx);
 
     /* RTO adapts and is clamped */
@@ -520,7 +562,7 @@ static bool permutation(uint32_t window, uint32_t start, uint64_t seed)
     rng = seed;
     pmeth_window_config_t c = cfg(window);
     pmeth_rxwin_t *rx = pmeth_rxwin_create(&c);
-    rx->base = start;
+    pmeth_rxwin_start_at(rx, start);
     uint32_t *order = malloc(window * sizeof(*order));
     for (uint32_t i = 0; i < window; i++) {
         order[i] = i;
@@ -563,6 +605,118 @@ static bool permutation(uint32_t window, uint32_t start, uint64_t seed)
     return ok;
 }
 
+/* The sender's bookkeeping agrees with its slots. */
+static bool tx_consistent(const pmeth_txwin_t *tx)
+{
+    uint32_t nfast = 0, nsacked = 0;
+    for (uint32_t seq = tx->base; seq != tx->next; seq++) {
+        const pmeth_txslot_t *s = &tx->slot[seq & tx->mask];
+        nfast += s->fast_due;
+        nsacked += s->sacked;
+        if (s->handle != seq + 1) {
+            return false;               /* the adversary pushes handle = seq + 1 */
+        }
+    }
+    return tx->next - tx->base <= tx->cfg.window && nfast == tx->nfast && nsacked == tx->nsacked;
+}
+
+/* An adversary's acks straight from the wire: any cumulative ack, any bitmap,
+ * at any time.  The window must stay consistent, release only what it holds
+ * and in order, and never resend more than asked. */
+static bool adversary_tx(uint64_t seed, uint32_t window)
+{
+    rng = seed;
+    pmeth_window_config_t c = cfg(window);
+    pmeth_txwin_t *tx = pmeth_txwin_create(&c);
+    uint32_t start = (uint32_t) rnd64();
+    pmeth_txwin_start_at(tx, start);
+    bool ok = true;
+    uint64_t now = 0;
+    pmeth_txwin_due_t due[16];
+    next_release = start;           /* handles are seq + 1 */
+    for (int step = 0; step < 200000 && ok; step++) {
+        now += rnd64() % 8 ? rnd64() % (50 * US) : rnd64() % (5 * MS);
+        unsigned what = (unsigned) (rnd64() % 8);
+        if (what < 4 && pmeth_txwin_can_send(tx)) {
+            uint32_t seq = tx->next;
+            ok = pmeth_txwin_push(tx, seq + 1, now, (uint8_t) (rnd64() % 8)) == seq;
+        } else if (what < 6) {
+            /* mostly plausible acks that move little, sometimes anything at all */
+            uint32_t inflight = tx->next - tx->base;
+            uint32_t cum = rnd64() % 8 == 0 ? (uint32_t) rnd64()
+                           : rnd64() % 4 == 0 ? tx->base + (uint32_t) (rnd64() % (inflight + 1))
+                                              : tx->base + (inflight > 0 && rnd64() % 2);
+            uint64_t sack = rnd64() & rnd64();
+            uint32_t before = tx->base;
+            sim_t dummy = {0};
+            unsigned n = pmeth_txwin_ack(tx, cum, sack, now, sim_release, &dummy);
+            ok = n == tx->base - before && dummy.released_ok == n;
+        } else {
+            unsigned max = 1 + (unsigned) (rnd64() % 16);
+            int k = pmeth_txwin_due(tx, now, due, max);
+            ok = k >= 0 && (unsigned) k <= max;
+            for (int i = 0; i < k && ok; i++) {
+                ok = !pmeth_seq_lt(due[i].seq, tx->base) && pmeth_seq_lt(due[i].seq, tx->next)
+                     && due[i].handle == due[i].seq + 1;
+            }
+        }
+        ok = ok && tx_consistent(tx) && pmeth_txwin_rto(tx) >= c.rto_min_ns
+             && pmeth_txwin_rto(tx) <= c.rto_max_ns;
+    }
+    pmeth_txwin_destroy(tx);
+    return ok;
+}
+
+/* Sequence numbers straight from the wire: anything.  What comes out of the
+ * receiver is still each frame once, in order. */
+static bool adversary_rx(uint64_t seed, uint32_t window)
+{
+    rng = seed;
+    pmeth_window_config_t c = cfg(window);
+    pmeth_rxwin_t *rx = pmeth_rxwin_create(&c);
+    uint32_t start = (uint32_t) rnd64();
+    pmeth_rxwin_start_at(rx, start);
+    uint32_t expect = start;        /* the next seq ob1 must see */
+    bool ok = true;
+    for (int step = 0; step < 200000 && ok; step++) {
+        uint64_t r = rnd64();
+        uint32_t seq = r % 16 == 0 ? (uint32_t) rnd64()
+                                   : rx->base - window + (uint32_t) (rnd64() % (3 * (uint64_t) window));
+        pmeth_rx_verdict_t v = pmeth_rxwin_accept(rx, seq, seq + 1, 0);
+        int32_t d = (int32_t) (seq - expect);
+        switch (v) {
+        case PMETH_RX_NEW_IN_ORDER:
+            ok = seq == expect;
+            expect++;
+            break;
+        case PMETH_RX_NEW_OUT_OF_ORDER:
+            ok = d > 0 && (uint32_t) d < window;
+            break;
+        case PMETH_RX_DUPLICATE:
+            ok = d < 0 ? d >= -(int32_t) window : (uint32_t) d < window;
+            break;
+        default:
+            ok = d >= (int32_t) window || d < -(int32_t) window;
+            break;
+        }
+        uintptr_t h;
+        while (ok && pmeth_rxwin_pop(rx, &h)) {
+            ok = (uint32_t) (h - 1) == expect;     /* handle = seq + 1 (it wraps with seq) */
+            expect++;
+        }
+        uint32_t cum;
+        uint64_t sack;
+        pmeth_rxwin_ack_fields(rx, &cum, &sack);
+        uint64_t want = 0;          /* the bitmap, from classify(): held = duplicate */
+        for (uint32_t i = 0; i < 64 && i + 1 < window; i++) {
+            want |= (uint64_t) (pmeth_rxwin_classify(rx, expect + 1 + i) == PMETH_RX_DUPLICATE) << i;
+        }
+        ok = ok && cum == expect && rx->base == expect && rx->held < window && sack == want;
+    }
+    pmeth_rxwin_destroy(rx);
+    return ok;
+}
+
 int main(void)
 {
     test_sender_basics();
@@ -578,6 +732,17 @@ int main(void)
               "window %u: 3 x %u frames in random order with 10%% duplicates, across 2^32: each popped once, in order",
               wsizes[i], wsizes[i]);
     }
+
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        uint32_t w = seed % 2 ? 64 : 1024;
+        CHECK(adversary_tx(seed * 31337, w),
+              "window %u, 200000 steps of forged acks (any cum, any bitmap), pushes and due(): consistent, "
+              "releases in order, resends within the cap", w);
+    }
+
+    CHECK(adversary_rx(5, 64) && adversary_rx(6, 4096) && adversary_rx(7, 16) && adversary_rx(8, 128),
+          "windows 16, 64, 128 and 4096, 200000 frames of arbitrary sequence numbers each: every verdict "
+          "right, what pops is each frame once, in order, the selective bitmap shows exactly what is held");
 
     /* window full, then everything released: resend cap respected throughout */
     sim_t s = {.n = 2000, .window = 64, .start_seq = 0xffffff00u, .links = 1, .cap = 16, .seed = 7};
@@ -595,9 +760,9 @@ int main(void)
             bool ok = simulate(&s);
             CHECK(ok && s.max_due <= 16,
                   "6000 frames, W %u, %u links, loss %.0f%%, dup %.0f%%, reorder %.0f%%, seed %llu: each once, "
-                  "in order (resent %llu: %llu fast, %llu timeout; at most %llu per call)",
+                  "in order in %.1f ms (resent %llu: %llu fast, %llu timeout; at most %llu per call)",
                   ch[i].window, ch[i].links, 100 * ch[i].l, 100 * ch[i].d, 100 * ch[i].r,
-                  (unsigned long long) seed, (unsigned long long) s.resends, (unsigned long long) s.fast,
+                  (unsigned long long) seed, s.end_ns / 1e6, (unsigned long long) s.resends, (unsigned long long) s.fast,
                   (unsigned long long) s.timeouts, (unsigned long long) s.max_due);
         }
     }
