@@ -189,6 +189,9 @@ static inline uint64_t pmeth_now_ns(void)
     return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
+/* btl_pmeth_component.c: close the links' rings (finalize) */
+void pmeth_component_release(void);
+
 /* btl_pmeth_pvar.c */
 void pmeth_pvar_register(void);
 
@@ -201,6 +204,7 @@ int pmeth_endpoints_probe(mca_btl_base_endpoint_t **eps, size_t n);
 void pmeth_endpoint_release(mca_btl_base_endpoint_t *ep);
 int pmeth_endpoint_windows(mca_btl_base_endpoint_t *ep);
 void pmeth_endpoint_activate(mca_btl_base_endpoint_t *ep);
+void pmeth_endpoint_deactivate(mca_btl_base_endpoint_t *ep);
 void pmeth_answer_probe(pmeth_link_t *link, const pmeth_wire_view_t *v);
 void pmeth_probe_reply(pmeth_link_t *link, const pmeth_wire_view_t *v);
 

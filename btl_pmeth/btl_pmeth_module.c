@@ -14,8 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void pmeth_component_release(void);
-
 static mca_btl_base_module_error_cb_fn_t pmeth_error_cb;
 
 static int pmeth_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,

@@ -15,8 +15,6 @@
 #include "btl_pmeth.h"
 #include "btl_pmeth_frag.h"
 
-void pmeth_endpoint_deactivate(mca_btl_base_endpoint_t *ep);
-
 static inline void kick(pmeth_link_t *link)
 {
     if (link->unkicked > 0) {

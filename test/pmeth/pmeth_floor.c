@@ -26,7 +26,7 @@ static int cmp_u64(const void *a, const void *b)
 
 static bool ours(const struct opts *o, const uint8_t *f, uint32_t len)
 {
-    return len >= TF_HDR && get_le32(f + 18) == o->me && get_le32(f + 14) == o->key;
+    return len >= TF_HDR && pmeth_get32(f + 18) == o->me && pmeth_get32(f + 14) == o->key;
 }
 
 static int send_one(struct pmeth_ring *r, const struct opts *o, uint32_t len, uint32_t seq,
@@ -43,7 +43,7 @@ static int send_one(struct pmeth_ring *r, const struct opts *o, uint32_t len, ui
     }
     /* header only: the floor times the rings, not a payload loop */
     tf_build(f, TF_HDR, o->peer_mac, o->mac, o->ethertype, o->key, dst, o->me, seq);
-    put_le32((uint8_t *) f + 30, len - TF_HDR);
+    pmeth_put32((uint8_t *) f + 30, len - TF_HDR);
     pmeth_ring_tx_post(r, id, len);
     pmeth_ring_tx_put(r, id);
     return 0;
@@ -60,8 +60,8 @@ static int pong(const struct opts *o, struct pmeth_ring *r)
         int k = pmeth_ring_rx_poll(r, in, 8);
         for (int i = 0; i < k; i++) {
             const uint8_t *f = in[i].frame;
-            uint32_t len = in[i].len, seq = ours(o, f, len) ? get_le32(f + 26) : 0;
-            uint32_t src = ours(o, f, len) ? get_le32(f + 22) : 0;
+            uint32_t len = in[i].len, seq = ours(o, f, len) ? pmeth_get32(f + 26) : 0;
+            uint32_t src = ours(o, f, len) ? pmeth_get32(f + 22) : 0;
             bool mine = ours(o, f, len);
             pmeth_ring_rx_put(r, in[i].id);
             if (!mine) {
@@ -111,7 +111,7 @@ static int ping(const struct opts *o, struct pmeth_ring *r)
             int k = pmeth_ring_rx_poll(r, in, 8);
             for (int j = 0; j < k; j++) {
                 const uint8_t *f = in[j].frame;
-                if (ours(o, f, in[j].len) && get_le32(f + 26) == (uint32_t) i
+                if (ours(o, f, in[j].len) && pmeth_get32(f + 26) == (uint32_t) i
                     && in[j].len == o->size) {
                     back = true;
                 }
@@ -151,7 +151,7 @@ static int sink(const struct opts *o, struct pmeth_ring *r)
         for (int i = 0; i < k; i++) {
             const uint8_t *f = in[i].frame;
             if (ours(o, f, in[i].len)) {
-                uint32_t seq = get_le32(f + 26);
+                uint32_t seq = pmeth_get32(f + 26);
                 if (seq == TF_STOP) {
                     stop = true;
                 } else {
@@ -193,7 +193,7 @@ static int blast(const struct opts *o, struct pmeth_ring *r)
             continue;
         }
         tf_build(f, TF_HDR, o->peer_mac, o->mac, o->ethertype, o->key, o->peers[0], o->me, seq++);
-        put_le32((uint8_t *) f + 30, o->size - TF_HDR);
+        pmeth_put32((uint8_t *) f + 30, o->size - TF_HDR);
         pmeth_ring_tx_post(r, id, o->size);
         pmeth_ring_tx_put(r, id);
         if (++batch == 32) {

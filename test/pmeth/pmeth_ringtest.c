@@ -79,12 +79,12 @@ static int server(const struct opts *o)
             const uint8_t *f = in[k].frame;
             uint32_t len = in[k].len;
             if (len < TF_HDR || (uint16_t) (f[12] << 8 | f[13]) != o->ethertype
-                || get_le32(f + 14) != o->key || get_le32(f + 18) != o->me) {
+                || pmeth_get32(f + 14) != o->key || pmeth_get32(f + 18) != o->me) {
                 foreign++;
                 pmeth_ring_rx_put(r, in[k].id);
                 continue;
             }
-            uint32_t seq = get_le32(f + 26), src = get_le32(f + 22);
+            uint32_t seq = pmeth_get32(f + 26), src = pmeth_get32(f + 22);
             if (seq == TF_STOP) {
                 stops++;
                 pmeth_ring_rx_put(r, in[k].id);
@@ -221,7 +221,7 @@ static int client(const struct opts *o)
             struct held *x = &held[h];
             if (x->state == 1 && pmeth_ring_tx_done(r, x->id)) {
                 const uint8_t *f = pmeth_ring_tx_frame(r, x->id);
-                if (tf_check(f, client_len(o, x->seq)) != 0 || get_le32(f + 26) != x->seq) {
+                if (tf_check(f, client_len(o, x->seq)) != 0 || pmeth_get32(f + 26) != x->seq) {
                     held_bad++;     /* the held copy changed under us */
                 }
                 if (pmeth_ring_tx_repost(r, x->id) == 0) {
@@ -243,10 +243,10 @@ static int client(const struct opts *o)
             const uint8_t *f = in[k].frame;
             uint32_t len = in[k].len;
             if (len < TF_HDR || (uint16_t) (f[12] << 8 | f[13]) != o->ethertype
-                || get_le32(f + 14) != o->key || get_le32(f + 18) != o->me) {
+                || pmeth_get32(f + 14) != o->key || pmeth_get32(f + 18) != o->me) {
                 foreign++;
             } else {
-                uint32_t seq = get_le32(f + 26), src = get_le32(f + 22);
+                uint32_t seq = pmeth_get32(f + 26), src = pmeth_get32(f + 22);
                 got++;
                 if (seq >= count || tf_check(f, len) != 0 || len != echo_len(o, seq)
                     || src != o->peers[seq % (uint32_t) o->npeers]) {

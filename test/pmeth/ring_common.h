@@ -12,6 +12,7 @@
 
 #define _GNU_SOURCE
 #include "pmeth_ring.h"
+#include "pmeth_wire.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -49,19 +50,6 @@ static inline uint64_t now_ns(void)
     return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
-static inline void put_le32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t) v;
-    p[1] = (uint8_t) (v >> 8);
-    p[2] = (uint8_t) (v >> 16);
-    p[3] = (uint8_t) (v >> 24);
-}
-
-static inline uint32_t get_le32(const uint8_t *p)
-{
-    return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
-}
-
 /* payload byte I of frame SEQ from process SRC: differs per frame, offset and sender */
 static inline uint8_t tf_byte(uint32_t src, uint32_t seq, uint32_t i)
 {
@@ -79,11 +67,11 @@ static inline void tf_build(uint8_t *f, uint32_t len, const uint8_t dst_mac[6],
     memcpy(f + 6, src_mac, 6);
     f[12] = (uint8_t) (ethertype >> 8);
     f[13] = (uint8_t) ethertype;
-    put_le32(f + 14, key);
-    put_le32(f + 18, dst);
-    put_le32(f + 22, src);
-    put_le32(f + 26, seq);
-    put_le32(f + 30, len - TF_HDR);
+    pmeth_put32(f + 14, key);
+    pmeth_put32(f + 18, dst);
+    pmeth_put32(f + 22, src);
+    pmeth_put32(f + 26, seq);
+    pmeth_put32(f + 30, len - TF_HDR);
     for (uint32_t i = 0; i < len - TF_HDR; i++) {
         f[TF_HDR + i] = tf_byte(src, seq, i);
     }
@@ -96,11 +84,11 @@ static inline int tf_check(const uint8_t *f, uint32_t len)
     if (len < TF_HDR) {
         return -1;
     }
-    uint32_t plen = get_le32(f + 30);
+    uint32_t plen = pmeth_get32(f + 30);
     if (plen > len - TF_HDR || (plen != len - TF_HDR && len > 60)) {
         return -1;
     }
-    uint32_t src = get_le32(f + 22), seq = get_le32(f + 26);
+    uint32_t src = pmeth_get32(f + 22), seq = pmeth_get32(f + 26);
     for (uint32_t i = 0; i < plen; i++) {
         if (f[TF_HDR + i] != tf_byte(src, seq, i)) {
             return -1;
