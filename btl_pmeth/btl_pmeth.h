@@ -216,7 +216,7 @@ int pmeth_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
                 size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
                 mca_btl_base_descriptor_t **descriptor);
 int pmeth_endpoint_service(mca_btl_base_endpoint_t *ep, uint64_t now);
-void pmeth_acked(mca_btl_base_endpoint_t *ep, uint32_t cum_ack, uint64_t sack, uint64_t now);
+void pmeth_acked(mca_btl_base_endpoint_t *ep, const pmeth_wire_view_t *v, uint64_t now);
 int pmeth_send_ack(mca_btl_base_endpoint_t *ep);
 void pmeth_kick_all(bool force);
 

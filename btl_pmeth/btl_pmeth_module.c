@@ -124,9 +124,14 @@ static void summary(void)
     }
     for (uint32_t i = 0; i < c->nlinks; i++) {
         pmeth_link_t *l = &c->links[i];
+        struct pmeth_ring_stats rs;
+        pmeth_ring_get_stats(l->ring, &rs);
         PMETH_VERBOSE(10, "link %s: %" PRIu64 " frames / %" PRIu64 " bytes out, %" PRIu64
-                      " frames / %" PRIu64 " bytes in", l->ifname, l->frames_out, l->bytes_out,
-                      l->frames_in, l->bytes_in);
+                      " frames / %" PRIu64 " bytes in; ring: %" PRIu64 " kicks (%" PRIu64
+                      " while the link was down), %" PRIu64 " frames dropped by the kernel, %"
+                      PRIu64 " bytes copied (held frames moved aside, resends)",
+                      l->ifname, l->frames_out, l->bytes_out, l->frames_in, l->bytes_in, rs.kicks,
+                      rs.link_down_kicks, rs.kernel_drops, rs.shadow_bytes + rs.repost_bytes);
     }
     PMETH_VERBOSE(10, "%" PRIu64 " retransmits on timeout, %" PRIu64 " fast; %" PRIu64
                   " duplicates, %" PRIu64 " out of window; %" PRIu64 " standalone acks; %" PRIu64

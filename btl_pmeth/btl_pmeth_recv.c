@@ -77,7 +77,10 @@ static void on_data(pmeth_link_t *link, const struct pmeth_rx_frame *f, const pm
     if (*now == 0) {
         *now = pmeth_now_ns();
     }
-    pmeth_acked(ep, v->ack, v->sack, *now);
+    pmeth_acked(ep, v, *now);
+    if (v->xmit > 0) {
+        pmeth_rxwin_saw_resend(ep->rx, v->seq, v->xmit);
+    }
     pmeth_held_t *h = NULL;
     uintptr_t handle = 0;
     pmeth_rx_verdict_t r = pmeth_rxwin_classify(ep->rx, v->seq);
@@ -163,7 +166,7 @@ int pmeth_poll_link(pmeth_link_t *link, unsigned budget)
                 if (now == 0) {
                     now = pmeth_now_ns();
                 }
-                pmeth_acked(ep, v.ack, v.sack, now);
+                pmeth_acked(ep, &v, now);
             }
             pmeth_ring_rx_put(link->ring, f->id);
             break;

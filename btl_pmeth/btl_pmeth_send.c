@@ -17,7 +17,7 @@
 
 static inline void kick(pmeth_link_t *link)
 {
-    if (link->unkicked > 0) {
+    if (link->unkicked > 0 || pmeth_ring_tx_unsent(link->ring)) {
         (void) pmeth_ring_tx_kick(link->ring);
         link->unkicked = 0;
     }
@@ -31,6 +31,19 @@ void pmeth_kick_all(bool force)
     }
 }
 
+/* The acks (and echo) we owe EP, into FRAME. */
+static void put_acks(mca_btl_base_endpoint_t *ep, void *frame)
+{
+    uint32_t ack, echo_seq;
+    uint64_t sack;
+    uint8_t echo_xmit;
+    pmeth_rxwin_ack_fields(ep->rx, &ack, &sack);
+    pmeth_wire_set_ack(frame, ack, sack);
+    if (pmeth_rxwin_echo(ep->rx, &echo_seq, &echo_xmit)) {
+        pmeth_wire_set_echo(frame, echo_seq, echo_xmit);
+    }
+}
+
 /* Write the headers of FRAG's frame (addresses of its path, its sequence
  * number, the acks we owe the peer) and post it. */
 static void post_frame(mca_btl_pmeth_frag_t *frag)
@@ -39,13 +52,12 @@ static void post_frame(mca_btl_pmeth_frag_t *frag)
     mca_btl_base_endpoint_t *ep = frag->endpoint;
     const pmeth_path_t *path = &ep->paths[frag->path];
     pmeth_link_t *link = &c->links[path->local];
-    uint32_t ack;
-    uint64_t sack;
-    pmeth_rxwin_ack_fields(ep->rx, &ack, &sack);
+    void *frame = pmeth_ring_tx_frame(link->ring, frag->frame_id);
     frag->frame_len = PMETH_WIRE_HDR_LEN + (uint32_t) frag->segment.seg_len;
-    pmeth_wire_build_data(pmeth_ring_tx_frame(link->ring, frag->frame_id), path->peer_mac, link->mac, (uint16_t) c->ethertype,
-                          c->job_key, ep->peer_id, c->my_id, path->local, frag->tag, frag->seq, ack,
-                          sack, (uint16_t) frag->segment.seg_len);
+    pmeth_wire_build_data(frame, path->peer_mac, link->mac, (uint16_t) c->ethertype, c->job_key,
+                          ep->peer_id, c->my_id, path->local, frag->tag, frag->seq, 0, 0,
+                          (uint16_t) frag->segment.seg_len);
+    put_acks(ep, frame);
     pmeth_rxwin_ack_sent(ep->rx);
     c->acks_piggybacked++;
     pmeth_ring_tx_post(link->ring, frag->frame_id, frag->frame_len);
@@ -203,12 +215,15 @@ static void release_acked(uintptr_t handle, void *ctx)
     pmeth_frag_complete((mca_btl_pmeth_frag_t *) handle, OPAL_SUCCESS);
 }
 
-void pmeth_acked(mca_btl_base_endpoint_t *ep, uint32_t cum_ack, uint64_t sack, uint64_t now)
+void pmeth_acked(mca_btl_base_endpoint_t *ep, const pmeth_wire_view_t *v, uint64_t now)
 {
     if (ep->tx == NULL) {
         return;
     }
-    if (pmeth_txwin_ack(ep->tx, cum_ack, sack, now, release_acked, NULL) > 0
+    if (v->echo) {
+        pmeth_txwin_echo(ep->tx, v->echo_seq, v->echo_xmit);
+    }
+    if (pmeth_txwin_ack(ep->tx, v->ack, v->sack, now, release_acked, NULL) > 0
         && ep->pending_head != NULL) {
         send_pending(ep, now);
     }
@@ -221,15 +236,14 @@ int pmeth_send_ack(mca_btl_base_endpoint_t *ep)
     const pmeth_path_t *path = &ep->paths[ep->primary];
     pmeth_link_t *link = &c->links[path->local];
     void *frame;
-    uint32_t cap, ack;
-    uint64_t sack;
+    uint32_t cap;
     int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
     if (id < 0) {
         return 0;       /* the ring is full of our data, which carries acks anyway */
     }
-    pmeth_rxwin_ack_fields(ep->rx, &ack, &sack);
     pmeth_wire_build_ack(frame, path->peer_mac, link->mac, (uint16_t) c->ethertype, c->job_key,
-                         ep->peer_id, c->my_id, path->local, ack, sack);
+                         ep->peer_id, c->my_id, path->local, 0, 0);
+    put_acks(ep, frame);
     pmeth_rxwin_ack_sent(ep->rx);
     pmeth_ring_tx_post(link->ring, id, PMETH_WIRE_HDR_LEN);
     pmeth_ring_tx_release_when_done(link->ring, id);
@@ -241,18 +255,18 @@ int pmeth_send_ack(mca_btl_base_endpoint_t *ep)
     return 1;
 }
 
-static void resend(mca_btl_pmeth_frag_t *frag, bool fast)
+static void resend(mca_btl_pmeth_frag_t *frag, uint8_t xmit, bool fast)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     pmeth_link_t *link = pmeth_frag_link(frag);
     if (!pmeth_ring_tx_done(link->ring, frag->frame_id)) {
         return;         /* still queued in the kernel from the last posting: the next pass */
     }
-    /* refresh the piggy-backed acks: the ones in the frame are old */
-    uint32_t ack;
-    uint64_t sack;
-    pmeth_rxwin_ack_fields(frag->endpoint->rx, &ack, &sack);
-    pmeth_wire_set_ack(pmeth_ring_tx_frame(link->ring, frag->frame_id), ack, sack);
+    /* refresh the piggy-backed acks (the ones in the frame are old) and say
+     * which transmission this is, for the receiver to echo */
+    void *frame = pmeth_ring_tx_frame(link->ring, frag->frame_id);
+    put_acks(frag->endpoint, frame);
+    pmeth_wire_set_xmit(frame, xmit);
     if (pmeth_ring_tx_repost(link->ring, frag->frame_id) != 0) {
         return;         /* no free slot now: the timer brings it back */
     }
@@ -280,7 +294,7 @@ int pmeth_endpoint_service(mca_btl_base_endpoint_t *ep, uint64_t now)
         unsigned cap = c->resend_cap < 64 ? c->resend_cap : 64;
         int n = pmeth_txwin_due(ep->tx, now, due, cap ? cap : 1);
         for (int i = 0; i < n; i++) {
-            resend((mca_btl_pmeth_frag_t *) due[i].handle, due[i].fast);
+            resend((mca_btl_pmeth_frag_t *) due[i].handle, due[i].xmit, due[i].fast);
             count++;
         }
     }

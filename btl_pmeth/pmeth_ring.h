@@ -74,6 +74,7 @@ struct pmeth_ring_stats {
     uint64_t refused_by_device;         /* frames the device refused for good (MTU) */
     uint64_t resyncs;                   /* the kernel waited at a slot we had not posted */
     uint64_t kernel_drops;              /* frames the kernel dropped: ring full */
+    uint64_t link_down_kicks;           /* kicks refused because the link was down */
 };
 
 struct pmeth_rx_frame {
@@ -110,6 +111,10 @@ static inline void pmeth_ring_tx_release_when_done(struct pmeth_ring *r, int id)
 }
 /* one system call for everything posted */
 int pmeth_ring_tx_kick(struct pmeth_ring *r);
+/* frames are posted that the last kick did not get out (the link was down,
+ * the device queue full, a frame still queued when it was to be resent):
+ * the caller kicks again even if it posts nothing new */
+bool pmeth_ring_tx_unsent(const struct pmeth_ring *r);
 
 int pmeth_ring_rx_poll(struct pmeth_ring *r, struct pmeth_rx_frame *out, int max);
 void pmeth_ring_rx_put(struct pmeth_ring *r, int id);

@@ -60,6 +60,9 @@ struct pmeth_ring {
     uint32_t tx_tail;           /* oldest slot posted and not yet seen sent */
     uint8_t *slot_pending;      /* posted, not yet seen sent */
     uint64_t stuck_since;       /* when the kernel first failed to send tx_tail */
+    bool unsent;                /* posted frames the last kick did not get out: kick again
+                                 * even when nothing new is posted (a link that comes back) */
+    uint64_t down_retry_ns;     /* the link was down at the last kick: next try not before */
     int *slot_owner;            /* id holding each slot, NO_ID if none */
     struct tx_id *ids;
     uint32_t nids;
@@ -456,6 +459,7 @@ int pmeth_ring_tx_repost(struct pmeth_ring *r, int id)
     XDP_OR(r, pmeth_xdp_tx_repost(r->xdp, id));
     struct tx_id *t = &r->ids[id];
     if (!pmeth_ring_tx_done(r, id)) {
+        r->unsent = true;       /* still queued: only a kick sends it */
         return -1;
     }
     /* the kernel has passed the old slot: copy into the slot it reads next */
@@ -503,13 +507,6 @@ static uint64_t now_ns(void)
     return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
-/* The kernel retries a frame its device refused (ENOBUFS: a full queue, or a
- * frame over the far end's MTU) at every kick, and sends nothing behind it.  A
- * full queue drains in microseconds; a frame refused for PMETH_RING_STUCK_NS is
- * refused for good, so it is turned into a frame no one accepts (the bytes are
- * kept aside for their owner): a lost frame, which the reliability layer
- * resends, instead of a dead link. */
-#define PMETH_RING_STUCK_NS (50ull * 1000 * 1000)
 /* Called after a kick that left the oldest posted frame unsent.  Two cases,
  * told apart by what the kick said:
  *  - an error: the device refuses that frame (ENOBUFS from a full queue drains
@@ -577,18 +574,37 @@ static void unstick(struct pmeth_ring *r, bool refused)
     r->st.refused_by_device++;
 }
 
+/* While a link is down, its frames wait in the ring; it is asked again this
+ * often (a link that comes back is in use within this time). */
+#define PMETH_RING_DOWN_RETRY_NS (200ull * 1000)
+
 int pmeth_ring_tx_kick(struct pmeth_ring *r)
 {
     XDP_OR(r, pmeth_xdp_tx_kick(r->xdp));
     r->st.kicks++;
     ssize_t n = sendto(r->fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
     int e = n < 0 ? errno : 0;
-    if (e != 0 || n == 0 || r->stuck_since != 0) {
+    /* a link that is down (or gone) refuses every frame alike: its frames
+     * wait in the ring for it to come back, nothing is given up */
+    bool link_down = e == ENETDOWN || e == ENXIO || e == ENODEV;
+    r->down_retry_ns = 0;
+    if (!link_down && (e != 0 || n == 0 || r->stuck_since != 0)) {
         unstick(r, e != 0);
     } else if ((r->tx_head - r->tx_tail + r->tx_nr) % r->tx_nr > r->tx_nr / 2) {
         unstick(r, false);      /* keep the tail near the head: cheap bookkeeping */
     }
+    r->unsent = e != 0 || r->stuck_since != 0;
+    if (link_down) {
+        r->st.link_down_kicks++;
+        r->down_retry_ns = now_ns() + PMETH_RING_DOWN_RETRY_NS;
+    }
     return e != 0 && e != EAGAIN && e != ENOBUFS ? -e : 0;
+}
+
+bool pmeth_ring_tx_unsent(const struct pmeth_ring *r)
+{
+    XDP_OR(r, false);
+    return r->unsent && (r->down_retry_ns == 0 || now_ns() >= r->down_retry_ns);
 }
 
 int pmeth_ring_rx_poll(struct pmeth_ring *r, struct pmeth_rx_frame *out, int max)

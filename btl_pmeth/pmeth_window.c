@@ -229,24 +229,34 @@ unsigned pmeth_txwin_ack(pmeth_txwin_t *w, uint32_t cum, uint64_t sack, uint64_t
         w->backoff = 0;
         w->rto = clamp_rto(w, w->srtt + 4 * w->rttvar);
     }
-    if (w->probing && (!pmeth_seq_lt(w->probe_seq, w->base)
-                       ? w->slot[w->probe_seq & w->mask].sacked : true)) {
-        /* The probe is through, and this ack tells what the receiver had when
-         * it arrived: a frame sent a round trip or more before the probe and
-         * neither acknowledged nor held by now is lost. */
+    if (w->probing && (w->probe_echoed || pmeth_seq_lt(w->probe_seq, w->base)
+                       || w->slot[w->probe_seq & w->mask].sacked)) {
+        /* The receiver answers: the path works, the back-off is over (the
+         * estimate itself stays what the samples made it: Karn). */
         w->probing = false;
-        /* the path works again: the back-off is over (the estimate itself
-         * stays what the samples made it: Karn) */
         w->backoff = 0;
         w->rto = clamp_rto(w, w->srtt ? w->srtt + 4 * w->rttvar : w->cfg.rto_init_ns);
-        uint64_t margin = w->srtt ? w->srtt : w->cfg.rto_min_ns / 2;
-        uint64_t lost_before = w->probe_sent_ns > margin ? w->probe_sent_ns - margin : 0;
-        if (w->expire_below < lost_before) {
-            w->expire_below = lost_before;
+        if (w->probe_echoed) {
+            /* This ack was made after the probe itself arrived: a frame sent
+             * before it on its link, neither acknowledged nor held, is lost.
+             * An ack of the probe's original (no echo) tells nothing of the
+             * frames after it: the receiver may just be slow to get to them. */
+            w->expire_below = w->probe_sent_ns;
+            w->expire_link = w->probe_link;
+        } else {
+            w->quiet_from = now;    /* the rest gets a full timeout from now */
         }
+        w->probe_echoed = false;
     }
     w->deadline_valid = false;
     return n;
+}
+
+void pmeth_txwin_echo(pmeth_txwin_t *w, uint32_t seq, uint8_t xmit)
+{
+    if (w->probing && seq == w->probe_seq && xmit == w->probe_xmit) {
+        w->probe_echoed = true;
+    }
 }
 
 /* The end of what the receiver can tell us about: its bitmap covers 64 frames
@@ -270,6 +280,7 @@ uint64_t pmeth_txwin_next_deadline(pmeth_txwin_t *w)
      * the earliest of them; resent ones before it may be earlier, resent ones
      * after it are later. */
     uint64_t earliest = UINT64_MAX;
+    bool known_lost = false;
     uint32_t end = horizon(w);
     for (uint32_t seq = w->base; seq != end; seq++) {
         const pmeth_txslot_t *s = &w->slot[seq & w->mask];
@@ -277,22 +288,26 @@ uint64_t pmeth_txwin_next_deadline(pmeth_txwin_t *w)
         if (s->sacked) {
             continue;
         }
+        if (s->sent_ns < w->expire_below && s->link == w->expire_link) {
+            known_lost = true;          /* left over by the resend cap: now */
+            break;
+        }
         if (s->sent_ns < earliest) {
             earliest = s->sent_ns;
         }
-        if (s->resends == 0) {
-            break;
+        if (s->resends == 0 && s->sent_ns >= w->expire_below) {
+            break;      /* every frame after it was sent later still */
         }
     }
-    if (earliest == UINT64_MAX) {
+    if (known_lost) {
+        w->deadline = 0;
+    } else if (earliest == UINT64_MAX) {
         w->deadline = UINT64_MAX;
-    } else if (earliest < w->expire_below) {
-        w->deadline = earliest;                 /* known lost, left over by the cap: now */
     } else if (w->probing) {
         /* waiting for the probe's answer: only the probe runs a timer */
         w->deadline = w->slot[w->probe_seq & w->mask].sent_ns + w->rto;
     } else {
-        w->deadline = earliest + w->rto;
+        w->deadline = (earliest > w->quiet_from ? earliest : w->quiet_from) + w->rto;
     }
     w->deadline_valid = true;
     return w->deadline;
@@ -302,7 +317,8 @@ static void emit(pmeth_txwin_t *w, pmeth_txslot_t *s, uint32_t seq, uint64_t now
                  pmeth_txwin_due_t *out)
 {
     mark_sent(w, s, now);
-    *out = (pmeth_txwin_due_t){.handle = s->handle, .seq = seq, .link = s->link, .fast = fast};
+    *out = (pmeth_txwin_due_t){.handle = s->handle, .seq = seq, .link = s->link,
+                               .xmit = s->resends, .fast = fast};
 }
 
 int pmeth_txwin_due(pmeth_txwin_t *w, uint64_t now, pmeth_txwin_due_t *out, unsigned max)
@@ -327,7 +343,7 @@ int pmeth_txwin_due(pmeth_txwin_t *w, uint64_t now, pmeth_txwin_due_t *out, unsi
     /* 2. frames a probe's answer showed lost (sent well before the probe and
      * neither acknowledged nor held when it came back) */
     uint32_t end = horizon(w);
-    if (w->deadline < w->expire_below) {
+    if (w->deadline == 0) {
         for (uint32_t seq = w->base; n < max && seq != end; seq++) {
             pmeth_txslot_t *s = &w->slot[seq & w->mask];
             w->slots_scanned++;
@@ -340,7 +356,9 @@ int pmeth_txwin_due(pmeth_txwin_t *w, uint64_t now, pmeth_txwin_due_t *out, unsi
                 }
                 continue;
             }
-            emit(w, s, seq, now, false, &out[n++]);
+            if (s->link == w->expire_link) {
+                emit(w, s, seq, now, false, &out[n++]);
+            }
         }
         goto done;
     }
@@ -365,6 +383,9 @@ int pmeth_txwin_due(pmeth_txwin_t *w, uint64_t now, pmeth_txwin_due_t *out, unsi
         pmeth_txslot_t *s = &w->slot[probe & w->mask];
         emit(w, s, probe, now, false, &out[n++]);
         w->probing = true;
+        w->probe_echoed = false;
+        w->probe_xmit = s->resends;
+        w->probe_link = s->link;
         w->probe_seq = probe;
         w->probe_sent_ns = now;
         w->sample_after_ns = now;
@@ -491,16 +512,18 @@ pmeth_rx_verdict_t pmeth_rxwin_accept(pmeth_rxwin_t *w, uint32_t seq, uintptr_t 
     case PMETH_RX_NEW_IN_ORDER:
         w->base++;
         note_taken(w, now);
-        if (w->held > 0) {
-            w->immediate = true;        /* a gap just filled: tell the sender at once */
-        }
         break;
     case PMETH_RX_NEW_OUT_OF_ORDER:
+        /* Striping makes frames overtake each other all the time: an ack per
+         * reordered frame would double the frame rate for nothing.  The
+         * sender takes a frame as lost only when three later frames of its
+         * link are held, which the next delayed ack (a few frames or
+         * microseconds away) tells; a resent frame is acked at once
+         * (pmeth_rxwin_saw_resend). */
         rx_set(w, seq & w->mask, true);
         w->handle[seq & w->mask] = handle;
         w->held++;
         note_taken(w, now);
-        w->immediate = true;
         break;
     case PMETH_RX_DUPLICATE:
         w->immediate = true;            /* our ack may have been lost */

@@ -106,8 +106,15 @@ typedef struct pmeth_txwin {
     uint32_t nsacked;                   /* frames the receiver said it holds */
     bool probing;                       /* a frame went again on timeout, alone, and no
                                            ack has shown it through yet */
+    bool probe_echoed;                  /* the receiver echoed the probe's very copy */
+    uint8_t probe_xmit;                 /* which transmission of probe_seq the probe is */
+    uint8_t probe_link;
+    uint8_t expire_link;                /* expire_below applies to frames of this link */
     uint32_t probe_seq;
     uint64_t probe_sent_ns;
+    uint64_t quiet_from;                /* timers run from here at the earliest: set when an
+                                           ack showed the receiver alive but not the probe
+                                           through (it was slow, not the frames lost) */
     uint64_t sample_after_ns;           /* RTT samples only from frames sent since (the last
                                            timer expiry) */
     bool deadline_valid;
@@ -120,6 +127,7 @@ typedef struct pmeth_txwin_due {
     uintptr_t handle;
     uint32_t seq;
     uint8_t link;                       /* the link it was pushed on */
+    uint8_t xmit;                       /* which transmission this is (goes on the wire) */
     bool fast;
 } pmeth_txwin_due_t;
 
@@ -149,6 +157,15 @@ uint32_t pmeth_txwin_push(pmeth_txwin_t *w, uintptr_t handle, uint64_t now, uint
  * they come from the wire and are not trusted. */
 unsigned pmeth_txwin_ack(pmeth_txwin_t *w, uint32_t cum, uint64_t sack, uint64_t now,
                          void (*released)(uintptr_t handle, void *ctx), void *ctx);
+/* The peer's echo (pmeth_wire.h): the newest resent frame it received was
+ * transmission XMIT of SEQ.  Call before pmeth_txwin_ack with the same frame's
+ * acks.  When that is the timer's probe, the ack that comes with it was made
+ * after the probe arrived, so every frame sent before the probe on the probe's
+ * link (links deliver in order) that the ack neither acknowledges nor holds is
+ * lost.  Without the echo, an ack of the probe's original (a receiver that was
+ * only slow, descheduled, say) would look the same, and the whole window would
+ * go again for nothing. */
+void pmeth_txwin_echo(pmeth_txwin_t *w, uint32_t seq, uint8_t xmit);
 /* When the retransmit timer expires (UINT64_MAX: nothing outstanding). */
 uint64_t pmeth_txwin_next_deadline(pmeth_txwin_t *w);
 static inline bool pmeth_txwin_fast_pending(const pmeth_txwin_t *w) { return w->nfast > 0; }
@@ -176,6 +193,9 @@ typedef struct pmeth_rxwin {
     uint32_t unacked;                   /* frames taken since the last ack went out */
     bool immediate;                     /* an ack is owed at once */
     uint64_t first_unacked_ns;
+    bool echo_valid;                    /* a resent frame has arrived: echo it */
+    uint8_t echo_xmit;
+    uint32_t echo_seq;
     uint64_t *present;                  /* bit per slot: a frame is held there */
     uintptr_t *handle;                  /* per slot (same allocation as the window) */
 } pmeth_rxwin_t;
@@ -197,6 +217,22 @@ bool pmeth_rxwin_pop(pmeth_rxwin_t *w, uintptr_t *handle);
 /* Take any held frame (teardown). */
 bool pmeth_rxwin_drain(pmeth_rxwin_t *w, uintptr_t *handle);
 void pmeth_rxwin_ack_fields(const pmeth_rxwin_t *w, uint32_t *cum, uint64_t *sack);
+/* A resent DATA frame (transmission XMIT > 0 of SEQ) arrived, new or not: its
+ * echo goes back at once, in every ack from now on until a newer one arrives. */
+static inline void pmeth_rxwin_saw_resend(pmeth_rxwin_t *w, uint32_t seq, uint8_t xmit)
+{
+    w->echo_valid = true;
+    w->echo_seq = seq;
+    w->echo_xmit = xmit;
+    w->immediate = true;
+}
+/* The echo acks carry (false: none yet). */
+static inline bool pmeth_rxwin_echo(const pmeth_rxwin_t *w, uint32_t *seq, uint8_t *xmit)
+{
+    *seq = w->echo_seq;
+    *xmit = w->echo_xmit;
+    return w->echo_valid;
+}
 /* An ack (standalone or piggy-backed) carried the current state. */
 static inline void pmeth_rxwin_ack_sent(pmeth_rxwin_t *w)
 {

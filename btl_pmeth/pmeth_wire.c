@@ -56,8 +56,11 @@ pmeth_wire_verdict_t pmeth_wire_parse(const void *frame, size_t frame_len,
         return PMETH_WIRE_FOREIGN;
     }
     uint8_t type = f[27];
-    if (type == 0 || type > PMETH_WIRE_TYPE_MAX || f[28] != 0 || f[31] != 0
-        || pmeth_get16(f + 34) != 0 || pmeth_get32(f + 52) != 0 || f[29] >= e->nlinks
+    uint8_t flags = f[28];
+    bool echo = (flags & PMETH_WIRE_F_ECHO) != 0;
+    if (type == 0 || type > PMETH_WIRE_TYPE_MAX || (flags & ~PMETH_WIRE_F_ECHO) != 0
+        || f[35] != 0 || (!echo && (f[34] != 0 || pmeth_get32(f + 52) != 0))
+        || (type != PMETH_WIRE_DATA && f[31] != 0) || f[29] >= e->nlinks
         || e->nlinks > PMETH_WIRE_MAX_LINKS) {
         return PMETH_WIRE_MALFORMED;
     }
@@ -73,6 +76,10 @@ pmeth_wire_verdict_t pmeth_wire_parse(const void *frame, size_t frame_len,
     v->type = type;
     v->tag = f[30];
     v->link = f[29];
+    v->xmit = f[31];
+    v->echo = echo;
+    v->echo_xmit = f[34];
+    v->echo_seq = pmeth_get32(f + 52);
     v->dst_id = pmeth_get32(f + 18);
     v->src_id = pmeth_get32(f + 22);
     v->seq = pmeth_get32(f + 36);
@@ -95,7 +102,7 @@ pmeth_wire_verdict_t pmeth_wire_parse(const void *frame, size_t frame_len,
         break;
     case PMETH_WIRE_PROBE:
     case PMETH_WIRE_PROBE_REPLY:
-        if (v->tag != 0 || v->seq != 0 || v->ack != 0 || v->sack != 0) {
+        if (v->tag != 0 || v->seq != 0 || v->ack != 0 || v->sack != 0 || echo) {
             return PMETH_WIRE_MALFORMED;
         }
         return parse_probe(v->payload, len, e->nlinks, &v->probe);

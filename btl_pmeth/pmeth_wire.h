@@ -15,18 +15,23 @@
  *   26   1   version (1)
  *   27   1   type (DATA, ACK, PROBE, PROBE_REPLY; PEEK, GRANT, CREDIT and the
  *            PATH ones are reserved for the next protocol steps)
- *   28   1   flags (none defined: must be 0)
+ *   28   1   flags: bit 0 ECHO (bytes 34 and 52-55 hold an echo); others 0
  *   29   1   link: the sender's link index
  *   30   1   BTL tag (DATA only)
- *   31   1   reserved (0)
+ *   31   1   transmission (DATA): 0 the first, n the n-th resend (at most 255)
  *   32   2   payload length
- *   34   2   reserved (0)
+ *   34   1   echo: the transmission number of the resent frame echoed
+ *   35   1   reserved (0)
  *   36   4   sequence number (DATA)
  *   40   4   cumulative ack: the next sequence number the sender of this frame
  *            expects from its receiver
  *   44   8   selective acks: bit i set = frame ack+1+i is held by the sender of
  *            this frame
- *   52   4   reserved (0)
+ *   52   4   echo: the sequence number of the newest resent DATA frame the
+ *            sender of this frame received.  It tells the sender which copy
+ *            of a resent frame got through, so an ack of the original is not
+ *            taken for an answer to the resend (Karn's ambiguity, for loss
+ *            detection: see pmeth_window.h)
  *
  * Every multi-byte pmeth field is little-endian.  The parser never trusts a
  * length, offset or index from the wire: it checks each against the frame it
@@ -45,6 +50,8 @@
 #define PMETH_WIRE_ETH_LEN 14
 #define PMETH_WIRE_HDR_LEN 56           /* Ethernet + pmeth header: the payload offset */
 #define PMETH_WIRE_MAX_LINKS 8
+
+#define PMETH_WIRE_F_ECHO 0x01
 
 /* offsets the kernel-side filters use */
 #define PMETH_WIRE_OFF_ETHERTYPE 12
@@ -93,6 +100,10 @@ typedef struct pmeth_wire_expect {
 
 typedef struct pmeth_wire_view {
     uint8_t type, tag, link;
+    uint8_t xmit;                       /* DATA: which transmission of the frame this is */
+    bool echo;                          /* echo_seq / echo_xmit are set */
+    uint8_t echo_xmit;
+    uint32_t echo_seq;
     uint32_t src_id, dst_id;
     uint32_t seq, ack;
     uint64_t sack;
@@ -180,6 +191,18 @@ static inline void pmeth_wire_set_ack(void *frame, uint32_t ack, uint64_t sack)
 {
     pmeth_put32((uint8_t *) frame + 40, ack);
     pmeth_put64((uint8_t *) frame + 44, sack);
+}
+
+/* Which transmission of a DATA frame this copy is (before it is sent again). */
+static inline void pmeth_wire_set_xmit(void *frame, uint8_t xmit) { ((uint8_t *) frame)[31] = xmit; }
+
+/* Echo the newest resent frame we received (DATA and ACK frames). */
+static inline void pmeth_wire_set_echo(void *frame, uint32_t seq, uint8_t xmit)
+{
+    uint8_t *f = frame;
+    f[28] |= PMETH_WIRE_F_ECHO;
+    f[34] = xmit;
+    pmeth_put32(f + 52, seq);
 }
 
 /* A PROBE or PROBE_REPLY of FRAME_LEN bytes in all (at least the header and

@@ -55,7 +55,14 @@ static pmeth_txwin_t *filled(const pmeth_window_config_t *c, uint32_t n, uint64_
 }
 
 /* ---- the channel simulation ------------------------------------------------ */
-typedef struct { uint32_t seq; uint32_t ack; uint64_t sack; int is_ack; uint64_t at; } pkt_t;
+typedef struct {
+    uint32_t seq, ack, echo_seq;
+    uint64_t sack;
+    uint8_t xmit, echo_xmit;
+    bool echo;
+    int is_ack;
+    uint64_t at;
+} pkt_t;
 #define QMAX 65536
 static pkt_t q[QMAX];
 static unsigned nq;
@@ -63,6 +70,8 @@ static unsigned nq;
 typedef struct sim {
     uint32_t n, window, start_seq, links, cap;
     double loss, dup, reorder;
+    uint64_t stall_every, stall_ns;     /* the receiver does nothing for STALL_NS of every
+                                           STALL_EVERY (a descheduled process) */
     uint64_t seed;
     /* results */
     uint64_t resends, fast, timeouts, max_due, dropped_q, end_ns;
@@ -129,22 +138,30 @@ static bool simulate(sim_t *s)
             s->max_due = (uint64_t) k;
         }
         for (int i = 0; i < k; i++) {
-            chan_send(s, (pkt_t){.seq = due[i].seq}, due[i].link, now);
+            chan_send(s, (pkt_t){.seq = due[i].seq, .xmit = due[i].xmit}, due[i].link, now);
             s->resends++;
             s->fast += due[i].fast;
             s->timeouts += !due[i].fast;
         }
-        /* deliver what has arrived */
+        bool stalled = s->stall_every && now % s->stall_every >= s->stall_every - s->stall_ns;
+        /* deliver what has arrived (the sender's acks always: only the
+         * receiver stalls) */
         for (unsigned i = 0; i < nq;) {
-            if (q[i].at > now) {
+            if (q[i].at > now || (stalled && !q[i].is_ack)) {
                 i++;
                 continue;
             }
             pkt_t p = q[i];
             q[i] = q[--nq];
             if (p.is_ack) {
+                if (p.echo) {
+                    pmeth_txwin_echo(tx, p.echo_seq, p.echo_xmit);
+                }
                 pmeth_txwin_ack(tx, p.ack, p.sack, now, sim_release, s);
                 continue;
+            }
+            if (p.xmit > 0) {
+                pmeth_rxwin_saw_resend(rx, p.seq, p.xmit);
             }
             uint32_t handle = p.seq - s->start_seq + 1;     /* the message number */
             pmeth_rx_verdict_t v = pmeth_rxwin_accept(rx, p.seq, handle, now);
@@ -158,9 +175,10 @@ static bool simulate(sim_t *s)
                 }
             }
         }
-        if (pmeth_rxwin_ack_due(rx, now)) {
+        if (!stalled && pmeth_rxwin_ack_due(rx, now)) {
             pkt_t a = {.is_ack = 1};
             pmeth_rxwin_ack_fields(rx, &a.ack, &a.sack);
+            a.echo = pmeth_rxwin_echo(rx, &a.echo_seq, &a.echo_xmit);
             pmeth_rxwin_ack_sent(rx);
             chan_send(s, a, 0, now);
         }
@@ -240,24 +258,45 @@ static void test_timeouts(void)
     CHECK(dl != UINT64_MAX && pmeth_txwin_due(tx, dl - 1, due, 8) == 0, "nothing is due before the deadline");
     uint64_t rto = pmeth_txwin_rto(tx);
     int k = pmeth_txwin_due(tx, dl, due, 8);
-    CHECK(k == 1 && due[0].seq == 3 && !due[0].fast && due[0].handle == 4 && due[0].link == 0,
-          "expiry with no gap known: only the oldest frame goes, as a probe (with its handle and link)");
+    CHECK(k == 1 && due[0].seq == 3 && !due[0].fast && due[0].handle == 4 && due[0].link == 0
+              && due[0].xmit == 1,
+          "expiry with no gap known: only the oldest frame goes, as a probe (with its handle, link "
+          "and transmission number 1)");
     CHECK(pmeth_txwin_rto(tx) == 2 * rto && pmeth_txwin_next_deadline(tx) == dl + 2 * rto,
           "the RTO doubled; while probing only the probe runs a timer");
     CHECK(pmeth_txwin_due(tx, dl + 10, due, 8) == 0, "the other expired frames wait for the probe's answer");
     nreleased = 0;
+    pmeth_txwin_echo(tx, 3, 1);
     pmeth_txwin_ack(tx, 4, 0, dl + 100 * US, on_release, NULL);
     CHECK(nreleased == 1 && tx->srtt == 1 * MS && tx->rtt_samples == 1 && pmeth_txwin_rto(tx) == rto,
           "Karn: the probe's ack gives no RTT sample; it ends the back-off (the path works)");
     k = pmeth_txwin_due(tx, dl + 100 * US, due, 2);
     CHECK(k == 2 && due[0].seq == 4 && due[1].seq == 5 && pmeth_txwin_next_deadline(tx) <= dl + 100 * US,
-          "the probe made progress: frames sent before it are lost and go at once, at most the cap (2)");
+          "the ack echoes the probe's copy: frames sent before it are lost and go at once, at most "
+          "the cap (2)");
     k = pmeth_txwin_due(tx, dl + 100 * US, due, 8);
     CHECK(k == 2 && due[0].seq == 6 && due[1].seq == 7 && pmeth_txwin_rto(tx) == rto,
           "frames the cap left over go at the next call, without another back-off");
     CHECK(pmeth_txwin_due(tx, dl + 101 * US, due, 8) == 0
               && pmeth_txwin_next_deadline(tx) == dl + 100 * US + rto,
           "then nothing until their own timeouts");
+    pmeth_txwin_destroy(tx);
+
+    /* a receiver that was only slow (descheduled): its first ack after the
+     * timer expired covers the probe's original and a few frames, no echo */
+    c = cfg(64);
+    tx = filled(&c, 64, 0);
+    dl = pmeth_txwin_next_deadline(tx);
+    k = pmeth_txwin_due(tx, dl, due, 8);
+    pmeth_txwin_ack(tx, 8, 0, dl + 50 * US, NULL, NULL);
+    int again = pmeth_txwin_due(tx, dl + 60 * US, due, 8);
+    CHECK(k == 1 && again == 0 && !tx->probing && pmeth_txwin_next_deadline(tx) > dl + 60 * US,
+          "an ack of the probe's original (no echo) ends the probe and resends nothing: the 56 "
+          "frames after it may still be on their way to a slow receiver");
+    pmeth_txwin_echo(tx, 0, 1);                 /* an echo of the probe that came late */
+    pmeth_txwin_ack(tx, 16, 0, dl + 70 * US, NULL, NULL);
+    CHECK(pmeth_txwin_due(tx, dl + 80 * US, due, 8) == 0,
+          "a late echo of a probe no longer running declares nothing lost");
     pmeth_txwin_destroy(tx);
 
     /* a lost ack behind a full window costs one frame, not the window */
@@ -293,6 +332,7 @@ static void test_timeouts(void)
     dl = pmeth_txwin_next_deadline(tx);
     k = pmeth_txwin_due(tx, dl, due, 3);
     CHECK(k == 1 && due[0].seq == 0, "held 4 and 6 (2 < 3 above the holes): on expiry frame 0 alone");
+    pmeth_txwin_echo(tx, 0, 1);                             /* the probe's copy got there */
     pmeth_txwin_ack(tx, 1, 0x14, dl + 40 * US, NULL, NULL);  /* 0 through; 4, 6 still held */
     k = pmeth_txwin_due(tx, dl + 40 * US, due, 3);
     int k2 = pmeth_txwin_due(tx, dl + 40 * US, due + 3, 8);
@@ -375,6 +415,7 @@ static void test_timeouts(void)
     before = tx->slots_scanned;
     dl = pmeth_txwin_next_deadline(tx);
     k = pmeth_txwin_due(tx, dl, due, 8);
+    pmeth_txwin_echo(tx, due[0].seq, due[0].xmit);
     pmeth_txwin_ack(tx, 2, 0, dl + 50 * US, NULL, NULL);    /* the probe got through */
     int sum = 0;
     uint64_t most = 0, idle = 0;
@@ -491,8 +532,9 @@ static void test_receiver(void)
               && pmeth_rxwin_next_deadline(rx) == 0,
           "frame 0 again: duplicate, and an ack is owed at once");
     pmeth_rxwin_ack_sent(rx);
-    CHECK(pmeth_rxwin_accept(rx, 2, 22, 0) == PMETH_RX_NEW_OUT_OF_ORDER && pmeth_rxwin_ack_now(rx),
-          "frame 2 before 1: held, ack at once");
+    CHECK(pmeth_rxwin_accept(rx, 2, 22, 0) == PMETH_RX_NEW_OUT_OF_ORDER && !pmeth_rxwin_ack_now(rx)
+              && pmeth_rxwin_next_deadline(rx) == c.ack_delay_ns,
+          "frame 2 before 1: held, acked with the delay (striping reorders all the time)");
     CHECK(pmeth_rxwin_accept(rx, 2, 22, 0) == PMETH_RX_DUPLICATE, "frame 2 again: duplicate of a held frame");
     CHECK(pmeth_rxwin_accept(rx, 3, 33, 0) == PMETH_RX_NEW_OUT_OF_ORDER, "frame 3 held");
     uint32_t cum;
@@ -501,8 +543,12 @@ static void test_receiver(void)
     CHECK(cum == 1 && sack == 0x3, "ack: next expected 1, selective bits for 2 and 3");
     CHECK(!pmeth_rxwin_pop(rx, &h), "nothing to pop while 1 is missing");
     pmeth_rxwin_ack_sent(rx);
-    CHECK(pmeth_rxwin_accept(rx, 1, 0, 0) == PMETH_RX_NEW_IN_ORDER && pmeth_rxwin_ack_now(rx),
-          "frame 1 fills the gap: ack at once");
+    pmeth_rxwin_saw_resend(rx, 1, 1);
+    uint32_t eseq;
+    uint8_t exmit;
+    CHECK(pmeth_rxwin_accept(rx, 1, 0, 0) == PMETH_RX_NEW_IN_ORDER && pmeth_rxwin_ack_now(rx)
+              && pmeth_rxwin_echo(rx, &eseq, &exmit) && eseq == 1 && exmit == 1,
+          "frame 1, resent, fills the gap: ack at once, echoing its transmission");
     CHECK(pmeth_rxwin_pop(rx, &h) && h == 22 && pmeth_rxwin_pop(rx, &h) && h == 33 && !pmeth_rxwin_pop(rx, &h),
           "the held frames come out in order");
     pmeth_rxwin_ack_fields(rx, &cum, &sack);
@@ -766,6 +812,16 @@ int main(void)
                   (unsigned long long) s.timeouts, (unsigned long long) s.max_due);
         }
     }
+    /* a receiver descheduled for 4 ms of every 10 (past the 2 ms timer), no
+     * loss: each stall costs the probes the timer sends while it lasts, not
+     * the window (before the echo: every frame of the window went again) */
+    s = (sim_t){.n = 200000, .window = 256, .links = 2, .cap = 16, .stall_every = 10 * MS,
+                .stall_ns = 4 * MS, .seed = 99};
+    bool ok = simulate(&s);
+    uint64_t stalls = s.end_ns / (10 * MS);
+    CHECK(ok && stalls >= 3 && s.resends <= 4 * stalls,
+          "200000 frames to a receiver stalled 4 ms in every 10: in order, once; %llu resends over %llu "
+          "stalls (at most 4 probes each)", (unsigned long long) s.resends, (unsigned long long) stalls);
     /* 1% loss: fast retransmit does the work, the timer rarely */
     s = (sim_t){.n = 20000, .window = 256, .links = 2, .cap = 16, .loss = 0.01, .seed = 4242};
     CHECK(simulate(&s) && s.fast > s.timeouts,

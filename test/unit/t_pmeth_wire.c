@@ -261,18 +261,31 @@ static void test_malformed(void)
         CHECK(parse(n) == PMETH_WIRE_MALFORMED, "type %u: malformed", types[i]);
     }
     bool all_flags = true;
-    for (int bit = 0; bit < 8; bit++) {
+    for (int bit = 1; bit < 8; bit++) {
         n = make_data(64);
         buf[28] = (uint8_t) (1u << bit);
         all_flags = all_flags && parse(n) == PMETH_WIRE_MALFORMED;
     }
-    CHECK(all_flags, "any flag bit set (each of the 8): malformed");
-    int reserved[] = {31, 34, 35, 52, 53, 54, 55};
+    CHECK(all_flags, "any undefined flag bit set (each of bits 1-7): malformed");
+    int reserved[] = {35};
     for (unsigned i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
         n = make_data(64);
         buf[reserved[i]] = 0x10;
         CHECK(parse(n) == PMETH_WIRE_MALFORMED, "reserved byte %d nonzero: malformed", reserved[i]);
     }
+    int echo_bytes[] = {34, 52, 53, 54, 55};
+    bool echo_needs_flag = true;
+    for (unsigned i = 0; i < sizeof(echo_bytes) / sizeof(echo_bytes[0]); i++) {
+        n = make_data(64);
+        buf[echo_bytes[i]] = 0x10;
+        echo_needs_flag = echo_needs_flag && parse(n) == PMETH_WIRE_MALFORMED;
+        buf[28] = PMETH_WIRE_F_ECHO;
+        echo_needs_flag = echo_needs_flag && parse(n) == PMETH_WIRE_OK;
+    }
+    CHECK(echo_needs_flag, "echo bytes (34, 52-55) nonzero: malformed without the ECHO flag, OK with it");
+    n = make_ack();
+    buf[31] = 1;
+    CHECK(parse(n) == PMETH_WIRE_MALFORMED, "a transmission number on an ACK: malformed");
     n = make_data(64);                  /* sent on link 2 */
     CHECK(parse_n(n, 3, &v) == PMETH_WIRE_OK && parse_n(n, 2, &v) == PMETH_WIRE_MALFORMED
               && parse_n(n, 1, &v) == PMETH_WIRE_MALFORMED,
@@ -356,6 +369,24 @@ static void test_set_ack(void)
           "after set_ack the frame parses with the new acks and its old seq, tag and payload");
 }
 
+static void test_echo_and_xmit(void)
+{
+    size_t n = make_data(100);
+    pmeth_wire_view_t v;
+    CHECK(parse_n(n, 8, &v) == PMETH_WIRE_OK && !v.echo && v.xmit == 0,
+          "a fresh DATA frame: first transmission, no echo");
+    pmeth_wire_set_xmit(buf, 7);
+    pmeth_wire_set_echo(buf, 0xfedcba98u, 200);
+    CHECK(parse_n(n, 8, &v) == PMETH_WIRE_OK && v.echo && v.echo_seq == 0xfedcba98u
+              && v.echo_xmit == 200 && v.xmit == 7 && v.seq == 0xfffffffeu && v.len == 100
+              && v.payload[99] == pattern(99),
+          "set_xmit and set_echo round-trip; seq and payload untouched");
+    n = make_ack();
+    pmeth_wire_set_echo(buf, 5, 1);
+    CHECK(parse_n(n, 8, &v) == PMETH_WIRE_OK && v.echo && v.echo_seq == 5 && v.echo_xmit == 1,
+          "an ACK carries an echo");
+}
+
 static void test_reserved_types(void)
 {
     for (int t = PMETH_WIRE_PEEK; t <= PMETH_WIRE_PATH_REPLY; t++) {
@@ -385,8 +416,11 @@ static void test_every_header_byte(void)
             buf[off] = (uint8_t) val;
             pmeth_wire_verdict_t want;
             bool same = val == orig[off];
-            if (same || off < 12 || (off >= 22 && off < 26) || off == 30 || (off >= 36 && off < 52)) {
-                want = PMETH_WIRE_OK;       /* MACs, source id, tag, seq, ack, sack: any value */
+            if (same || off < 12 || (off >= 22 && off < 26) || off == 30 || off == 31
+                || (off >= 36 && off < 52) || (off == 28 && val == PMETH_WIRE_F_ECHO)) {
+                /* MACs, source id, tag, transmission, seq, ack, sack: any value; the
+                 * ECHO flag with an all-zero echo */
+                want = PMETH_WIRE_OK;
             } else if (off < 22 || off == 26) {
                 want = PMETH_WIRE_FOREIGN;
             } else if (off == 27) {
@@ -400,7 +434,7 @@ static void test_every_header_byte(void)
                        : PMETH_WIRE_HDR_LEN + l > n ? PMETH_WIRE_TRUNCATED
                        : l == 0 ? PMETH_WIRE_MALFORMED : PMETH_WIRE_OK;
             } else {
-                want = PMETH_WIRE_MALFORMED;  /* flags and reserved bytes */
+                want = PMETH_WIRE_MALFORMED;  /* other flags, reserved bytes, an echo without its flag */
             }
             pmeth_wire_view_t v;
             pmeth_wire_verdict_t got = pmeth_wire_parse(buf, n, &e, &v);
@@ -509,6 +543,7 @@ int main(void)
     test_foreign();
     test_malformed();
     test_set_ack();
+    test_echo_and_xmit();
     test_reserved_types();
     test_every_header_byte();
     test_guard_page();
