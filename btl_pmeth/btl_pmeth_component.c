@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "pmeth_helper_client.h"
 #include "xbtl_compat.h"
 #include "xbtl_optin.h"
 
@@ -50,6 +51,14 @@ mca_btl_pmeth_component_t mca_btl_pmeth_component = {
 };
 
 static bool lock_constructed;
+
+/* The site's helper for processes without CAP_NET_RAW (pmeth-helperd); the
+ * sockets it opened are ours to close after their rings (the ring layer does
+ * not close a socket it was given). */
+static char *helper_socket;
+static bool helper_always;
+static int link_helper_fd[PMETH_MAX_LINKS];
+#define HELPER_TIMEOUT_MS 5000
 
 static void reg(const char *name, const char *help, mca_base_var_type_t type, void *storage,
                 int level)
@@ -86,6 +95,18 @@ static int pmeth_component_register(void)
         "MTU 1500 on veth, but it serves one process per interface, frames up to 3840 bytes, and its frames skip the "
         "interface's queueing discipline (traffic shaping) and ingress filters",
         MCA_BASE_VAR_TYPE_STRING, &c->io_mode, OPAL_INFO_LVL_4);
+    helper_socket = PMETH_HELPER_DEFAULT_SOCKET;
+    reg("helper", "Unix socket of pmeth-helperd, the site's root helper that opens AF_PACKET "
+        "sockets on the interfaces it allows and passes them to jobs of ordinary users (no "
+        "CAP_NET_RAW needed).  Asked only when this process may not open the socket itself, "
+        "unless btl_pmeth_helper_always is set; AF_PACKET rings only (io_mode packet, or auto "
+        "falling back to it).  Empty: never ask", MCA_BASE_VAR_TYPE_STRING, &helper_socket,
+        OPAL_INFO_LVL_3);
+    helper_always = false;
+    reg("helper_always", "Get every AF_PACKET socket from the helper (btl_pmeth_helper), even "
+        "where this process could open it itself (e.g. so that root's jobs too get the "
+        "helper's locked, interface-bound receive filter)", MCA_BASE_VAR_TYPE_BOOL,
+        &helper_always, OPAL_INFO_LVL_5);
     c->ethertype = PMETH_WIRE_ETHERTYPE;
     reg("ethertype", "EtherType of our frames (default 0x88B5, IEEE 802 local experimental 1).  "
         "All processes of a job must agree", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->ethertype,
@@ -303,14 +324,34 @@ static void close_links(void)
             pmeth_ring_close(c->links[i].ring);
             c->links[i].ring = NULL;
         }
+        if (link_helper_fd[i] >= 0) {
+            close(link_helper_fd[i]);
+            link_helper_fd[i] = -1;
+        }
     }
     c->nlinks = 0;
 }
 
-/* Open LINK's ring in MODE; the error text is left in ERR. */
-static int open_ring(pmeth_link_t *link, enum pmeth_io_mode mode, char *err, size_t errlen)
+/* Open link INDEX's ring in MODE; the error text is left in ERR.  Where this
+ * process may not open an AF_PACKET socket (no CAP_NET_RAW), the site's helper
+ * is asked for one; what it said is left in HELPER_NOTE (for the message that
+ * names both ways out when neither worked). */
+static int open_ring(uint32_t index, pmeth_link_t *link, enum pmeth_io_mode mode, char *err,
+                     size_t errlen, char *helper_note, size_t notelen)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    bool helper_set = helper_socket != NULL && helper_socket[0] != '\0';
+    bool may_ask = mode == PMETH_IO_PACKET && helper_set;
+    int rc;
+    link_helper_fd[index] = -1;
+    if (!helper_set) {
+        snprintf(helper_note, notelen, "no pmeth helper is set (btl_pmeth_helper is empty)");
+    } else if (mode != PMETH_IO_PACKET) {
+        snprintf(helper_note, notelen, "the pmeth helper was not asked: it opens AF_PACKET "
+                 "sockets only (btl_pmeth_io_mode packet or auto), not AF_XDP");
+    } else {
+        snprintf(helper_note, notelen, "the pmeth helper was not asked");
+    }
     struct pmeth_ring_config cfg = {
         .ifname = link->ifname,
         .mode = mode,
@@ -323,7 +364,40 @@ static int open_ring(pmeth_link_t *link, enum pmeth_io_mode mode, char *err, siz
         .qdisc_bypass = c->qdisc_bypass,
         .fd = -1,
     };
-    return pmeth_ring_open(&cfg, &link->ring, err, errlen);
+    if (!(may_ask && helper_always)) {
+        rc = pmeth_ring_open(&cfg, &link->ring, err, errlen);
+        if ((rc != -EPERM && rc != -EACCES) || !may_ask) {
+            return rc;
+        }
+    } else {
+        snprintf(err, errlen, "own socket not tried (btl_pmeth_helper_always)");
+    }
+    struct pmeth_helper_request rq = {.ethertype = cfg.ethertype, .job_key = cfg.job_key,
+                                      .dest_id = cfg.my_id};
+    memcpy(rq.ifname, link->ifname, strnlen(link->ifname, IFNAMSIZ - 1));
+    uint16_t flags = 0;
+    rc = pmeth_helper_ask(helper_socket, &rq, HELPER_TIMEOUT_MS, &cfg.fd, &flags, helper_note,
+                          notelen);
+    if (rc != 0) {
+        return -EPERM;                  /* neither way worked: the message names both */
+    }
+    rc = pmeth_ring_open(&cfg, &link->ring, err, errlen);
+    if (rc != 0) {
+        close(cfg.fd);
+        if (rc == -EPERM && (flags & PMETH_HELPER_FILTER_LOCKED)) {
+            /* not a missing capability: the ring layer attaches its own filter */
+            snprintf(err, errlen, "the pmeth helper at %s locks the receive filter "
+                     "(lock_filter), which this build's ring layer cannot use yet: run the "
+                     "helper without --lock-filter", helper_socket);
+            return -ENOTSUP;
+        }
+        return rc;
+    }
+    link_helper_fd[index] = cfg.fd;
+    PMETH_VERBOSE(10, "%s: AF_PACKET socket from the pmeth helper at %s (receive filter %s%s)",
+                  link->ifname, helper_socket, flags & PMETH_HELPER_FILTER_LOCKED
+                  ? "locked" : "not locked", flags & PMETH_HELPER_MARKED ? ", marked" : "");
+    return 0;
 }
 
 static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_progress_threads,
@@ -333,7 +407,7 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     mca_btl_base_module_t *m = &mca_btl_pmeth;
     pmeth_link_t found[PMETH_MAX_LINKS];
     uint32_t nfound = 0;
-    char err[256];
+    char err[256], helper_note[320];
     int rc;
 
     *num_btls = 0;
@@ -378,16 +452,22 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
         *l = found[i];
         enum pmeth_io_mode mode = (want_xdp || auto_mode) ? PMETH_IO_XDP : PMETH_IO_PACKET;
         err[0] = '\0';
-        rc = open_ring(l, mode, err, sizeof(err));
+        rc = open_ring(c->nlinks, l, mode, err, sizeof(err), helper_note, sizeof(helper_note));
         if (rc != 0 && auto_mode && mode == PMETH_IO_XDP) {
             PMETH_VERBOSE(1, "%s: AF_XDP not usable (%s); using AF_PACKET rings", l->ifname, err);
             err[0] = '\0';
-            rc = open_ring(l, PMETH_IO_PACKET, err, sizeof(err));
+            rc = open_ring(c->nlinks, l, PMETH_IO_PACKET, err, sizeof(err), helper_note,
+                           sizeof(helper_note));
         }
         if (rc != 0) {
             bool perm = rc == -EPERM || rc == -EACCES;
-            opal_show_help("help-btl-pmeth.txt", perm ? "no-permission" : "ring-failed", true,
-                           opal_process_info.nodename, l->ifname, err);
+            if (perm) {
+                opal_show_help("help-btl-pmeth.txt", "no-permission", true,
+                               opal_process_info.nodename, l->ifname, err, helper_note);
+            } else {
+                opal_show_help("help-btl-pmeth.txt", "ring-failed", true,
+                               opal_process_info.nodename, l->ifname, err);
+            }
             close_links();
             return NULL;
         }

@@ -86,3 +86,32 @@ nodist_test_pmeth_pmeth_floor_SOURCES = $(PMETH_XDP_GEN)
 test_pmeth_pmeth_floor_CPPFLAGS = -I$(top_srcdir)/btl_pmeth $(PMETH_RING_DEFS)
 test_pmeth_pmeth_floor_CFLAGS = $(XBTL_WARN_CFLAGS) -O2
 test_pmeth_pmeth_floor_LDADD = $(PMETH_RING_LINK)
+
+# ---- Ordinary users without CAP_NET_RAW: pmeth-helperd opens the sockets for them ----
+# The protocol (pmeth_helper_proto.*) and the job's side (pmeth_helper_client.*) are
+# plain C, linked into the component, the root daemon and the unit test.
+PMETH_HELPER_SRC = btl_pmeth/pmeth_helper_proto.h btl_pmeth/pmeth_helper_proto.c
+btl_pmeth_mca_btl_pmeth_la_SOURCES += $(PMETH_HELPER_SRC) \
+	btl_pmeth/pmeth_helper_client.h btl_pmeth/pmeth_helper_client.c
+
+# The daemon runs as root and parses what any local user sends: hardened build.
+sbin_PROGRAMS = btl_pmeth/helper/pmeth-helperd
+btl_pmeth_helper_pmeth_helperd_SOURCES = btl_pmeth/helper/pmeth_helperd.c $(PMETH_HELPER_SRC)
+btl_pmeth_helper_pmeth_helperd_CPPFLAGS = -I$(top_srcdir)/btl_pmeth -D_FORTIFY_SOURCE=2
+btl_pmeth_helper_pmeth_helperd_CFLAGS = $(XBTL_WARN_CFLAGS) -O2 -fstack-protector-strong -fPIE
+btl_pmeth_helper_pmeth_helperd_LDFLAGS = -pie -Wl,-z,relro,-z,now
+btl_pmeth_helper_pmeth_helperd_LDADD =
+EXTRA_DIST += btl_pmeth/helper/pmeth-helper.conf btl_pmeth/helper/pmeth-helperd.service
+
+check_PROGRAMS += test/unit/t_pmeth_helper test/pmeth/pmeth_helper_ask
+test_unit_t_pmeth_helper_SOURCES = test/unit/t_pmeth_helper.c $(PMETH_HELPER_SRC) \
+	btl_pmeth/pmeth_helper_client.h btl_pmeth/pmeth_helper_client.c
+test_unit_t_pmeth_helper_CPPFLAGS = -I$(top_srcdir)/btl_pmeth -I$(top_srcdir)/test/unit
+test_unit_t_pmeth_helper_CFLAGS = $(XBTL_WARN_CFLAGS)
+test_unit_t_pmeth_helper_LDADD =
+# what a user can do with a helper's socket (test/pmeth/t-pmeth-helper.sh runs it as nobody)
+test_pmeth_pmeth_helper_ask_SOURCES = test/pmeth/pmeth_helper_ask.c $(PMETH_HELPER_SRC) \
+	btl_pmeth/pmeth_helper_client.h btl_pmeth/pmeth_helper_client.c
+test_pmeth_pmeth_helper_ask_CPPFLAGS = -I$(top_srcdir)/btl_pmeth
+test_pmeth_pmeth_helper_ask_CFLAGS = $(XBTL_WARN_CFLAGS) -O2
+test_pmeth_pmeth_helper_ask_LDADD =

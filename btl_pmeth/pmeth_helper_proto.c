@@ -1,0 +1,299 @@
+/* The pmeth helper's request/reply protocol and descriptor passing
+ * (pmeth_helper_proto.h).  Nothing here trusts a length or a byte it got. */
+#define _GNU_SOURCE
+#include "pmeth_helper_proto.h"
+
+#include <errno.h>
+#include <linux/filter.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pmeth_wire.h"
+
+static const char req_magic[4] = {'P', 'M', 'H', 'Q'};
+static const char reply_magic[4] = {'P', 'M', 'H', 'R'};
+#define REPLY_FLAGS_KNOWN (PMETH_HELPER_FILTER_LOCKED | PMETH_HELPER_MARKED)
+/* a request cannot carry more than one descriptor we want; room to see (and close) a few */
+#define MAX_FDS_SEEN 8
+
+const char *pmeth_helper_status_name(enum pmeth_helper_status s)
+{
+    static const char *const names[PMETH_HELPER_STATUS_COUNT] = {
+        [PMETH_HELPER_GRANTED] = "granted",
+        [PMETH_HELPER_BAD_REQUEST] = "malformed request",
+        [PMETH_HELPER_NOT_ALLOWED] = "interface not allowed",
+        [PMETH_HELPER_NO_INTERFACE] = "no such interface",
+        [PMETH_HELPER_WRONG_ETHERTYPE] = "EtherType not served",
+        [PMETH_HELPER_OTHER_NAMESPACE] = "client in another network namespace",
+        [PMETH_HELPER_FAILED] = "helper failed",
+    };
+    return (unsigned) s < PMETH_HELPER_STATUS_COUNT ? names[s] : "unknown status";
+}
+
+const char *pmeth_helper_fault_name(enum pmeth_helper_fault f)
+{
+    static const char *const names[PMETH_HELPER_FAULT_COUNT] = {
+        [PMETH_HELPER_OK] = "ok",
+        [PMETH_HELPER_FAULT_LENGTH] = "wrong message length",
+        [PMETH_HELPER_FAULT_MAGIC] = "wrong magic",
+        [PMETH_HELPER_FAULT_VERSION] = "unknown protocol version",
+        [PMETH_HELPER_FAULT_OP] = "unknown operation",
+        [PMETH_HELPER_FAULT_IFNAME] = "bad interface name",
+        [PMETH_HELPER_FAULT_ETHERTYPE] = "EtherType below 0x0600",
+        [PMETH_HELPER_FAULT_FLAGS] = "unknown flags",
+        [PMETH_HELPER_FAULT_RESERVED] = "reserved field not zero",
+        [PMETH_HELPER_FAULT_STATUS] = "unknown status",
+        [PMETH_HELPER_FAULT_TEXT] = "bad reply text",
+    };
+    return (unsigned) f < PMETH_HELPER_FAULT_COUNT ? names[f] : "unknown fault";
+}
+
+static int ifname_char_ok(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'
+           || c == '.' || c == '-';
+}
+
+int pmeth_helper_ifname_ok(const char *name)
+{
+    size_t n = 0;
+    while (n < IFNAMSIZ && name[n] != '\0') {
+        if (!ifname_char_ok(name[n])) {
+            return 0;
+        }
+        n++;
+    }
+    if (n == 0 || n >= IFNAMSIZ) {
+        return 0;
+    }
+    return strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+void pmeth_helper_encode_request(const struct pmeth_helper_request *rq,
+                                 uint8_t out[PMETH_HELPER_REQ_LEN])
+{
+    memset(out, 0, PMETH_HELPER_REQ_LEN);
+    memcpy(out, req_magic, 4);
+    pmeth_put16(out + 4, PMETH_HELPER_VERSION);
+    pmeth_put16(out + 6, PMETH_HELPER_OP_OPEN_PACKET);
+    memcpy(out + 8, rq->ifname, strnlen(rq->ifname, IFNAMSIZ - 1));
+    pmeth_put16(out + 24, rq->ethertype);
+    pmeth_put32(out + 28, rq->job_key);
+    pmeth_put32(out + 32, rq->dest_id);
+}
+
+enum pmeth_helper_fault pmeth_helper_parse_request(const void *msg, size_t len,
+                                                   struct pmeth_helper_request *out)
+{
+    const uint8_t *p = msg;
+    memset(out, 0, sizeof(*out));
+    if (len != PMETH_HELPER_REQ_LEN) {
+        return PMETH_HELPER_FAULT_LENGTH;
+    }
+    if (memcmp(p, req_magic, 4) != 0) {
+        return PMETH_HELPER_FAULT_MAGIC;
+    }
+    if (pmeth_get16(p + 4) != PMETH_HELPER_VERSION) {
+        return PMETH_HELPER_FAULT_VERSION;
+    }
+    if (pmeth_get16(p + 6) != PMETH_HELPER_OP_OPEN_PACKET) {
+        return PMETH_HELPER_FAULT_OP;
+    }
+    /* the name field: name bytes, then only NULs up to its end (at least one) */
+    const char *field = (const char *) p + 8;
+    size_t n = strnlen(field, IFNAMSIZ);
+    if (n == 0 || n >= IFNAMSIZ) {
+        return PMETH_HELPER_FAULT_IFNAME;
+    }
+    for (size_t i = n; i < IFNAMSIZ; i++) {
+        if (field[i] != '\0') {
+            return PMETH_HELPER_FAULT_IFNAME;
+        }
+    }
+    memcpy(out->ifname, field, n);
+    if (!pmeth_helper_ifname_ok(out->ifname)) {
+        memset(out->ifname, 0, sizeof(out->ifname));
+        return PMETH_HELPER_FAULT_IFNAME;
+    }
+    out->ethertype = pmeth_get16(p + 24);
+    if (out->ethertype < 0x0600) {      /* below: an 802.3 length, not an EtherType */
+        return PMETH_HELPER_FAULT_ETHERTYPE;
+    }
+    if (pmeth_get16(p + 26) != 0) {
+        return PMETH_HELPER_FAULT_FLAGS;
+    }
+    out->job_key = pmeth_get32(p + 28);
+    out->dest_id = pmeth_get32(p + 32);
+    if (pmeth_get32(p + 36) != 0) {
+        return PMETH_HELPER_FAULT_RESERVED;
+    }
+    return PMETH_HELPER_OK;
+}
+
+size_t pmeth_helper_encode_reply(enum pmeth_helper_status status, uint16_t flags,
+                                 const char *text, uint8_t out[PMETH_HELPER_REPLY_MAX])
+{
+    size_t n = 0;
+    memcpy(out, reply_magic, 4);
+    pmeth_put16(out + 4, PMETH_HELPER_VERSION);
+    pmeth_put16(out + 6, (uint16_t) status);
+    pmeth_put16(out + 8, flags);
+    /* only printable ASCII goes out; anything else becomes '?' */
+    for (; text != NULL && text[n] != '\0' && n < PMETH_HELPER_TEXT_MAX; n++) {
+        char c = text[n];
+        out[PMETH_HELPER_REPLY_HDR_LEN + n] = (uint8_t) (c >= 0x20 && c < 0x7f ? c : '?');
+    }
+    pmeth_put16(out + 10, (uint16_t) n);
+    return PMETH_HELPER_REPLY_HDR_LEN + n;
+}
+
+enum pmeth_helper_fault pmeth_helper_parse_reply(const void *msg, size_t len,
+                                                 struct pmeth_helper_reply *out)
+{
+    const uint8_t *p = msg;
+    memset(out, 0, sizeof(*out));
+    out->status = PMETH_HELPER_FAILED;
+    if (len < PMETH_HELPER_REPLY_HDR_LEN || len > PMETH_HELPER_REPLY_MAX) {
+        return PMETH_HELPER_FAULT_LENGTH;
+    }
+    if (memcmp(p, reply_magic, 4) != 0) {
+        return PMETH_HELPER_FAULT_MAGIC;
+    }
+    if (pmeth_get16(p + 4) != PMETH_HELPER_VERSION) {
+        return PMETH_HELPER_FAULT_VERSION;
+    }
+    uint16_t status = pmeth_get16(p + 6), flags = pmeth_get16(p + 8), n = pmeth_get16(p + 10);
+    if (status >= PMETH_HELPER_STATUS_COUNT) {
+        return PMETH_HELPER_FAULT_STATUS;
+    }
+    if ((flags & ~REPLY_FLAGS_KNOWN) != 0) {
+        return PMETH_HELPER_FAULT_FLAGS;
+    }
+    if ((size_t) n != len - PMETH_HELPER_REPLY_HDR_LEN) {
+        return PMETH_HELPER_FAULT_LENGTH;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = p[PMETH_HELPER_REPLY_HDR_LEN + i];
+        if (c < 0x20 || c >= 0x7f) {
+            return PMETH_HELPER_FAULT_TEXT;
+        }
+        out->text[i] = (char) c;
+    }
+    out->text[n] = '\0';
+    out->status = (enum pmeth_helper_status) status;
+    out->flags = flags;
+    return PMETH_HELPER_OK;
+}
+
+int pmeth_helper_send(int sock, const void *msg, size_t len, int fd)
+{
+    struct iovec iov = {.iov_base = (void *) msg, .iov_len = len};
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } control;
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (fd >= 0) {
+        memset(&control, 0, sizeof(control));
+        mh.msg_control = control.buf;
+        mh.msg_controllen = sizeof(control.buf);
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    }
+    ssize_t n;
+    do {
+        n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        return -errno;
+    }
+    return (size_t) n == len ? 0 : -EMSGSIZE;
+}
+
+ssize_t pmeth_helper_recv(int sock, void *buf, size_t cap, int *fd, unsigned *extra_fds)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(MAX_FDS_SEEN * sizeof(int))];
+    } control;
+    struct iovec iov = {.iov_base = buf, .iov_len = cap};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                        .msg_controllen = sizeof(control.buf)};
+    *fd = -1;
+    *extra_fds = 0;
+    ssize_t n;
+    do {
+        n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        return -errno;
+    }
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS
+            || cm->cmsg_len < CMSG_LEN(0)) {
+            continue;
+        }
+        size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < count; i++) {
+            int got;
+            memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            if (*fd < 0) {
+                *fd = got;
+            } else {
+                close(got);
+                (*extra_fds)++;
+            }
+        }
+    }
+    if (mh.msg_flags & MSG_CTRUNC) {
+        (*extra_fds)++;                 /* the kernel closed what did not fit */
+    }
+    if (*extra_fds > 0 && *fd >= 0) {   /* more than one: none of them is trusted */
+        close(*fd);
+        *fd = -1;
+        (*extra_fds)++;
+    }
+    if (mh.msg_flags & MSG_TRUNC) {
+        if (*fd >= 0) {
+            close(*fd);
+            *fd = -1;
+        }
+        return -EMSGSIZE;
+    }
+    if (n == 0 && cap > 0) {
+        return -ECONNRESET;             /* SOCK_SEQPACKET: 0 bytes is the peer's close */
+    }
+    return n;
+}
+
+/* what a classic BPF word load (big-endian) reads where pmeth stores VALUE little-endian */
+static uint32_t as_loaded(uint32_t value)
+{
+    uint8_t b[4];
+    pmeth_put32(b, value);
+    return (uint32_t) b[0] << 24 | (uint32_t) b[1] << 16 | (uint32_t) b[2] << 8 | b[3];
+}
+
+unsigned pmeth_helper_build_filter(struct sock_filter *code, uint16_t ethertype, uint32_t job_key,
+                                   uint32_t dest_id, int ifindex)
+{
+    /* each test jumps to the final "drop" when it fails; offsets count from the next insn */
+    const struct sock_filter prog[PMETH_HELPER_FILTER_LEN] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (uint32_t) (SKF_AD_OFF + SKF_AD_IFINDEX)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t) ifindex, 0, 7),
+        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ethertype, 0, 5),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 14),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, as_loaded(job_key), 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 18),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, as_loaded(dest_id), 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 0x40000),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+    };
+    memcpy(code, prog, sizeof(prog));
+    return PMETH_HELPER_FILTER_LEN;
+}

@@ -1,0 +1,131 @@
+/*
+ * The pmeth helper's protocol: how a job without CAP_NET_RAW gets an AF_PACKET
+ * socket from pmeth-helperd (btl_pmeth/helper/), a root daemon that opens it on
+ * an interface the site allowed and passes it back over a unix socket
+ * (SCM_RIGHTS).  No MPI; shared by the daemon, the component's client
+ * (pmeth_helper_client.c) and the unit test.
+ *
+ * One request and one reply per connection, each a single SOCK_SEQPACKET
+ * message of fixed layout, integers little-endian (as on pmeth's wire):
+ *
+ *   request, exactly PMETH_HELPER_REQ_LEN (40) bytes
+ *     0  magic "PMHQ"          4  version (1), u16     6  op (1: open a packet socket), u16
+ *     8  interface name, 16 bytes: 1-15 name bytes, NUL padded to the end
+ *    24  EtherType, u16       26  flags, u16 (0)
+ *    28  job key, u32         32  destination id, u32  36  reserved, u32 (0)
+ *
+ *   reply, PMETH_HELPER_REPLY_HDR_LEN (12) + text bytes, nothing more
+ *     0  magic "PMHR"          4  version (1), u16     6  status (enum pmeth_helper_status), u16
+ *     8  flags, u16 (PMETH_HELPER_FILTER_LOCKED, PMETH_HELPER_MARKED)
+ *    10  text length, u16 (at most PMETH_HELPER_TEXT_MAX); the text: printable ASCII, no NUL
+ *
+ * A granted reply carries exactly one descriptor; any other carries none.
+ * Everything is checked on both sides: a message of another length, an
+ * unknown version, op or flag, a non-zero reserved field, an interface name
+ * with a byte outside [A-Za-z0-9_.-] or bytes after its NUL, "." or ".." is
+ * refused with the fault named (enum pmeth_helper_fault).
+ *
+ * The job key and destination id are the ones the ring layer's receive filter
+ * matches (pmeth_ring_packet.c): the helper attaches the same filter,
+ * restricted to the interface asked for, so that it may lock it.
+ */
+#ifndef PMETH_HELPER_PROTO_H
+#define PMETH_HELPER_PROTO_H
+
+#include <net/if.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PMETH_HELPER_VERSION 1
+#define PMETH_HELPER_OP_OPEN_PACKET 1
+#define PMETH_HELPER_REQ_LEN 40
+#define PMETH_HELPER_REPLY_HDR_LEN 12
+#define PMETH_HELPER_TEXT_MAX 240
+#define PMETH_HELPER_REPLY_MAX (PMETH_HELPER_REPLY_HDR_LEN + PMETH_HELPER_TEXT_MAX)
+#define PMETH_HELPER_DEFAULT_SOCKET "/run/pmeth-helper.sock"
+
+/* reply flags */
+#define PMETH_HELPER_FILTER_LOCKED 0x1  /* SO_LOCK_FILTER: the receive filter cannot be changed */
+#define PMETH_HELPER_MARKED 0x2         /* SO_MARK set: the site's egress rules know its frames */
+
+enum pmeth_helper_status {
+    PMETH_HELPER_GRANTED = 0,
+    PMETH_HELPER_BAD_REQUEST,           /* malformed: the text names the fault */
+    PMETH_HELPER_NOT_ALLOWED,           /* interface not in the site's list */
+    PMETH_HELPER_NO_INTERFACE,          /* allowed, but not present in the helper's namespace */
+    PMETH_HELPER_WRONG_ETHERTYPE,       /* the helper serves one EtherType only */
+    PMETH_HELPER_OTHER_NAMESPACE,       /* the client is in another network namespace */
+    PMETH_HELPER_FAILED,                /* the helper's own socket calls failed */
+    PMETH_HELPER_STATUS_COUNT
+};
+
+enum pmeth_helper_fault {
+    PMETH_HELPER_OK = 0,
+    PMETH_HELPER_FAULT_LENGTH,
+    PMETH_HELPER_FAULT_MAGIC,
+    PMETH_HELPER_FAULT_VERSION,
+    PMETH_HELPER_FAULT_OP,
+    PMETH_HELPER_FAULT_IFNAME,
+    PMETH_HELPER_FAULT_ETHERTYPE,
+    PMETH_HELPER_FAULT_FLAGS,
+    PMETH_HELPER_FAULT_RESERVED,
+    PMETH_HELPER_FAULT_STATUS,
+    PMETH_HELPER_FAULT_TEXT,
+    PMETH_HELPER_FAULT_COUNT
+};
+
+struct pmeth_helper_request {
+    char ifname[IFNAMSIZ];              /* NUL-terminated */
+    uint16_t ethertype;
+    uint32_t job_key, dest_id;
+};
+
+struct pmeth_helper_reply {
+    enum pmeth_helper_status status;
+    uint16_t flags;
+    char text[PMETH_HELPER_TEXT_MAX + 1];   /* NUL-terminated */
+};
+
+const char *pmeth_helper_status_name(enum pmeth_helper_status s);
+const char *pmeth_helper_fault_name(enum pmeth_helper_fault f);
+
+/* Is NAME a plausible interface name: 1-15 bytes of [A-Za-z0-9_.-], not "." or ".."?
+ * (Stricter than the kernel, which also takes most punctuation.) */
+int pmeth_helper_ifname_ok(const char *name);
+
+/* Encoders write exactly PMETH_HELPER_REQ_LEN bytes / return the reply's length;
+ * the request's interface name must pass pmeth_helper_ifname_ok. */
+void pmeth_helper_encode_request(const struct pmeth_helper_request *rq,
+                                 uint8_t out[PMETH_HELPER_REQ_LEN]);
+size_t pmeth_helper_encode_reply(enum pmeth_helper_status status, uint16_t flags,
+                                 const char *text, uint8_t out[PMETH_HELPER_REPLY_MAX]);
+
+/* Parsers: PMETH_HELPER_OK and *OUT filled, or the first fault found. */
+enum pmeth_helper_fault pmeth_helper_parse_request(const void *msg, size_t len,
+                                                   struct pmeth_helper_request *out);
+enum pmeth_helper_fault pmeth_helper_parse_reply(const void *msg, size_t len,
+                                                 struct pmeth_helper_reply *out);
+
+/* One message on a SOCK_SEQPACKET socket, with descriptor FD attached when
+ * FD >= 0.  0, or -errno. */
+int pmeth_helper_send(int sock, const void *msg, size_t len, int fd);
+
+/* One message into BUF.  Its length, or -errno: -EMSGSIZE when it did not fit
+ * (it is discarded), -ECONNRESET at end of stream.  *FD gets the descriptor
+ * that came with it, or -1.  When more than one came (or the kernel cut some
+ * off) none is kept: all are closed and *EXTRA_FDS is non-zero.  Received
+ * descriptors are close-on-exec. */
+ssize_t pmeth_helper_recv(int sock, void *buf, size_t cap, int *fd, unsigned *extra_fds);
+
+/* The classic BPF receive filter for a helper-opened socket: frames of
+ * ETHERTYPE carrying JOB_KEY and DEST_ID at pmeth's header offsets (as the ring
+ * layer's own filter), arriving on IFINDEX only.  Writes at most
+ * PMETH_HELPER_FILTER_LEN instructions into CODE (struct sock_filter), returns
+ * how many. */
+#define PMETH_HELPER_FILTER_LEN 10
+struct sock_filter;
+unsigned pmeth_helper_build_filter(struct sock_filter *code, uint16_t ethertype, uint32_t job_key,
+                                   uint32_t dest_id, int ifindex);
+
+#endif

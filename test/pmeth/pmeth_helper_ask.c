@@ -1,0 +1,115 @@
+/*
+ * pmeth_helper_ask: asks a running pmeth-helperd for a socket, as a job would,
+ * and shows what its holder can and cannot do with it.  For
+ * test/pmeth/t-pmeth-helper.sh, which runs it as an unprivileged user.
+ *
+ *   pmeth_helper_ask SOCKET IFNAME [KEY ID]  ask; print "granted flags=0x.." or the refusal
+ *   pmeth_helper_ask SOCKET IFNAME --escape  also try to widen the receive filter and
+ *                                            to bind to every EtherType
+ *   pmeth_helper_ask SOCKET --garbage        send a malformed request, print the reply
+ *
+ * Exit status: 0 granted (or a reply to garbage), 3 refused, 4 no helper
+ * reachable, 5 anything else.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "pmeth_helper_client.h"
+#include "pmeth_wire.h"
+
+static int garbage(const char *path)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (s < 0 || connect(s, (struct sockaddr *) &sun, sizeof(sun)) != 0) {
+        printf("unreachable: %s\n", strerror(errno));
+        return 4;
+    }
+    /* a well-formed request whose interface name has a slash in it */
+    struct pmeth_helper_request rq = {.ifname = "eth0", .ethertype = PMETH_WIRE_ETHERTYPE};
+    uint8_t msg[PMETH_HELPER_REPLY_MAX];
+    pmeth_helper_encode_request(&rq, msg);
+    msg[8 + 1] = '/';
+    if (pmeth_helper_send(s, msg, PMETH_HELPER_REQ_LEN, -1) != 0) {
+        printf("send failed\n");
+        return 5;
+    }
+    int fd;
+    unsigned extra;
+    ssize_t n = pmeth_helper_recv(s, msg, sizeof(msg), &fd, &extra);
+    struct pmeth_helper_reply reply;
+    if (n < 0 || pmeth_helper_parse_reply(msg, (size_t) n, &reply) != PMETH_HELPER_OK) {
+        printf("no valid reply\n");
+        return 5;
+    }
+    printf("reply (%s): %s%s\n", pmeth_helper_status_name(reply.status), reply.text,
+           fd >= 0 ? " (with a descriptor!)" : "");
+    return reply.status == PMETH_HELPER_BAD_REQUEST && fd < 0 ? 0 : 5;
+}
+
+/* What the holder of the socket can do: replace the filter, bind to all EtherTypes. */
+static void escape(int fd)
+{
+    struct sock_filter accept_all[] = {BPF_STMT(BPF_RET | BPF_K, 0x40000)};
+    struct sock_fprog prog = {.len = 1, .filter = accept_all};
+    int rc = setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
+    printf("replace filter: %s\n", rc == 0 ? "possible" : strerror(errno));
+    int dummy = 0;
+    rc = setsockopt(fd, SOL_SOCKET, SO_DETACH_FILTER, &dummy, sizeof(dummy));
+    printf("detach filter: %s\n", rc == 0 ? "possible" : strerror(errno));
+    struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+                              .sll_ifindex = 0};
+    rc = bind(fd, (struct sockaddr *) &sll, sizeof(sll));
+    printf("bind to every EtherType on every interface: %s\n", rc == 0 ? "possible" : strerror(errno));
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[2], "--garbage") == 0) {
+        return garbage(argv[1]);
+    }
+    if (argc < 3) {
+        fprintf(stderr, "usage: pmeth_helper_ask SOCKET IFNAME [KEY ID | --escape] | SOCKET --garbage\n");
+        return 5;
+    }
+    struct pmeth_helper_request rq = {.ethertype = PMETH_WIRE_ETHERTYPE, .job_key = 0x1234,
+                                      .dest_id = 0};
+    snprintf(rq.ifname, sizeof(rq.ifname), "%s", argv[2]);
+    int try_escape = argc == 4 && strcmp(argv[3], "--escape") == 0;
+    if (argc == 5) {
+        rq.job_key = (uint32_t) strtoul(argv[3], NULL, 0);
+        rq.dest_id = (uint32_t) strtoul(argv[4], NULL, 0);
+    }
+    char why[512];
+    int fd;
+    uint16_t flags;
+    int rc = pmeth_helper_ask(argv[1], &rq, 3000, &fd, &flags, why, sizeof(why));
+    if (rc == -EPERM) {
+        printf("refused: %s\n", why);
+        return 3;
+    }
+    if (rc != 0) {
+        printf("failed: %s\n", why);
+        return rc == -EPROTO || rc == -EINVAL ? 5 : 4;
+    }
+    uint32_t mark = 0;
+    socklen_t marklen = sizeof(mark);
+    (void) getsockopt(fd, SOL_SOCKET, SO_MARK, &mark, &marklen);
+    printf("granted flags=0x%x mark=0x%x\n", flags, mark);
+    if (try_escape) {
+        escape(fd);
+    }
+    close(fd);
+    return 0;
+}

@@ -1,0 +1,143 @@
+#!/bin/bash
+# btl pmeth for ordinary users: jobs of nobody (no CAP_NET_RAW) across two virtual hosts.
+# Without a helper pmeth declines with the one message that names both ways out (and the
+# job ends, no hang); with pmeth-helperd on each host the p2p suite passes with verified
+# bytes over the link; a non-allowed interface, a malformed request and a client in
+# another network namespace are refused and logged; a locked filter cannot be widened;
+# the helpers stop cleanly and nothing is left behind.
+. "${TOP_SRCDIR:-.}/test/lib.sh"
+. "$TOP_SRCDIR/test/vcluster/vclib.sh"
+vc_require
+ompi_info 2>/dev/null | grep -q "MCA btl: pmeth" || { echo "# btl pmeth is not installed (contrib/setup)"; exit 77; }
+command -v setpriv >/dev/null || { echo "# setpriv missing (util-linux)"; exit 77; }
+id nobody >/dev/null 2>&1 || { echo "# no user nobody"; exit 77; }
+HELPERD=$TOP_BUILDDIR/btl_pmeth/helper/pmeth-helperd
+ASK=$TOP_BUILDDIR/test/pmeth/pmeth_helper_ask
+P2P=$TOP_BUILDDIR/test/mpi/mpi_p2p
+for f in "$HELPERD" "$ASK" "$P2P"; do [ -x "$f" ] || { echo "# $f not built (make check)"; exit 1; }; done
+
+vc_setup tphelp
+VC_TMP=$(mktemp -d /tmp/xbvc-tphelp.XXXXXX); LOG=$VC_TMP
+# every vcluster host has its own /dev/shm (the rest of the file system is shared), so one
+# path names each host's own helper, as /run/pmeth-helper.sock would on a real cluster
+SOCK=/dev/shm/pmeth-helper.sock
+LOCKED=/dev/shm/pmeth-helper-locked.sock
+NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
+HELPER_PIDS=""
+
+# helper NODE LOGNAME ARGS...: start pmeth-helperd on NODE (it stays in the foreground)
+helper() {
+    local node=$1 name=$2; shift 2
+    "$VC" exec "$node" -- "$HELPERD" "$@" </dev/null >/dev/null 2>"$LOG/$name.log" &
+    HELPER_PIDS="$HELPER_PIDS $!"
+}
+# wait_socket NODE PATH: the helper's socket appears (up to 5 s)
+wait_socket() {
+    local i
+    for i in $(seq 50); do
+        "$VC" exec "$1" -- test -S "$2" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+has() { grep -q -- "$2" <<<"$1"; }     # has TEXT PATTERN
+both_sockets() { wait_socket n0 "$1" && wait_socket n1 "$1"; }
+helpers_stop() {
+    local p
+    for p in $HELPER_PIDS; do kill -TERM "$p" 2>/dev/null; done
+    for p in $HELPER_PIDS; do wait "$p" 2>/dev/null; done
+    HELPER_PIDS=""
+}
+# the helpers go first, whatever happens; then the cluster (vc_cleanup keeps the status)
+trap 'rc=$?; helpers_stop; (exit $rc); vc_cleanup' EXIT
+
+pm() {      # OUT ARGS...: a job of nobody over self,pmeth
+    local out=$1; shift
+    vc_mpirun --user nobody --mca btl self,pmeth "$@" >"$out" 2>"$out.err"
+}
+
+vc create pair --links 1 --rate 0 --force >/dev/null || { not_ok "create pair"; tap_done; exit; }
+
+# ---- no capability, no helper: one clear message, the job ends ------------------------
+start=$SECONDS
+pm "$LOG/none" --mca btl_pmeth_helper "$SOCK" -- "$P2P" -M 65536; rc=$?
+took=$((SECONDS - start))
+check "nobody without a helper: the job fails (exit $rc) within $took s, no hang" \
+    [ "$rc" -ne 0 -a "$rc" -ne 124 -a "$took" -lt 60 ]
+err=$(cat "$LOG/none.err")
+check "... pmeth declines with one message naming both ways out (CAP_NET_RAW, pmeth-helperd and btl_pmeth_helper)" \
+    eval 'has "$err" "may not open raw Ethernet rings on eth0" && has "$err" "needs CAP_NET_RAW" \
+        && has "$err" "helper at $SOCK is not reachable" && has "$err" "pmeth-helperd --allow" \
+        && has "$err" "--mca btl_pmeth_helper"'
+grep -A14 'may not open raw' "$LOG/none.err" | head -16 | diag
+
+# ---- a helper on each host, allowing the data link -------------------------------------
+helper n0 helper0 --allow eth0 --socket "$SOCK"
+helper n1 helper1 --allow eth0 --socket "$SOCK"
+check "pmeth-helperd listens on each host" both_sockets "$SOCK"
+mode=$("$VC" exec n0 -- stat -c '%U %a' "$SOCK")
+check "... its socket is root's, mode 0666 (every local user may ask): $mode" [ "$mode" = "root 666" ]
+
+a=$(ifstat n0 eth0 tx_bytes)
+pm "$LOG/p2p" --mca btl_pmeth_helper "$SOCK" --mca btl_base_verbose 10 -- "$P2P" -M 1048576; rc=$?
+sent=$(( $(ifstat n0 eth0 tx_bytes) - a ))
+relay_tap "nobody with the helper: " <"$LOG/p2p"
+check "... the job passed (exit $rc) with verified bytes" \
+    eval '[ $rc -eq 0 ] && grep -q "^ok .*verified" "$LOG/p2p" && ! grep -q "^not ok" "$LOG/p2p"'
+check "... every rank says its socket came from the helper" \
+    [ "$(grep -c 'eth0: AF_PACKET socket from the pmeth helper' "$LOG/p2p.err")" = 2 ]
+check "... its frames went over the link (n0 sent $sent B on eth0)" [ "$sent" -gt 2000000 ]
+granted='uid 65534 \(nobody\) pid [0-9]+: eth0: granted'
+check "... each helper logged the grant to uid 65534 (nobody) with its pid" \
+    eval 'grep -Eq "$granted" "$LOG/helper0.log" && grep -Eq "$granted" "$LOG/helper1.log"'
+
+# ---- refusals ------------------------------------------------------------------------
+out=$("$VC" exec n0 -- $NOBODY "$ASK" "$SOCK" mg0); rc=$?
+check "a request for an interface not allowed (mg0) is refused with a clear reply" \
+    eval '[ $rc -eq 3 ] && has "$out" "interface mg0 is not one the site allowed"'
+check "... and logged" grep -Eq 'uid 65534 \(nobody\) pid [0-9]+: mg0: refused: not allowed' "$LOG/helper0.log"
+pm "$LOG/notallowed" --mca btl_pmeth_helper "$SOCK" --mca btl_pmeth_if_include mg0 -- "$P2P" -M 1024; rc=$?
+check "a job asking for it: pmeth declines, quoting the helper's refusal (exit $rc)" \
+    eval '[ $rc -ne 0 -a $rc -ne 124 ] && grep -q "refused: interface mg0 is not one the site allowed" "$LOG/notallowed.err"'
+out=$("$VC" exec n0 -- $NOBODY "$ASK" "$SOCK" --garbage); rc=$?
+check "a malformed request (a slash in the name) gets a refusal and no descriptor" \
+    eval '[ $rc -eq 0 ] && has "$out" "bad interface name"'
+holder0=$(python3 -c "import json; print(json.load(open('/run/xbvc/$XBVC_NAME/state.json'))['holders']['n0'][0])")
+# n0's /dev/shm (its mount namespace) but the initial network namespace
+out=$(nsenter -t "$holder0" -m -- $NOBODY "$ASK" "$SOCK" eth0); rc=$?
+check "a client in another network namespace is refused (its interface index would name another link)" \
+    eval '[ $rc -eq 3 ] && has "$out" "another network namespace"'
+out=$("$VC" exec n0 -- $NOBODY "$ASK" "$SOCK" eth0 --escape)
+check "... and the helper still serves after all that" has "$out" "^granted"
+echo "$out" | sed 's/^/unlocked filter: /' | diag
+
+# ---- a locked filter and a mark --------------------------------------------------------
+helper n0 locked0 --allow eth0 --socket "$LOCKED" --lock-filter --mark 0x88b5
+helper n1 locked1 --allow eth0 --socket "$LOCKED" --lock-filter --mark 0x88b5
+both_sockets "$LOCKED"
+out=$("$VC" exec n0 -- $NOBODY "$ASK" "$LOCKED" eth0 --escape)
+echo "$out" | sed 's/^/locked filter: /' | diag
+check "lock_filter: the user can neither replace nor detach the helper's receive filter" \
+    eval 'has "$out" "replace filter: Operation not permitted" && has "$out" "detach filter: Operation not permitted"'
+check "mark: the socket carries SO_MARK 0x88b5 (for the site's egress rules), flags say locked and marked" \
+    has "$out" "granted flags=0x3 mark=0x88b5"
+pm "$LOG/locked" --mca btl_pmeth_helper "$LOCKED" --mca btl_base_verbose 10 -- "$P2P" -M 65536; rc=$?
+if [ $rc -eq 0 ] && grep -q 'receive filter locked' "$LOG/locked.err"; then
+    relay_tap "nobody, locked filter: " <"$LOG/locked"
+elif grep -q 'locks the receive filter (lock_filter), which this build' "$LOG/locked.err"; then
+    skip "a job over sockets with a locked filter" \
+        "the ring layer attaches its own filter (btl_pmeth/README.md, 'Running as an ordinary user'); pmeth said so"
+else
+    not_ok "a job over sockets with a locked filter (exit $rc)"; tail -20 "$LOG/locked.err" | diag
+fi
+
+# ---- stop: the helpers and their sockets are gone ------------------------------------
+helpers_stop
+check "the helpers stopped on SIGTERM and said so" \
+    eval 'cat "$LOG"/helper[01].log "$LOG"/locked[01].log | grep -c "stopped (Terminated)" | grep -qx 4'
+gone() { local n; for n in n0 n1; do "$VC" exec $n -- test -e "$SOCK" -o -e "$LOCKED" && return 1; done; return 0; }
+check "... their sockets are gone" gone
+check "... no pmeth-helperd is left" eval '! ps -eo args | grep -q "^$HELPERD"'
+vc destroy >/dev/null
+vc_assert_clean
+tap_done
