@@ -384,13 +384,6 @@ static int open_ring(uint32_t index, pmeth_link_t *link, enum pmeth_io_mode mode
     rc = pmeth_ring_open(&cfg, &link->ring, err, errlen);
     if (rc != 0) {
         close(cfg.fd);
-        if (rc == -EPERM && (flags & PMETH_HELPER_FILTER_LOCKED)) {
-            /* not a missing capability: the ring layer attaches its own filter */
-            snprintf(err, errlen, "the pmeth helper at %s locks the receive filter "
-                     "(lock_filter), which this build's ring layer cannot use yet: run the "
-                     "helper without --lock-filter", helper_socket);
-            return -ENOTSUP;
-        }
         return rc;
     }
     link_helper_fd[index] = cfg.fd;

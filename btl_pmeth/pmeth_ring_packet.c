@@ -207,8 +207,16 @@ int pmeth_ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out
         goto error;
     }
     if (attach_filter(r->fd, cfg->ethertype, cfg->job_key, cfg->my_id) != 0) {
-        rc = fail(err, errlen, errno, "SO_ATTACH_FILTER");
-        goto error;
+        /* A socket opened for us (pmeth-helperd) may come with its filter
+         * locked: the helper attached this very filter (plus the interface),
+         * so keep it.  Anything else is an error. */
+        int e = errno, locked = 0;
+        socklen_t len = sizeof(locked);
+        if (!(cfg->fd >= 0 && e == EPERM
+              && getsockopt(r->fd, SOL_SOCKET, SO_LOCK_FILTER, &locked, &len) == 0 && locked)) {
+            rc = fail(err, errlen, e, "SO_ATTACH_FILTER");
+            goto error;
+        }
     }
     v = 1;      /* a malformed frame in the send ring is skipped, not a stall */
     (void) setsockopt(r->fd, SOL_PACKET, PACKET_LOSS, &v, sizeof(v));

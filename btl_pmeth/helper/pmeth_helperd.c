@@ -8,8 +8,8 @@
  * What a socket carries when it leaves here: a receive filter that passes only
  * frames of the served EtherType, with the asking job's key and process id, on
  * the interface asked for (the ring layer's own filter plus the interface);
- * locked with SO_LOCK_FILTER when lock_filter is on, so the user cannot widen
- * it; and SO_MARK when a mark is configured, which the user cannot change and
+ * locked with SO_LOCK_FILTER unless lock_filter is off, so the user cannot
+ * widen it; and SO_MARK when a mark is configured, which the user cannot change and
  * the site's egress rules can match.  What it does not confine: a packet socket
  * can send any frame on any interface of this namespace (sendto with another
  * sll_ifindex).  btl_pmeth/README.md, "Running as an ordinary user", says what
@@ -96,7 +96,8 @@ static void usage(FILE *to)
             "  -g, --group NAME    only this group may connect (socket mode 0660)\n"
             "  -m, --mode OCTAL    socket file mode (default 0666, or 0660 with a group)\n"
             "  -e, --ethertype N   the one EtherType served (default 0x%04x)\n"
-            "      --lock-filter   lock each socket's receive filter (SO_LOCK_FILTER)\n"
+            "      --lock-filter   lock each socket's receive filter (SO_LOCK_FILTER; default)\n"
+            "      --no-lock-filter  leave it open (its holder can then receive anything)\n"
             "      --mark N        set SO_MARK N on each socket, for egress rules\n"
             "      --check         print the policy and exit\n"
             "Configuration lines: allow IF..., socket PATH, socket_group NAME, socket_mode OCTAL,\n"
@@ -491,7 +492,7 @@ static void unlink_ours(const char *path, const struct stat *bound)
 
 int main(int argc, char **argv)
 {
-    struct policy p = {.mode = 0666, .ethertype = PMETH_WIRE_ETHERTYPE};
+    struct policy p = {.mode = 0666, .ethertype = PMETH_WIRE_ETHERTYPE, .lock_filter = true};
     strcpy(p.socket_path, PMETH_HELPER_DEFAULT_SOCKET);
     const char *config = DEFAULT_CONFIG;
     bool config_given = false, check_only = false, mode_given = false;
