@@ -14,6 +14,9 @@ examples:
   bench/compare.py --bench latency --transports vader,ucx --repeats 9
   bench/compare.py --bench halo3d,ring --np 8        # oversubscribed, unbound
   bench/compare.py --merge results/A,results/B       # one report from two earlier invocations
+  bench/compare.py --cluster "pair --links 1 --rate 0 --mtu 9000"   # between two virtual hosts:
+                          # pmeth and tcp over the very same links (the "cluster" transports),
+                          # each rank on its own host of contrib/vcluster, the raw-frame floor beside
 """
 import argparse
 import datetime
@@ -50,15 +53,93 @@ BENCHES = {
 }
 
 
-def read_transports(path):
-    """name -> mpirun arguments, for the transports whose use is bench or both."""
+def read_transports(path, uses=("bench", "both")):
+    """name -> mpirun arguments, for the transports whose use is one of USES."""
     out = {}
     with open(path) as f:
         for line in f:
             fields = line.split("#", 1)[0].split()
-            if len(fields) >= 2 and fields[1] in ("bench", "both"):
+            if len(fields) >= 2 and fields[1] in uses:
                 out[fields[0]] = fields[2:]
     return out
+
+
+VCLUSTER = os.path.join(TOP, "contrib", "vcluster", "vcluster")
+CLUSTER_NAME = "xbbench"
+
+
+class Cluster:
+    """Ranks on the hosts of a virtual cluster (contrib/vcluster), one per host: the
+    transports run over the cluster's links, launched by Open MPI's own multi-host
+    launcher.  The two hosts share this machine's cores, so the placement probe still
+    applies: it maps a file both hosts see (XB_PROBE_FILE)."""
+
+    def __init__(self, spec):
+        self.spec = shlex.split(spec)
+        self.env = dict(os.environ, XBVC_NAME=CLUSTER_NAME)
+        self.probe = f"/run/xbvc/{CLUSTER_NAME}/probe"
+
+    def __enter__(self):
+        cmd = [VCLUSTER, "create"] + self.spec + ["--force"]
+        p = subprocess.run(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if p.returncode != 0:
+            sys.exit(f"compare: {' '.join(cmd)} failed: {p.stdout.strip()}")
+        return self
+
+    def __exit__(self, *exc):
+        subprocess.run([VCLUSTER, "destroy"], env=self.env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+
+    def cmd(self, np_, targs, prog, args, timeout):
+        """vcluster mpirun: --mca pairs become its --mca options, the rest mpirun's."""
+        cmd = [VCLUSTER, "mpirun", "--ppn", str(max(1, np_ // 2)), "--timeout", str(timeout),
+               "-x", f"XB_PROBE_FILE={self.probe}"]
+        rest = []
+        i = 0
+        while i < len(targs):
+            if targs[i] == "--mca" and i + 2 < len(targs):
+                cmd += ["--mca", targs[i + 1], targs[i + 2]]
+                i += 3
+            else:
+                rest.append(targs[i])
+                i += 1
+        if rest:
+            cmd += ["--mpirun-args", shlex.join(rest)]
+        return cmd + ["--", prog] + args
+
+    def _mac(self, node, ifname):
+        path = f"/sys/class/net/{ifname}/address"
+        return subprocess.run(["ip", "netns", "exec", f"xbvc-{CLUSTER_NAME}-{node}", "cat", path],
+                              stdout=subprocess.PIPE, text=True).stdout.strip()
+
+    def floor(self, iters=20000):
+        """The raw-frame floor on the first link: half round trip of a 64-byte frame (the
+        Ethernet and pmeth headers and 8 bytes) between the two hosts' AF_PACKET rings,
+        both ends busy-polling (test/pmeth/pmeth_floor); None if it cannot run."""
+        tool = os.path.join(BUILD, "test", "pmeth", "pmeth_floor")
+        if not os.access(tool, os.X_OK):
+            return None
+        m0, m1 = self._mac("n0", "eth0"), self._mac("n1", "eth0")
+        common = ["--if", "eth0", "--mode", "packet", "--size", "64", "--count", str(iters),
+                  "--timeout", "30"]
+        ns = lambda n: ["ip", "netns", "exec", f"xbvc-{CLUSTER_NAME}-{n}"]
+        pong = subprocess.Popen(ns("n1") + [tool, "--mac", m1, "--peer-mac", m0, "--me", "2",
+                                            "--peer", "1"] + common + ["pong"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            line = pong.stdout.readline()       # "ready" once its ring is open
+            if "ready" not in line:
+                return None
+            ping = subprocess.run(ns("n0") + [tool, "--mac", m0, "--peer-mac", m1, "--me", "1",
+                                              "--peer", "2"] + common + ["ping"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+            rows = [json.loads(l) for l in ping.stdout.splitlines() if l.startswith("{")]
+            return rows[0]["half_rtt_us_median"] if rows else None
+        except (subprocess.TimeoutExpired, ValueError, KeyError):
+            return None
+        finally:
+            pong.kill()
+            pong.wait()
 
 
 def mpirun_cmd(np_, targs, prog, args):
@@ -69,7 +150,7 @@ def mpirun_cmd(np_, targs, prog, args):
 
 def run(cmd, timeout):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_btl_base_warn_component_unused="0")
+               OMPI_MCA_btl_base_warn_component_unused="0", XBVC_NAME=CLUSTER_NAME)
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          env=env, stdin=subprocess.DEVNULL)
     try:
@@ -114,12 +195,20 @@ def main():
     ap.add_argument("--out", help="directory for results (default results/<date-time>)")
     ap.add_argument("--timeout", type=int, default=120, help="seconds one run may take (default 120; the slowest here take ~10)")
     ap.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    ap.add_argument("--cluster", metavar="SPEC",
+                    help="run between the hosts of a virtual cluster made with `vcluster create SPEC` "
+                         "(e.g. \"pair --links 2 --rate 0\"), one rank per host, over the transports "
+                         "whose use is 'cluster' in contrib/transports.conf (baseline tcp-eth); the "
+                         "cluster is removed afterwards")
     ap.add_argument("--merge", metavar="DIR,DIR...",
                     help="run nothing: report the samples of earlier results directories together "
                          "(more runs of each placement); --bench/--transports select from them")
     args = ap.parse_args()
 
-    known = read_transports(os.path.join(TOP, "contrib", "transports.conf"))
+    conf = os.path.join(TOP, "contrib", "transports.conf")
+    known = read_transports(conf, ("cluster",) if args.cluster else ("bench", "both"))
+    if args.cluster and args.baseline == "vader":
+        args.baseline = "tcp-eth"
     names = args.transports.split(",") if args.transports else list(known)
     for n in names:
         if n not in known:
@@ -150,38 +239,57 @@ def main():
         benches_to_run = []
     else:
         benches_to_run = benches
-    for b in benches_to_run:
-        prog_name, default_sizes, metrics = BENCHES[b]
-        prog = os.path.join(BUILD, "bench", prog_name)
-        if not os.access(prog, os.X_OK):
-            sys.exit(f"compare: {prog} is not built; run contrib/setup")
-        base_args = ["-m", args.sizes or default_sizes] + (["-i", str(args.iters)] if args.iters else [])
-        order = list(names)
-        for rep in range(args.repeats + 1):
-            verifying = rep == 0
-            for n in order:
-                done += 1
-                if (b, n) in failed:
-                    continue
-                label = "verified run" if verifying else f"timed run {rep}/{args.repeats}"
-                print(f"[{done:3d}/{total_runs}] {b} over {n}: {label} ...", end="", flush=True)
-                t0 = time.monotonic()
-                # the verified run is shorter: it checks bytes, it is not timed
-                extra = ["-i", "20", "-w", "2"] if verifying else ["-n"]
-                rows, log = run(mpirun_cmd(args.np, known[n], prog, base_args + extra), args.timeout)
-                print(f" {time.monotonic() - t0:.1f} s", flush=True)
-                if rows is None:
-                    failed[(b, n)] = log
-                    print(f"    {n} dropped from {b}: {log}", flush=True)
-                    continue
-                if verifying:
-                    continue
-                per_size = samples.setdefault((b, n), {})
-                for r in rows:
-                    for m, _, _, _ in metrics:
-                        per_size.setdefault(r["size"], {}).setdefault(m, []).append(
-                            (r[m], r.get("probe_ns")))
-            order = order[1:] + order[:1]  # rotate, so no transport always runs first
+    cluster = Cluster(args.cluster) if args.cluster and benches_to_run else None
+    if cluster:
+        cluster.__enter__()
+        print(f"# between the hosts of a virtual cluster: vcluster create {args.cluster}", flush=True)
+    try:
+        for b in benches_to_run:
+            prog_name, default_sizes, metrics = BENCHES[b]
+            prog = os.path.join(BUILD, "bench", prog_name)
+            if not os.access(prog, os.X_OK):
+                sys.exit(f"compare: {prog} is not built; run contrib/setup")
+            base_args = ["-m", args.sizes or default_sizes] + (["-i", str(args.iters)] if args.iters else [])
+            order = list(names)
+            for rep in range(args.repeats + 1):
+                verifying = rep == 0
+                for n in order:
+                    done += 1
+                    if (b, n) in failed:
+                        continue
+                    label = "verified run" if verifying else f"timed run {rep}/{args.repeats}"
+                    print(f"[{done:3d}/{total_runs}] {b} over {n}: {label} ...", end="", flush=True)
+                    t0 = time.monotonic()
+                    # the verified run is shorter: it checks bytes, it is not timed
+                    extra = ["-i", "20", "-w", "2"] if verifying else ["-n"]
+                    cmd = cluster.cmd(args.np, known[n], prog, base_args + extra, args.timeout) if cluster \
+                        else mpirun_cmd(args.np, known[n], prog, base_args + extra)
+                    rows, log = run(cmd, args.timeout + 30)
+                    print(f" {time.monotonic() - t0:.1f} s", flush=True)
+                    if rows is None:
+                        failed[(b, n)] = log
+                        print(f"    {n} dropped from {b}: {log}", flush=True)
+                        continue
+                    if verifying:
+                        continue
+                    per_size = samples.setdefault((b, n), {})
+                    for r in rows:
+                        for m, _, _, _ in metrics:
+                            per_size.setdefault(r["size"], {}).setdefault(m, []).append(
+                                (r[m], r.get("probe_ns")))
+                if cluster and b == "latency" and rep > 0:
+                    # the floor right after the round, placed as that round's last run was
+                    f = cluster.floor()
+                    if f is not None:
+                        probe = rows[-1].get("probe_ns") if rows else None
+                        samples.setdefault((b, "raw-floor"), {}).setdefault(8, {}) \
+                            .setdefault("latency_us", []).append((f, probe))
+                order = order[1:] + order[:1]  # rotate, so no transport always runs first
+    finally:
+        if cluster:
+            cluster.__exit__(None, None, None)
+    if any(n == "raw-floor" for _, n in samples) and "raw-floor" not in names:
+        names.append("raw-floor")
     elapsed = time.monotonic() - t_start
 
     # ---- report ---------------------------------------------------------------
@@ -234,7 +342,7 @@ def main():
     with open(os.path.join(out_dir, "samples.json"), "w") as f:
         json.dump({"np": args.np, "repeats": args.repeats, "baseline": args.baseline,
                    "placement_split_ns": split,
-                   "transports": {n: known[n] for n in names},
+                   "transports": {n: known.get(n, ["(test/pmeth/pmeth_floor, raw frames)"]) for n in names},
                    "samples": {f"{b}/{n}": v for (b, n), v in samples.items()},
                    "medians": medians, "failed": {f"{b}/{n}": w for (b, n), w in failed.items()}},
                   f, indent=1)
