@@ -194,6 +194,17 @@ void pmeth_component_release(void);
 
 /* btl_pmeth_pvar.c */
 void pmeth_pvar_register(void);
+/* The BTL's own memory now, by term (README "Memory" states the formula):
+ * what grows with links, with peers that have traffic, with peers known. */
+typedef struct pmeth_memory {
+    uint64_t rings;                     /* pmeth_ring_memory() of every link */
+    uint64_t windows;                   /* both windows of every peer that has them */
+    uint64_t endpoints;                 /* one endpoint per peer known */
+    uint64_t by_id;                     /* the table of peers by vpid */
+    uint64_t total;
+    uint32_t links, peers, peers_with_windows;
+} pmeth_memory_t;
+void pmeth_memory(pmeth_memory_t *m);
 
 /* btl_pmeth_module.c */
 void pmeth_fatal(mca_btl_base_endpoint_t *ep, const char *what);

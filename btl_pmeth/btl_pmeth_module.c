@@ -139,6 +139,12 @@ static void summary(void)
                   "the BTL: %" PRIu64 " sending, %" PRIu64 " receiving",
                   c->retransmits_timeout, c->retransmits_fast, c->duplicates, c->out_of_window,
                   c->acks_sent, dropped, c->staged, c->copies_tx, c->copies_rx);
+    pmeth_memory_t mem;
+    pmeth_memory(&mem);
+    PMETH_VERBOSE(10, "memory: %" PRIu64 " bytes = rings %" PRIu64 " (%u links) + windows %"
+                  PRIu64 " (%u peers) + endpoints %" PRIu64 " (%u peers) + by-id table %" PRIu64,
+                  mem.total, mem.rings, mem.links, mem.windows, mem.peers_with_windows,
+                  mem.endpoints, mem.peers, mem.by_id);
     for (int v = 1; v < PMETH_WIRE_NVERDICTS; v++) {
         if (c->drops[v] > 0) {
             PMETH_VERBOSE(1, "%" PRIu64 " frames dropped: %s", c->drops[v],
