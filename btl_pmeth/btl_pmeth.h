@@ -156,6 +156,8 @@ typedef struct mca_btl_pmeth_component_t {
     mca_btl_base_endpoint_t **active;   /* endpoints with unacked, pending or unacknowledged frames */
     uint32_t nactive, active_cap;
     struct mca_btl_pmeth_frag_t *free_frags;
+    struct mca_btl_pmeth_frag_t *done_head, *done_tail;    /* ob1 callbacks due now */
+    bool early_completion;
     pmeth_held_t *free_held;
     opal_recursive_mutex_t lock;
     bool in_progress;
@@ -164,6 +166,7 @@ typedef struct mca_btl_pmeth_component_t {
     /* statistics */
     uint64_t drops[PMETH_WIRE_NVERDICTS];   /* frames dropped by the parser, by cause */
     uint64_t out_of_window, duplicates;
+    uint64_t early_callbacks;           /* ob1 told a fragment was done before its ack */
     uint64_t retransmits_timeout, retransmits_fast;
     uint64_t acks_sent, acks_piggybacked;
     uint64_t refused;                   /* descriptors refused: ob1 retries them later */

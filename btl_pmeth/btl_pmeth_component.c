@@ -165,6 +165,11 @@ static int pmeth_component_register(void)
     c->poll_budget = 64;
     reg("poll_budget", "Frames taken from one link's receive ring per progress call",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->poll_budget, OPAL_INFO_LVL_6);
+    c->early_completion = true;
+    reg("early_completion", "Tell ob1 a fragment is done as soon as its frame is in the send ring "
+        "(it stays there, for resends, until the peer acknowledges it) while the window has room; "
+        "0: only once acknowledged (ob1's pipeline then waits a round trip every few fragments)",
+        MCA_BASE_VAR_TYPE_BOOL, &c->early_completion, OPAL_INFO_LVL_6);
     c->kick_batch = 16;
     reg("kick_batch", "Frames posted to a send ring before the kernel is told (one system call for "
         "the batch); latency-critical frames and the end of each progress call kick at once",
@@ -551,6 +556,7 @@ static int pmeth_component_progress(void)
             count += pmeth_endpoint_service(c->active[i], now);
         }
     }
+    count += pmeth_frag_drain_done();
     pmeth_kick_all(true);
     c->in_progress = false;
     PMETH_UNLOCK();

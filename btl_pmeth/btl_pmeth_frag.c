@@ -143,12 +143,66 @@ void pmeth_frag_complete(mca_btl_pmeth_frag_t *frag, int status)
         pmeth_frag_put(frag);
         return;
     }
-    /* send returned 0 (never 1, "done at once": the ack is what completes a
-     * send here), so the callback is owed whatever SEND_ALWAYS_CALLBACK says */
+    if (frag->state & PMETH_FRAG_CB_QUEUED) {
+        return;         /* acked before its early callback ran: the drain finishes it */
+    }
+    if (frag->state & PMETH_FRAG_CB_DONE) {
+        /* called back when posted: recycle now if ob1 will not free it itself */
+        if ((flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) || (frag->state & PMETH_FRAG_USER_FREED)) {
+            pmeth_frag_put(frag);
+        }
+        return;
+    }
+    /* send returned 0 (never 1, "done at once"), so the callback is owed
+     * whatever SEND_ALWAYS_CALLBACK says */
+    frag->state |= PMETH_FRAG_CB_DONE;
     if (frag->base.des_cbfunc != NULL) {
         frag->base.des_cbfunc(&mca_btl_pmeth, frag->endpoint, &frag->base, status);
     }
     if ((flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) || (frag->state & PMETH_FRAG_USER_FREED)) {
         pmeth_frag_put(frag);
     }
+}
+
+void pmeth_frag_posted(mca_btl_pmeth_frag_t *frag)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (!c->early_completion || frag->base.des_cbfunc == NULL
+        || (frag->state & (PMETH_FRAG_INTERNAL | PMETH_FRAG_CB_QUEUED | PMETH_FRAG_CB_DONE))
+        || pmeth_txwin_inflight(frag->endpoint->tx) + c->wcfg.window / 8 > c->wcfg.window) {
+        return;
+    }
+    frag->state |= PMETH_FRAG_CB_QUEUED;
+    frag->next_done = NULL;
+    if (c->done_tail != NULL) {
+        c->done_tail->next_done = frag;
+    } else {
+        c->done_head = frag;
+    }
+    c->done_tail = frag;
+}
+
+int pmeth_frag_drain_done(void)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    int n = 0;
+    mca_btl_pmeth_frag_t *frag;
+    while ((frag = c->done_head) != NULL) {
+        c->done_head = frag->next_done;
+        if (c->done_head == NULL) {
+            c->done_tail = NULL;
+        }
+        frag->state = (uint8_t) ((frag->state & ~PMETH_FRAG_CB_QUEUED) | PMETH_FRAG_CB_DONE);
+        /* what decides its fate, read before ob1 may free (and so recycle) it */
+        bool acked = !(frag->state & PMETH_FRAG_IN_WINDOW);
+        bool recycle = acked && ((frag->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP)
+                                 || (frag->state & PMETH_FRAG_USER_FREED));
+        frag->base.des_cbfunc(&mca_btl_pmeth, frag->endpoint, &frag->base, OPAL_SUCCESS);
+        if (recycle) {
+            pmeth_frag_put(frag);
+        }
+        c->early_callbacks++;
+        n++;
+    }
+    return n;
 }

@@ -18,12 +18,15 @@ enum {
     PMETH_FRAG_USER_FREED = 0x02,       /* ob1 freed it before the ack came */
     PMETH_FRAG_PENDING = 0x04,          /* on the endpoint's pending list */
     PMETH_FRAG_INTERNAL = 0x08,         /* no ob1 descriptor behind it (sendi) */
+    PMETH_FRAG_CB_QUEUED = 0x10,        /* posted: ob1's callback due at the next progress */
+    PMETH_FRAG_CB_DONE = 0x20,          /* ob1 was called back (maybe before the ack) */
 };
 
 typedef struct mca_btl_pmeth_frag_t {
     mca_btl_base_descriptor_t base;
     mca_btl_base_segment_t segment;
     struct mca_btl_pmeth_frag_t *next;  /* free list, or an endpoint's pending list */
+    struct mca_btl_pmeth_frag_t *next_done;     /* the callbacks due (CB_QUEUED) */
     mca_btl_base_endpoint_t *endpoint;
     uint8_t path;                       /* endpoint path (and so link) of the frame */
     uint8_t tag;
@@ -49,8 +52,20 @@ bool pmeth_frag_unstage(mca_btl_pmeth_frag_t *frag);
 /* Give back the frame (if any) and the frag. */
 void pmeth_frag_put(mca_btl_pmeth_frag_t *frag);
 void pmeth_frag_release_all(void);
-/* Acknowledged: call back when asked, recycle when the BTL owns it or ob1 freed it. */
+/* Acknowledged: call back unless done already, recycle when the BTL owns it or
+ * ob1 freed it. */
 void pmeth_frag_complete(mca_btl_pmeth_frag_t *frag, int status);
+/* FRAG's frame was posted for the first time.  Its bytes stay in the ring until
+ * the peer acknowledges them, so ob1 may be told at once that it is done with
+ * the fragment: ob1 keeps only a few pipeline fragments of a message in flight
+ * (pml_ob1_send_pipeline_depth) and sends the next on each callback, so a
+ * callback that waited for the ack would make every few frames wait a round
+ * trip (and the receiver's delayed ack).  While the window is nearly full the
+ * callback waits for the ack after all: a fragment ob1 could not place then is
+ * retried on a callback, so one must still come. */
+void pmeth_frag_posted(mca_btl_pmeth_frag_t *frag);
+/* The callbacks due since the last call (progress, not inside ob1's send). */
+int pmeth_frag_drain_done(void);
 
 static inline pmeth_link_t *pmeth_frag_link(const mca_btl_pmeth_frag_t *frag)
 {

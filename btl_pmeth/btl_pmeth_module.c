@@ -236,7 +236,7 @@ static int pmeth_free(mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des
 {
     mca_btl_pmeth_frag_t *frag = (mca_btl_pmeth_frag_t *) des;
     PMETH_LOCK();
-    if (frag->state & (PMETH_FRAG_IN_WINDOW | PMETH_FRAG_PENDING)) {
+    if (frag->state & (PMETH_FRAG_IN_WINDOW | PMETH_FRAG_PENDING | PMETH_FRAG_CB_QUEUED)) {
         frag->state |= PMETH_FRAG_USER_FREED;   /* the frame is the retransmit copy: keep it */
     } else {
         pmeth_frag_put(frag);

@@ -61,6 +61,7 @@ static void post_frame(mca_btl_pmeth_frag_t *frag)
     pmeth_rxwin_ack_sent(ep->rx);
     c->acks_piggybacked++;
     pmeth_ring_tx_post(link->ring, frag->frame_id, frag->frame_len);
+    pmeth_frag_posted(frag);
     link->frames_out++;
     link->bytes_out += frag->frame_len;
     link->unkicked++;
