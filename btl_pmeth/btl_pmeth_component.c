@@ -179,9 +179,11 @@ static int pmeth_component_register(void)
     /* above tcp (LOW): a job that names both uses pmeth for the peers it reaches;
      * below vader and rsm, which carry on-host peers better */
     m->btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 1;
-    m->btl_eager_limit = 8192;          /* clamped at init to one frame's payload */
-    m->btl_rndv_eager_limit = 8192;
-    m->btl_max_send_size = 8192;
+    /* clamped at init to one frame's payload (MTU + 14 - 56 bytes): by default
+     * every message that fits one frame is eager, whatever the MTU */
+    m->btl_eager_limit = 65536;
+    m->btl_rndv_eager_limit = 65536;
+    m->btl_max_send_size = 65536;
     m->btl_rdma_pipeline_send_length = 8192;
     m->btl_rdma_pipeline_frag_size = 8192;
     m->btl_min_rdma_pipeline_size = SIZE_MAX;
