@@ -261,7 +261,10 @@ static void resend(mca_btl_pmeth_frag_t *frag, uint8_t xmit, bool fast)
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     pmeth_link_t *link = pmeth_frag_link(frag);
     if (!pmeth_ring_tx_done(link->ring, frag->frame_id)) {
-        return;         /* still queued in the kernel from the last posting: the next pass */
+        /* still queued from the last posting (the kernel stopped before it):
+         * not rewritten under the kernel, but the ring is kicked again */
+        pmeth_ring_tx_kick_later(link->ring);
+        return;
     }
     /* refresh the piggy-backed acks (the ones in the frame are old) and say
      * which transmission this is, for the receiver to echo */

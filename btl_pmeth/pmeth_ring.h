@@ -115,6 +115,8 @@ int pmeth_ring_tx_kick(struct pmeth_ring *r);
  * the device queue full, a frame still queued when it was to be resent):
  * the caller kicks again even if it posts nothing new */
 bool pmeth_ring_tx_unsent(const struct pmeth_ring *r);
+/* a frame the caller wanted to resend is still queued: kick again */
+void pmeth_ring_tx_kick_later(struct pmeth_ring *r);
 
 int pmeth_ring_rx_poll(struct pmeth_ring *r, struct pmeth_rx_frame *out, int max);
 void pmeth_ring_rx_put(struct pmeth_ring *r, int id);

@@ -242,6 +242,14 @@ int pmeth_ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out
         goto error;
     }
     r->tx_nr = req.tp_frame_nr;
+    /* room in the send buffer for the whole send ring: the kernel stops
+     * taking frames from the ring when the socket's queued bytes reach it,
+     * which with the default (~200 KiB) is a few dozen jumbo frames behind a
+     * shaping qdisc.  Beyond net.core.wmem_max only with CAP_NET_ADMIN. */
+    int sndbuf = (int) (r->tx_nr * (uint64_t) r->frame_size);
+    if (setsockopt(r->fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)) != 0) {
+        (void) setsockopt(r->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+    }
     r->map_len = (size_t) (rx_blocks + tx_blocks) * r->block_size;
     r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, 0);
     if (r->map == MAP_FAILED) {
@@ -601,12 +609,24 @@ int pmeth_ring_tx_kick(struct pmeth_ring *r)
     } else if ((r->tx_head - r->tx_tail + r->tx_nr) % r->tx_nr > r->tx_nr / 2) {
         unstick(r, false);      /* keep the tail near the head: cheap bookkeeping */
     }
-    r->unsent = e != 0 || r->stuck_since != 0;
+    /* The kernel may also stop early without an error: it sends until the
+     * socket's send buffer is full (a shaped or busy link), returns what it
+     * sent and leaves the rest posted.  Then the newest posted frame is still
+     * waiting, and only another kick sends it once the queue drains. */
+    uint32_t newest = (r->tx_head + r->tx_nr - 1) % r->tx_nr;
+    bool left = r->slot_pending[newest] && status_of(tx_hdr(r, newest)) == TP_STATUS_SEND_REQUEST;
+    r->unsent = e != 0 || r->stuck_since != 0 || left;
     if (link_down) {
         r->st.link_down_kicks++;
         r->down_retry_ns = now_ns() + PMETH_RING_DOWN_RETRY_NS;
     }
     return e != 0 && e != EAGAIN && e != ENOBUFS ? -e : 0;
+}
+
+void pmeth_ring_tx_kick_later(struct pmeth_ring *r)
+{
+    XDP_OR_VOID(r, (void) 0);
+    r->unsent = true;
 }
 
 bool pmeth_ring_tx_unsent(const struct pmeth_ring *r)

@@ -82,6 +82,14 @@ vc create pair --links 1 --rate 0 --mtu 9000 --force >/dev/null || { not_ok "cre
 pm "$LOG/jumbo" --mca btl self,pmeth -- "$P2P" -M 4194304; rc=$?
 p2p_tap "1 link, MTU 9000" "$LOG/jumbo" $rc
 
+# ---- 1 link shaped to 1 Gbit/s (tbf): the kernel stops taking frames from the ring when
+# the socket's send buffer is full and must be asked again once the queue drains --------
+vc create pair --links 1 --rate 1gbit --mtu 9000 --force >/dev/null || { not_ok "create pair 1gbit"; tap_done; exit; }
+pm "$LOG/shaped" --mca btl self,pmeth -- "$BENCH/xb-bw" -m 4M:4M -i 4 -w 1; rc=$?
+mbps=$(grep -o '"mbps":[0-9.]*' "$LOG/shaped" | head -1 | cut -d: -f2)
+check "1 link shaped to 1 Gbit/s: a verified 4 MiB stream completes (${mbps:-?} MB/s)" \
+    sh -c "[ $rc -eq 0 ] && grep -q '\"verified\":true' '$LOG/shaped'"
+
 # ---- 6 links ----------------------------------------------------------------------------
 vc create pair --links 6 --rate 0 --force >/dev/null || { not_ok "create pair 6 links"; tap_done; exit; }
 for i in 0 5; do eval "s$i=\$(tx n0 eth$i)"; done
