@@ -4,7 +4,8 @@
 PMETH_CORE_SOURCES = \
 	btl_pmeth/pmeth_wire.h btl_pmeth/pmeth_wire.c \
 	btl_pmeth/pmeth_window.h btl_pmeth/pmeth_window.c \
-	btl_pmeth/pmeth_ring.h btl_pmeth/pmeth_ring_packet.c
+	btl_pmeth/pmeth_ring.h btl_pmeth/pmeth_ring_packet.c \
+	btl_pmeth/pmeth_filter.h btl_pmeth/pmeth_filter.c
 
 ompicomp_LTLIBRARIES += btl_pmeth/mca_btl_pmeth.la
 btl_pmeth_mca_btl_pmeth_la_SOURCES = \
@@ -37,7 +38,8 @@ test_unit_t_pmeth_window_LDADD =
 # Our XDP program (pmeth_xdp_kern.c) is compiled for the BPF target and embedded in the
 # component as a byte array, so nothing has to be installed beside it.  Without these
 # tools the AF_PACKET rings are the only back end and PMETH_IO_XDP says it was not built.
-PMETH_RING_SRC = btl_pmeth/pmeth_ring.h btl_pmeth/pmeth_ring_packet.c
+PMETH_RING_SRC = btl_pmeth/pmeth_ring.h btl_pmeth/pmeth_ring_packet.c \
+	btl_pmeth/pmeth_filter.h btl_pmeth/pmeth_filter.c
 PMETH_RING_DEFS =
 PMETH_RING_LINK =
 PMETH_XDP_SRC =
@@ -96,7 +98,8 @@ btl_pmeth_mca_btl_pmeth_la_SOURCES += $(PMETH_HELPER_SRC) \
 
 # The daemon runs as root and parses what any local user sends: hardened build.
 sbin_PROGRAMS = btl_pmeth/helper/pmeth-helperd
-btl_pmeth_helper_pmeth_helperd_SOURCES = btl_pmeth/helper/pmeth_helperd.c $(PMETH_HELPER_SRC)
+btl_pmeth_helper_pmeth_helperd_SOURCES = btl_pmeth/helper/pmeth_helperd.c $(PMETH_HELPER_SRC) \
+	btl_pmeth/pmeth_filter.h btl_pmeth/pmeth_filter.c
 btl_pmeth_helper_pmeth_helperd_CPPFLAGS = -I$(top_srcdir)/btl_pmeth -D_FORTIFY_SOURCE=2
 btl_pmeth_helper_pmeth_helperd_CFLAGS = $(XBTL_WARN_CFLAGS) -O2 -fstack-protector-strong -fPIE
 btl_pmeth_helper_pmeth_helperd_LDFLAGS = -pie -Wl,-z,relro,-z,now
@@ -105,7 +108,8 @@ EXTRA_DIST += btl_pmeth/helper/pmeth-helper.conf btl_pmeth/helper/pmeth-helperd.
 
 check_PROGRAMS += test/unit/t_pmeth_helper test/pmeth/pmeth_helper_ask
 test_unit_t_pmeth_helper_SOURCES = test/unit/t_pmeth_helper.c $(PMETH_HELPER_SRC) \
-	btl_pmeth/pmeth_helper_client.h btl_pmeth/pmeth_helper_client.c
+	btl_pmeth/pmeth_helper_client.h btl_pmeth/pmeth_helper_client.c \
+	btl_pmeth/pmeth_filter.h btl_pmeth/pmeth_filter.c
 test_unit_t_pmeth_helper_CPPFLAGS = -I$(top_srcdir)/btl_pmeth -I$(top_srcdir)/test/unit
 test_unit_t_pmeth_helper_CFLAGS = $(XBTL_WARN_CFLAGS)
 test_unit_t_pmeth_helper_LDADD =

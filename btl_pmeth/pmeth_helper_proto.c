@@ -270,30 +270,3 @@ ssize_t pmeth_helper_recv(int sock, void *buf, size_t cap, int *fd, unsigned *ex
     return n;
 }
 
-/* what a classic BPF word load (big-endian) reads where pmeth stores VALUE little-endian */
-static uint32_t as_loaded(uint32_t value)
-{
-    uint8_t b[4];
-    pmeth_put32(b, value);
-    return (uint32_t) b[0] << 24 | (uint32_t) b[1] << 16 | (uint32_t) b[2] << 8 | b[3];
-}
-
-unsigned pmeth_helper_build_filter(struct sock_filter *code, uint16_t ethertype, uint32_t job_key,
-                                   uint32_t dest_id, int ifindex)
-{
-    /* each test jumps to the final "drop" when it fails; offsets count from the next insn */
-    const struct sock_filter prog[PMETH_HELPER_FILTER_LEN] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (uint32_t) (SKF_AD_OFF + SKF_AD_IFINDEX)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t) ifindex, 0, 7),
-        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ethertype, 0, 5),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 14),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, as_loaded(job_key), 0, 3),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 18),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, as_loaded(dest_id), 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, 0x40000),
-        BPF_STMT(BPF_RET | BPF_K, 0),
-    };
-    memcpy(code, prog, sizeof(prog));
-    return PMETH_HELPER_FILTER_LEN;
-}

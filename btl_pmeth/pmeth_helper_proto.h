@@ -118,14 +118,7 @@ int pmeth_helper_send(int sock, const void *msg, size_t len, int fd);
  * descriptors are close-on-exec. */
 ssize_t pmeth_helper_recv(int sock, void *buf, size_t cap, int *fd, unsigned *extra_fds);
 
-/* The classic BPF receive filter for a helper-opened socket: frames of
- * ETHERTYPE carrying JOB_KEY and DEST_ID at pmeth's header offsets (as the ring
- * layer's own filter), arriving on IFINDEX only.  Writes at most
- * PMETH_HELPER_FILTER_LEN instructions into CODE (struct sock_filter), returns
- * how many. */
-#define PMETH_HELPER_FILTER_LEN 10
-struct sock_filter;
-unsigned pmeth_helper_build_filter(struct sock_filter *code, uint16_t ethertype, uint32_t job_key,
-                                   uint32_t dest_id, int ifindex);
+/* The receive filter of a helper-opened socket is pmeth_filter_build()'s
+ * (pmeth_filter.h) bound to the interface asked for. */
 
 #endif

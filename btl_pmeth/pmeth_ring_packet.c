@@ -2,6 +2,7 @@
  * opened in PMETH_IO_XDP mode holds only an AF_XDP back end (pmeth_ring_xdp.c)
  * and every call is handed to it: one predictable branch per call. */
 #define _GNU_SOURCE
+#include "pmeth_filter.h"
 #include "pmeth_ring.h"
 
 #include <errno.h>
@@ -124,27 +125,11 @@ static int fail(char *err, size_t errlen, int e, const char *what)
     return -e;
 }
 
-static uint32_t be_value(uint32_t le_field)
-{
-    /* what a BPF word load (big-endian) reads where we store LE_FIELD */
-    uint8_t b[4] = {(uint8_t) le_field, (uint8_t) (le_field >> 8), (uint8_t) (le_field >> 16),
-                    (uint8_t) (le_field >> 24)};
-    return (uint32_t) b[0] << 24 | (uint32_t) b[1] << 16 | (uint32_t) b[2] << 8 | b[3];
-}
-
 static int attach_filter(int fd, uint16_t ethertype, uint32_t key, uint32_t dst)
 {
-    struct sock_filter code[] = {
-        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ethertype, 0, 5),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 14),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, be_value(key), 0, 3),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 18),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, be_value(dst), 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, 0x40000),
-        BPF_STMT(BPF_RET | BPF_K, 0),
-    };
-    struct sock_fprog prog = {.len = sizeof(code) / sizeof(code[0]), .filter = code};
+    struct sock_filter code[PMETH_FILTER_MAX_LEN];
+    struct sock_fprog prog = {.len = (unsigned short) pmeth_filter_build(code, ethertype, key, dst, 0),
+                              .filter = code};
     return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
 }
 

@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pmeth_filter.h"
 #include "pmeth_helper_proto.h"
 #include "pmeth_wire.h"
 
@@ -296,9 +297,9 @@ static int open_packet_socket(const struct policy *p, const struct pmeth_helper_
     if (fd < 0) {
         return -errno;
     }
-    struct sock_filter code[PMETH_HELPER_FILTER_LEN];
+    struct sock_filter code[PMETH_FILTER_MAX_LEN];
     struct sock_fprog prog = {
-        .len = (unsigned short) pmeth_helper_build_filter(code, rq->ethertype, rq->job_key,
+        .len = (unsigned short) pmeth_filter_build(code, rq->ethertype, rq->job_key,
                                                           rq->dest_id, ifindex),
         .filter = code};
     int one = 1;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "pmeth_helper_client.h"
+#include "pmeth_filter.h"
 #include "pmeth_helper_proto.h"
 #include "pmeth_wire.h"
 #include "tap.h"
@@ -463,8 +464,8 @@ static void frame_for(uint8_t *frame, uint16_t ethertype, uint32_t key, uint32_t
 
 static void filter(void)
 {
-    struct sock_filter code[PMETH_HELPER_FILTER_LEN];
-    unsigned n = pmeth_helper_build_filter(code, 0x88b5, 0xdeadbeef, 7, 3);
+    struct sock_filter code[PMETH_FILTER_MAX_LEN];
+    unsigned n = pmeth_filter_build(code, 0x88b5, 0xdeadbeef, 7, 3);
     uint8_t frame[64];
     frame_for(frame, 0x88b5, 0xdeadbeef, 7);
     CHECK(run_filter(code, n, frame, sizeof(frame), 3) == 0x40000,
