@@ -27,15 +27,15 @@ test_vcluster_vc_hosts_LDADD = $(MPI_LIBS)
 
 # MPI_T reader of btl rsm's performance variables (test/mpi/t-mpit.sh, test/build/t-optin.sh).
 check_PROGRAMS += test/mpi/mpit_read
-test_mpi_mpit_read_SOURCES = test/mpi/mpit_read.c bench/xb_pattern.c
+test_mpi_mpit_read_SOURCES = test/mpi/mpit_read.c test/mpi/mpit_bind.h bench/xb_pattern.c
 test_mpi_mpit_read_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench
 test_mpi_mpit_read_LDADD = $(MPI_LIBS)
 
 # btl pmeth's memory per process (test/pmeth/t-pmeth-memory.sh): the MPI program that reads
 # it through MPI_T after an all-to-all, and the sizes its formula is made of in this build.
 check_PROGRAMS += test/pmeth/pmeth_memory test/pmeth/pmeth_memory_sizes
-test_pmeth_pmeth_memory_SOURCES = test/pmeth/pmeth_memory.c bench/xb_pattern.c
-test_pmeth_pmeth_memory_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench
+test_pmeth_pmeth_memory_SOURCES = test/pmeth/pmeth_memory.c test/mpi/mpit_bind.h bench/xb_pattern.c
+test_pmeth_pmeth_memory_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench -I$(top_srcdir)/test/mpi
 test_pmeth_pmeth_memory_LDADD = $(MPI_LIBS)
 test_pmeth_pmeth_memory_sizes_SOURCES = test/pmeth/pmeth_memory_sizes.c btl_pmeth/pmeth_window.c
 test_pmeth_pmeth_memory_sizes_CPPFLAGS = $(XBTL_COMPONENT_CPPFLAGS) -I$(top_srcdir)/btl_pmeth

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mpit_bind.h"
 #include "xb_pattern.h"
 
 static const char *names[] = {
@@ -42,20 +43,7 @@ static int rank, failures, tap_n;
 /* Bind every pvar; false when rsm's are not there (rsm not in this job). */
 static bool bind_all(void)
 {
-    char full[128];
-    if (MPI_T_pvar_session_create(&session) != MPI_SUCCESS) {
-        return false;
-    }
-    for (int i = 0; i < NVARS; i++) {
-        int index, count;
-        snprintf(full, sizeof(full), "btl_rsm_%s", names[i]);
-        if (MPI_T_pvar_get_index(full, MPI_T_PVAR_CLASS_COUNTER, &index) != MPI_SUCCESS
-            || MPI_T_pvar_handle_alloc(session, index, NULL, &handle[i], &count) != MPI_SUCCESS
-            || count != 1) {
-            return false;
-        }
-    }
-    return true;
+    return mpit_bind(&session, handle, "btl_rsm_", names, NVARS, MPI_T_PVAR_CLASS_COUNTER);
 }
 
 static void read_all(uint64_t v[NVARS])

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mpit_bind.h"
 #include "xb_pattern.h"
 
 static const char *names[] = {"memory_bytes", "memory_ring_bytes", "peers_known",
@@ -34,20 +35,7 @@ static MPI_T_pvar_handle handle[NVARS];
 /* Bind every variable; false when pmeth's are not there (pmeth not in this job). */
 static bool bind_all(void)
 {
-    char full[128];
-    if (MPI_T_pvar_session_create(&session) != MPI_SUCCESS) {
-        return false;
-    }
-    for (int i = 0; i < NVARS; i++) {
-        int index, count;
-        snprintf(full, sizeof(full), "btl_pmeth_%s", names[i]);
-        if (MPI_T_pvar_get_index(full, MPI_T_PVAR_CLASS_LEVEL, &index) != MPI_SUCCESS
-            || MPI_T_pvar_handle_alloc(session, index, NULL, &handle[i], &count) != MPI_SUCCESS
-            || count != 1) {
-            return false;
-        }
-    }
-    return true;
+    return mpit_bind(&session, handle, "btl_pmeth_", names, NVARS, MPI_T_PVAR_CLASS_LEVEL);
 }
 
 static bool read_all(unsigned long v[NVARS])
