@@ -74,8 +74,9 @@ class Cluster:
     launcher.  The two hosts share this machine's cores, so the placement probe still
     applies: it maps a file both hosts see (XB_PROBE_FILE)."""
 
-    def __init__(self, spec):
+    def __init__(self, spec, faults=None):
         self.spec = shlex.split(spec)
+        self.faults = shlex.split(faults) if faults else []
         self.env = dict(os.environ, XBVC_NAME=CLUSTER_NAME)
         self.probe = f"/run/xbvc/{CLUSTER_NAME}/probe"
 
@@ -84,6 +85,13 @@ class Cluster:
         p = subprocess.run(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if p.returncode != 0:
             sys.exit(f"compare: {' '.join(cmd)} failed: {p.stdout.strip()}")
+        if self.faults:
+            # standing faults (e.g. loss:n0/eth0:0.01:both) for the whole comparison
+            cmd = [VCLUSTER, "fault"] + self.faults
+            p = subprocess.run(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if p.returncode != 0:
+                self.__exit__()
+                sys.exit(f"compare: {' '.join(cmd)} failed: {p.stdout.strip()}")
         return self
 
     def __exit__(self, *exc):
@@ -200,6 +208,9 @@ def main():
                          "(e.g. \"pair --links 2 --rate 0\"), one rank per host, over the transports "
                          "whose use is 'cluster' in contrib/transports.conf (baseline tcp-eth); the "
                          "cluster is removed afterwards")
+    ap.add_argument("--cluster-faults", metavar="FAULTS",
+                    help="with --cluster: standing faults for the whole run, as `vcluster fault` takes "
+                         "them (e.g. \"loss:n0/eth0:0.01:both\")")
     ap.add_argument("--merge", metavar="DIR,DIR...",
                     help="run nothing: report the samples of earlier results directories together "
                          "(more runs of each placement); --bench/--transports select from them")
@@ -239,10 +250,11 @@ def main():
         benches_to_run = []
     else:
         benches_to_run = benches
-    cluster = Cluster(args.cluster) if args.cluster and benches_to_run else None
+    cluster = Cluster(args.cluster, args.cluster_faults) if args.cluster and benches_to_run else None
     if cluster:
         cluster.__enter__()
-        print(f"# between the hosts of a virtual cluster: vcluster create {args.cluster}", flush=True)
+        print(f"# between the hosts of a virtual cluster: vcluster create {args.cluster}"
+              + (f"; faults: {args.cluster_faults}" if args.cluster_faults else ""), flush=True)
     try:
         for b in benches_to_run:
             prog_name, default_sizes, metrics = BENCHES[b]
