@@ -8,44 +8,32 @@
 #    one shared-memory node (MPI_ERR_RMA_SHARED, MPI_ERR_WIN).
 . "${TOP_SRCDIR:-.}/test/lib.sh"
 . "$TOP_SRCDIR/test/vcluster/vclib.sh"
+. "$TOP_SRCDIR/test/ext/mpi4py_lib.sh"
 vc_require
-suite=$TOP_BUILDDIR/ext/mpi4py-3.1.4
-PY=/usr/bin/python3
-[ -f "$suite/test/runtests.py" ] || { echo "# mpi4py suite missing in $suite (contrib/setup fetches it)"; exit 77; }
+m4py_require
 vc_setup thm4py
 VC_TMP=$(mktemp -d /tmp/xbvc-thm4py.XXXXXX); LOG=$VC_TMP
 vc create pair --rate 0 --force >/dev/null || { not_ok "create pair"; tap_done; exit; }
-ARGS=(test/runtests.py --no-builddir -e test_spawn -e test_dynproc)
-
-# summary DIR: "ran/skipped/ok-ranks/errors" from the per-rank output files
-summary() {
-    local out; out=$(cat "$1"/*/rank.*/std* 2>/dev/null)
-    echo "$(grep -oE '^Ran [0-9]+ tests' <<< "$out" | awk '{print $2}' | sort -u | paste -sd,)/$(
-        grep -oE 'skipped=[0-9]+' <<< "$out" | grep -oE '[0-9]+' | sort -u | paste -sd,)/$(
-        grep -cE '^OK( \(skipped=[0-9]+\))?$' <<< "$out")/$(grep -cE '^(ERROR|FAIL):' <<< "$out")"
-}
-
-cd "$suite" || exit 1
-mpirun_np 2 600 "--mca pml ob1 --mca btl self,tcp --output-filename $LOG/local" -- $PY "${ARGS[@]}" \
+cd "$M4PY_SUITE" || exit 1
+mpirun_np 2 600 "--mca pml ob1 --mca btl self,tcp --output-filename $LOG/local" -- $M4PY_PY "${M4PY_ARGS[@]}" \
     >"$LOG/local.out" 2>&1; rc=$?
-ref=$(summary "$LOG/local"); IFS=/ read -r ran skipped oks errs <<< "$ref"
+ref=$(m4py_summary "$LOG/local"); IFS=/ read -r ran skipped oks errs <<< "$ref"
 check "local run over tcp, 2 ranks: both OK (exit $rc; ran $ran, skipped $skipped)" \
     [ "$rc" = 0 -a "$oks" = 2 -a -n "$ran" ]
 
 vc_mpirun --nodes 0 --ppn 2 --mca btl self,tcp --mpirun-args "--output-filename $LOG/onehost" \
-    -- $PY "${ARGS[@]}" >"$LOG/onehost.out" 2>&1; rc=$?
-got=$(summary "$LOG/onehost")
+    -- $M4PY_PY "${M4PY_ARGS[@]}" >"$LOG/onehost.out" 2>&1; rc=$?
+got=$(m4py_summary "$LOG/onehost")
 check "2 ranks on host n0 over tcp: the same as locally (exit $rc; ran/skipped/OK/errors $got vs $ref)" \
     [ "$rc" = 0 -a "$got" = "$ref" ]
 
 vc_mpirun --ppn 1 --mca btl self,tcp --mpirun-args "--output-filename $LOG/twohosts" \
-    -- $PY "${ARGS[@]}" >"$LOG/twohosts.out" 2>&1; rc=$?
-got=$(summary "$LOG/twohosts"); IFS=/ read -r ran2 skipped2 oks2 errs2 <<< "$got"
+    -- $M4PY_PY "${M4PY_ARGS[@]}" >"$LOG/twohosts.out" 2>&1; rc=$?
+got=$(m4py_summary "$LOG/twohosts"); IFS=/ read -r ran2 skipped2 oks2 errs2 <<< "$got"
 check "1 rank on each of n0, n1 over tcp: the same tests ran and were skipped ($ran2/$skipped2 vs $ran/$skipped)" \
     [ -n "$ran2" -a "$ran2/$skipped2" = "$ran/$skipped" ]
-others=$(cat "$LOG"/twohosts/*/rank.*/std* | grep -E '^(ERROR|FAIL):' \
-    | grep -vE '^ERROR: \w+ \(test_win\.TestWinAllocate(Shared)?World\.' | sort -u)
-cat "$LOG"/twohosts/*/rank.0/std* | grep -E '^(ERROR|FAIL):' | sed -E 's/^(ERROR|FAIL): \w+ \(([A-Za-z_.]+)\.\w+\)/\1 \2/' | sort | uniq -c | diag
+others=$(m4py_unexpected_errors "$LOG/twohosts")
+m4py_error_classes "$LOG/twohosts" | diag
 check "1 rank on each of 2 hosts: every error ($errs2 over both ranks) is a Win.Allocate(_shared) over COMM_WORLD" \
     [ -z "$others" ]
 [ -n "$others" ] && echo "$others" | head -20 | diag

@@ -30,16 +30,18 @@ vc_cleanup() {
 
 vc() { timeout 120 "$VC" "$@"; }
 
-# vc_mpirun ARGS...: `vcluster mpirun` under a time limit (its own --timeout, and 150 s
-# around it) and a memory limit: test/lib.sh's xb_limit (the private memory of the whole
-# tree - vcluster, mpirun, agents, orteds, ranks - plus RLIMIT_AS per process); where
-# lib.sh has no xb_limit, RLIMIT_AS of VC_MEM_AS bytes (default 4 GiB) per process.
+# vc_mpirun ARGS...: `vcluster mpirun` under a time limit (its own --timeout of
+# VC_JOB_SECS, default 120 s, and 30 s more around it for its clean-up) and a memory
+# limit: test/lib.sh's xb_limit (the private memory of the whole tree - vcluster, mpirun,
+# agents, orteds, ranks - plus RLIMIT_AS per process); where lib.sh has no xb_limit,
+# RLIMIT_AS of VC_MEM_AS bytes (default 4 GiB) per process.
 VC_MEM_AS=${VC_MEM_AS:-$((4 << 30))}
 vc_mpirun() {
+    local secs=${VC_JOB_SECS:-120}
     if declare -F xb_limit >/dev/null; then
-        xb_limit -t 150 -- "$VC" mpirun --timeout 120 "$@"
+        xb_limit -t $((secs + 30)) -- "$VC" mpirun --timeout "$secs" "$@"
     else
-        timeout -k 10 150 prlimit --as="$VC_MEM_AS" "$VC" mpirun --timeout 120 "$@" </dev/null
+        timeout -k 10 $((secs + 30)) prlimit --as="$VC_MEM_AS" "$VC" mpirun --timeout "$secs" "$@" </dev/null
     fi
 }
 
