@@ -69,6 +69,7 @@ typedef struct pmeth_link {
     uint32_t mtu;                       /* the interface's MTU: payload of a frame */
     struct pmeth_ring *ring;
     uint32_t unkicked;                  /* frames posted since the last kick */
+    struct pmeth_held *held_oldest, *held_newest;   /* frames held in this link's ring */
     /* statistics (MPI_T and the finalize summary) */
     uint64_t frames_out, bytes_out, frames_in, bytes_in;
 } pmeth_link_t;
@@ -94,10 +95,12 @@ struct mca_btl_pmeth_frag_t;
 /* A received DATA frame held out of order until the gap before it fills. */
 typedef struct pmeth_held {
     struct pmeth_held *next;            /* free list */
+    struct pmeth_held *lap_prev, *lap_next;     /* its link's held frames, oldest first */
     uint8_t link;
-    int id;
+    int id;                             /* receive ring slot, -1 once moved aside */
     void *frame;
     uint32_t len;
+    uint8_t *copy;                      /* the frame's bytes once moved out of the ring */
 } pmeth_held_t;
 
 struct mca_btl_base_endpoint_t {
@@ -167,6 +170,10 @@ typedef struct mca_btl_pmeth_component_t {
     uint64_t drops[PMETH_WIRE_NVERDICTS];   /* frames dropped by the parser, by cause */
     uint64_t out_of_window, duplicates;
     uint64_t early_callbacks;           /* ob1 told a fragment was done before its ack */
+    uint64_t peers_added_lazily;        /* senders we met before ob1 added them */
+    uint64_t held_moved;                /* held frames copied out of a ring about to wrap */
+    uint32_t lazy_ids[8];               /* such senders seen in this progress call */
+    uint32_t nlazy;
     uint64_t retransmits_timeout, retransmits_fast;
     uint64_t acks_sent, acks_piggybacked;
     uint64_t refused;                   /* descriptors refused: ob1 retries them later */
@@ -233,6 +240,9 @@ int pmeth_endpoint_service(mca_btl_base_endpoint_t *ep, uint64_t now);
 void pmeth_acked(mca_btl_base_endpoint_t *ep, const pmeth_wire_view_t *v, uint64_t now);
 int pmeth_send_ack(mca_btl_base_endpoint_t *ep);
 void pmeth_kick_all(bool force);
+void pmeth_add_peer_lazily(uint32_t id);
+/* A held frame is done with: give its slot back (or free its copy). */
+void pmeth_held_release(pmeth_held_t *h);
 
 /* btl_pmeth_recv.c */
 int pmeth_poll_link(pmeth_link_t *link, unsigned budget);

@@ -559,6 +559,9 @@ static int pmeth_component_progress(void)
         }
     }
     count += pmeth_frag_drain_done();
+    while (c->nlazy > 0 && !c->probing) {
+        pmeth_add_peer_lazily(c->lazy_ids[--c->nlazy]);
+    }
     pmeth_kick_all(true);
     c->in_progress = false;
     PMETH_UNLOCK();

@@ -88,7 +88,6 @@ void pmeth_endpoint_deactivate(mca_btl_base_endpoint_t *ep)
 
 void pmeth_endpoint_release(mca_btl_base_endpoint_t *ep)
 {
-    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     /* frames still unacknowledged at the end: give them back */
     while (ep->pending_head != NULL) {
         mca_btl_pmeth_frag_t *f = ep->pending_head;
@@ -104,9 +103,7 @@ void pmeth_endpoint_release(mca_btl_base_endpoint_t *ep)
     if (ep->rx != NULL) {
         uintptr_t handle;
         while (pmeth_rxwin_drain(ep->rx, &handle)) {
-            pmeth_held_t *h = (pmeth_held_t *) handle;
-            pmeth_ring_rx_put(c->links[h->link].ring, h->id);
-            free(h);
+            pmeth_held_release((pmeth_held_t *) handle);
         }
     }
     pmeth_endpoint_deactivate(ep);

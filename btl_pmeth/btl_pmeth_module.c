@@ -101,11 +101,54 @@ static int pmeth_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_
             continue;
         }
         peers[i] = c->by_id[id];
-        opal_bitmap_set_bit(reachable, (int) i);
+        if (reachable != NULL) {
+            opal_bitmap_set_bit(reachable, (int) i);
+        }
     }
     PMETH_UNLOCK();
     free(fresh);
     return rc;
+}
+
+/* DATA came from a process of our job that ob1 has not added yet: Open MPI
+ * adds peers lazily (at a rank's first send to them, mpi_add_procs_cutoff), so
+ * a rank that only receives from a peer would never know it, and drop its
+ * frames for good.  Make the endpoint now, as add_procs would (modex, probes);
+ * the frames dropped meanwhile are resent.  ob1 learns of the sender from the
+ * message itself, and its own add_procs later finds the endpoint ready. */
+static uint32_t job_size(void)
+{
+    static uint32_t size;       /* 0: not known yet */
+    if (size == 0) {
+        opal_process_name_t all = {.jobid = OPAL_PROC_MY_NAME.jobid, .vpid = OPAL_VPID_WILDCARD};
+        uint32_t *p = &size;
+        int rc;
+        OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_JOB_SIZE, &all, &p, OPAL_UINT32);
+        if (rc != OPAL_SUCCESS) {
+            size = 0;
+        }
+    }
+    return size;
+}
+
+void pmeth_add_peer_lazily(uint32_t id)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    /* the id comes from the wire: only a process of this job */
+    if (id == c->my_id || id >= job_size() || (id < c->nby_id && c->by_id[id] != NULL)) {
+        return;         /* not of this job, ourselves, or known (maybe unreachable) */
+    }
+    opal_process_name_t name = OPAL_PROC_MY_NAME;
+    name.vpid = id;
+    opal_proc_t *proc = opal_proc_for_name(name);
+    if (proc == NULL) {
+        return;
+    }
+    mca_btl_base_endpoint_t *ep = NULL;
+    PMETH_VERBOSE(10, "%s sent to us before we added it: adding it now",
+                  OPAL_NAME_PRINT(proc->proc_name));
+    (void) pmeth_add_procs(&mca_btl_pmeth, 1, &proc, &ep, NULL);
+    c->peers_added_lazily++;
 }
 
 static int pmeth_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
@@ -129,9 +172,11 @@ static void summary(void)
         PMETH_VERBOSE(10, "link %s: %" PRIu64 " frames / %" PRIu64 " bytes out, %" PRIu64
                       " frames / %" PRIu64 " bytes in; ring: %" PRIu64 " kicks (%" PRIu64
                       " while the link was down), %" PRIu64 " frames dropped by the kernel, %"
-                      PRIu64 " bytes copied (held frames moved aside, resends)",
+                      PRIu64 " bytes copied (held frames moved aside, resends); receive ring: %"
+                      PRIu64 " resyncs, %" PRIu64 " bad give-backs",
                       l->ifname, l->frames_out, l->bytes_out, l->frames_in, l->bytes_in, rs.kicks,
-                      rs.link_down_kicks, rs.kernel_drops, rs.shadow_bytes + rs.repost_bytes);
+                      rs.link_down_kicks, rs.kernel_drops, rs.shadow_bytes + rs.repost_bytes,
+                      rs.rx_resyncs, rs.rx_bad_puts);
     }
     PMETH_VERBOSE(10, "%" PRIu64 " retransmits on timeout, %" PRIu64 " fast; %" PRIu64
                   " duplicates, %" PRIu64 " out of window; %" PRIu64 " standalone acks; %" PRIu64
@@ -139,6 +184,10 @@ static void summary(void)
                   "the BTL: %" PRIu64 " sending, %" PRIu64 " receiving",
                   c->retransmits_timeout, c->retransmits_fast, c->duplicates, c->out_of_window,
                   c->acks_sent, dropped, c->staged, c->copies_tx, c->copies_rx);
+    PMETH_VERBOSE(10, "%" PRIu64 " held frames moved out of a ring about to wrap; %" PRIu64
+                  " peers added when their first frame came; %" PRIu64
+                  " fragments completed before their ack", c->held_moved, c->peers_added_lazily,
+                  c->early_callbacks);
     pmeth_memory_t mem;
     pmeth_memory(&mem);
     PMETH_VERBOSE(10, "memory: %" PRIu64 " bytes = rings %" PRIu64 " (%u links) + windows %"

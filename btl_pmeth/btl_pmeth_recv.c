@@ -46,6 +46,62 @@ static void held_put(pmeth_held_t *h)
     c->free_held = h;
 }
 
+static void lap_unlink(pmeth_link_t *link, pmeth_held_t *h)
+{
+    if (h->lap_prev != NULL) {
+        h->lap_prev->lap_next = h->lap_next;
+    } else {
+        link->held_oldest = h->lap_next;
+    }
+    if (h->lap_next != NULL) {
+        h->lap_next->lap_prev = h->lap_prev;
+    } else {
+        link->held_newest = h->lap_prev;
+    }
+    h->lap_prev = h->lap_next = NULL;
+}
+
+void pmeth_held_release(pmeth_held_t *h)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    pmeth_link_t *link = &c->links[h->link];
+    if (h->copy != NULL) {
+        free(h->copy);
+        h->copy = NULL;
+    } else {
+        lap_unlink(link, h);
+        pmeth_ring_rx_put(link->ring, h->id);
+    }
+    held_put(h);
+}
+
+/* Frames held ahead of a gap sit in their ring slots.  The kernel fills slots
+ * strictly in order and drops every frame while its next slot is taken, so a
+ * frame held for a whole lap of the ring would block the link, and with it
+ * the very frame that fills the gap (with many peers and loss, the held
+ * frames of all of them add up).  Those held for half a lap move to private
+ * memory (counted: bytes copied receiving). */
+static void move_old_held_aside(pmeth_link_t *link)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    pmeth_held_t *h;
+    uint32_t slots;
+    while ((h = link->held_oldest) != NULL && pmeth_ring_rx_age(link->ring, h->id, &slots) > slots / 2) {
+        uint8_t *copy = malloc(h->len > 0 ? h->len : 1);
+        if (copy == NULL) {
+            return;
+        }
+        memcpy(copy, h->frame, h->len);
+        lap_unlink(link, h);
+        pmeth_ring_rx_put(link->ring, h->id);
+        h->copy = copy;
+        h->frame = copy;
+        h->id = -1;
+        c->copies_rx += h->len;
+        c->held_moved++;
+    }
+}
+
 /* The held frames the window now releases, in order. */
 static void deliver_held(mca_btl_base_endpoint_t *ep)
 {
@@ -61,8 +117,7 @@ static void deliver_held(mca_btl_base_endpoint_t *ep)
         if (pmeth_wire_parse(h->frame, h->len, &expect, &v) == PMETH_WIRE_OK) {
             deliver(&v);
         }
-        pmeth_ring_rx_put(c->links[h->link].ring, h->id);
-        held_put(h);
+        pmeth_held_release(h);
     }
 }
 
@@ -94,6 +149,15 @@ static void on_data(pmeth_link_t *link, const struct pmeth_rx_frame *f, const pm
         h->id = f->id;
         h->frame = f->frame;
         h->len = f->len;
+        h->copy = NULL;
+        h->lap_next = NULL;
+        h->lap_prev = link->held_newest;
+        if (link->held_newest != NULL) {
+            link->held_newest->lap_next = h;
+        } else {
+            link->held_oldest = h;
+        }
+        link->held_newest = h;
         handle = (uintptr_t) h;
     }
     r = pmeth_rxwin_accept(ep->rx, v->seq, handle, *now);
@@ -120,6 +184,21 @@ static void on_data(pmeth_link_t *link, const struct pmeth_rx_frame *f, const pm
     pmeth_endpoint_activate(ep);
 }
 
+/* A sender we have no endpoint for: added after this progress call's polling
+ * (pmeth_add_peer_lazily), its frame dropped now and resent later. */
+static void note_unknown_sender(uint32_t id)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    for (uint32_t i = 0; i < c->nlazy; i++) {
+        if (c->lazy_ids[i] == id) {
+            return;
+        }
+    }
+    if (c->nlazy < sizeof(c->lazy_ids) / sizeof(c->lazy_ids[0])) {
+        c->lazy_ids[c->nlazy++] = id;
+    }
+}
+
 int pmeth_poll_link(pmeth_link_t *link, unsigned budget)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
@@ -130,6 +209,9 @@ int pmeth_poll_link(pmeth_link_t *link, unsigned budget)
         budget = 64;
     }
     int n = pmeth_ring_rx_poll(link->ring, frames, (int) budget);
+    if (link->held_oldest != NULL) {
+        move_old_held_aside(link);
+    }
     for (int i = 0; i < n; i++) {
         const struct pmeth_rx_frame *f = &frames[i];
         pmeth_wire_view_t v;
@@ -173,7 +255,9 @@ int pmeth_poll_link(pmeth_link_t *link, unsigned budget)
         case PMETH_WIRE_DATA:
             /* while probing, ob1 has not added the sender yet: not acked, it comes again */
             if (ep == NULL || ep->state != PMETH_EP_READY || c->probing) {
-                c->drops[PMETH_WIRE_FOREIGN] += ep == NULL;
+                if (ep == NULL) {
+                    note_unknown_sender(v.src_id);
+                }
                 pmeth_ring_rx_put(link->ring, f->id);
                 break;
             }

@@ -75,6 +75,8 @@ struct pmeth_ring_stats {
     uint64_t resyncs;                   /* the kernel waited at a slot we had not posted */
     uint64_t kernel_drops;              /* frames the kernel dropped: ring full */
     uint64_t link_down_kicks;           /* kicks refused because the link was down */
+    uint64_t rx_resyncs;                /* the receive ring's position was found out of step */
+    uint64_t rx_bad_puts;               /* frames given back that were not held (a bug) */
 };
 
 struct pmeth_rx_frame {
@@ -119,6 +121,11 @@ bool pmeth_ring_tx_unsent(const struct pmeth_ring *r);
 void pmeth_ring_tx_kick_later(struct pmeth_ring *r);
 
 int pmeth_ring_rx_poll(struct pmeth_ring *r, struct pmeth_rx_frame *out, int max);
+/* How far the reader has moved on since frame ID, against the ring's size: a
+ * frame still held when the reader is a lap on blocks the kernel (it fills
+ * slots strictly in order and drops everything while the next one is taken),
+ * so the caller moves old held frames aside.  0 for AF_XDP (no such order). */
+uint32_t pmeth_ring_rx_age(const struct pmeth_ring *r, int id, uint32_t *slots);
 void pmeth_ring_rx_put(struct pmeth_ring *r, int id);
 
 /* ---- internal: the AF_XDP back end, called by pmeth_ring_packet.c ---- */

@@ -55,6 +55,8 @@ struct pmeth_ring {
     /* receive ring */
     uint8_t *rx;
     uint32_t rx_nr, rx_head;
+    uint8_t *rx_out;            /* slots handed to the caller and not yet given back */
+    uint32_t rx_idle;           /* polls that found nothing, since the last check of the ring */
     /* send ring */
     uint8_t *tx;
     uint32_t tx_nr, tx_head;
@@ -220,6 +222,11 @@ int pmeth_ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out
         goto error;
     }
     r->rx_nr = req.tp_frame_nr;
+    r->rx_out = calloc(r->rx_nr, 1);
+    if (r->rx_out == NULL) {
+        rc = fail(err, errlen, ENOMEM, "ring bookkeeping");
+        goto error;
+    }
     req.tp_block_nr = tx_blocks;
     req.tp_frame_nr = tx_blocks * r->frames_per_block;
     if (setsockopt(r->fd, SOL_PACKET, PACKET_TX_RING, &req, sizeof(req)) != 0) {
@@ -303,6 +310,7 @@ void pmeth_ring_close(struct pmeth_ring *r)
     free(r->ids);
     free(r->slot_owner);
     free(r->slot_pending);
+    free(r->rx_out);
     free(r);
 }
 
@@ -620,6 +628,26 @@ bool pmeth_ring_tx_unsent(const struct pmeth_ring *r)
     return r->unsent && (r->down_retry_ns == 0 || now_ns() >= r->down_retry_ns);
 }
 
+/* The kernel fills receive slots strictly in ring order, so the next frame is
+ * always at rx_head.  Should the two ever disagree (a slot given back to the
+ * kernel after it had refilled it would do it), frames would pile up further
+ * on while we wait at an empty slot, and the kernel, finding the ring full,
+ * would drop everything after: a dead link.  Now and then, when nothing came,
+ * look for a filled slot we do not hold and continue from the oldest one. */
+#define PMETH_RING_RX_CHECK_EVERY 4096
+
+static void rx_resync(struct pmeth_ring *r)
+{
+    for (uint32_t k = 1; k < r->rx_nr; k++) {
+        uint32_t i = (r->rx_head + k) % r->rx_nr;
+        if ((status_of(rx_hdr(r, i)) & TP_STATUS_USER) && !r->rx_out[i]) {
+            r->rx_head = i;
+            r->st.rx_resyncs++;
+            return;
+        }
+    }
+}
+
 int pmeth_ring_rx_poll(struct pmeth_ring *r, struct pmeth_rx_frame *out, int max)
 {
     XDP_OR(r, pmeth_xdp_rx_poll(r->xdp, out, max));
@@ -627,24 +655,42 @@ int pmeth_ring_rx_poll(struct pmeth_ring *r, struct pmeth_rx_frame *out, int max
     while (n < max) {
         uint32_t i = r->rx_head;
         volatile struct tpacket2_hdr *h = rx_hdr(r, i);
-        if (!(status_of(h) & TP_STATUS_USER)) {
+        if (!(status_of(h) & TP_STATUS_USER) || r->rx_out[i]) {
             break;
         }
         uint32_t mac = h->tp_mac, snap = h->tp_snaplen;
         if (mac > r->frame_size || snap > r->frame_size - mac) {
             snap = 0;   /* cannot happen with a sane kernel; the parser drops a 0-byte frame */
         }
+        r->rx_out[i] = 1;
         out[n].id = (int) i;
         out[n].frame = (uint8_t *) h + mac;
         out[n].len = snap;
         n++;
         r->rx_head = (i + 1) % r->rx_nr;
     }
+    if (n == 0 && ++r->rx_idle >= PMETH_RING_RX_CHECK_EVERY) {
+        r->rx_idle = 0;
+        rx_resync(r);
+    }
     return n;
+}
+
+uint32_t pmeth_ring_rx_age(const struct pmeth_ring *r, int id, uint32_t *slots)
+{
+    *slots = 0;
+    XDP_OR(r, 0);
+    *slots = r->rx_nr;
+    return (r->rx_head + r->rx_nr - (uint32_t) id) % r->rx_nr;
 }
 
 void pmeth_ring_rx_put(struct pmeth_ring *r, int id)
 {
     XDP_OR_VOID(r, pmeth_xdp_rx_put(r->xdp, id));
+    if (id < 0 || (uint32_t) id >= r->rx_nr || !r->rx_out[id]) {
+        r->st.rx_bad_puts++;    /* not ours (any more): the kernel may have refilled it */
+        return;
+    }
+    r->rx_out[id] = 0;
     set_status(rx_hdr(r, (uint32_t) id), TP_STATUS_KERNEL);
 }
