@@ -22,8 +22,8 @@
  * when nothing arrived (the status words are polled).  The caller gives each
  * back with rx_put, in any order; the kernel refills slots in ring order, so a
  * frame held long (one that arrived ahead of a gap) makes the kernel drop
- * frames once it comes round to that slot: the ring is sized well beyond the
- * reliability window for that reason.
+ * frames once it comes round to that slot: the caller moves frames it holds
+ * for long out of the ring (pmeth_ring_rx_age says how long).
  *
  * Two back ends (cfg.mode): PMETH_IO_PACKET, AF_PACKET TPACKET_V2 rings on
  * any interface (pmeth_ring_packet.c), and PMETH_IO_XDP, an AF_XDP socket fed
