@@ -49,7 +49,8 @@ static xbtl_counter_def_t pmeth_counters[PV_COUNT] = {
     [PV_COPIES_TX] = {"copied_bytes_send", "Bytes the BTL itself copied on the send side (only "
                       "staged fragments; ob1 packs straight into frames)"},
     [PV_COPIES_RX] = {"copied_bytes_receive", "Bytes the BTL itself copied on the receive side "
-                      "(ob1 reads payloads in place from the ring)"},
+                      "(ob1 reads payloads in place from the ring; only frames held ahead of a "
+                      "gap for half a lap of the ring move out of it)"},
     [PV_DELIVERED] = {"delivered_fragments", "DATA frames handed to ob1, in sequence order"},
 };
 
