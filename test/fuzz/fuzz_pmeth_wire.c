@@ -59,7 +59,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         REQUIRE(e.nlinks <= PMETH_WIRE_MAX_LINKS && v.link < e.nlinks);
         REQUIRE(v.type >= PMETH_WIRE_DATA && v.type <= PMETH_WIRE_TYPE_MAX);
         REQUIRE(v.dst_id == e.my_id && v.len == pmeth_get16(frame + 32));
-        REQUIRE(frame[26] == PMETH_WIRE_VERSION && frame[28] == 0 && frame[31] == 0);
+        REQUIRE(frame[26] == PMETH_WIRE_VERSION && (frame[28] & ~PMETH_WIRE_F_ECHO) == 0
+                && frame[35] == 0);
+        /* the echo is what the frame says, and nothing where the flag is off */
+        REQUIRE(v.echo == ((frame[28] & PMETH_WIRE_F_ECHO) != 0));
+        REQUIRE(v.echo ? v.echo_seq == pmeth_get32(frame + 52) && v.echo_xmit == frame[34]
+                       : pmeth_get32(frame + 52) == 0 && frame[34] == 0);
+        /* a transmission number only on DATA */
+        REQUIRE(v.xmit == frame[31] && (v.type == PMETH_WIRE_DATA || v.xmit == 0));
         REQUIRE(v.seq == pmeth_get32(frame + 36) && v.ack == pmeth_get32(frame + 40)
                 && v.sack == pmeth_get64(frame + 44));
         if (v.type == PMETH_WIRE_DATA) {
@@ -69,6 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             REQUIRE(v.len == 0 && v.seq == 0 && v.tag == 0);
         }
         if (v.type == PMETH_WIRE_PROBE || v.type == PMETH_WIRE_PROBE_REPLY) {
+            REQUIRE(!v.echo);
             REQUIRE(v.len >= PMETH_WIRE_PROBE_LEN && v.probe.from_link < e.nlinks
                     && v.probe.to_link < e.nlinks && v.probe.full <= 1);
         }
