@@ -28,13 +28,7 @@
 
 /* xorshift64: the same seed gives the same run */
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd64(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t rnd64(void) { return tap_xorshift64(&rng); }
 static unsigned rnd(unsigned n) { return (unsigned) (rnd64() % n); }
 
 /* ---- what the library asked of the "transport" ------------------------------------- */

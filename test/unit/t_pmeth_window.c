@@ -29,13 +29,7 @@ static pmeth_window_config_t cfg(uint32_t w)
 
 /* xorshift64: the same seed gives the same run */
 static uint64_t rng = 88172645463325252ull;
-static uint64_t rnd64(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t rnd64(void) { return tap_xorshift64(&rng); }
 static double rnd(void) { return (double) (rnd64() >> 11) / 9007199254740992.0; }
 
 /* A sender window with N frames (handles 1..N) sent at NOW, striped

@@ -5,6 +5,7 @@
 #ifndef XB_TAP_H
 #define XB_TAP_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 static int tap_n, tap_failed;
@@ -20,6 +21,16 @@ static int tap_n, tap_failed;
             tap_failed++;                                                       \
         }                                                                       \
     } while (0)
+
+/* xorshift64 over *STATE: the same seed gives the same run (seeded tests) */
+static inline uint64_t tap_xorshift64(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *state = x;
+}
 
 static inline int tap_done(void)
 {
