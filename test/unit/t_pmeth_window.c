@@ -145,8 +145,11 @@ static bool simulate(sim_t *s)
                 i++;
                 continue;
             }
+            /* taken in the order they were sent: a link delivers in order
+             * (the random extra delay of REORDER aside) */
             pkt_t p = q[i];
-            q[i] = q[--nq];
+            memmove(&q[i], &q[i + 1], (nq - i - 1) * sizeof(q[0]));
+            nq--;
             if (p.is_ack) {
                 if (p.echo) {
                     pmeth_txwin_echo(tx, p.echo_seq, p.echo_xmit);
@@ -167,6 +170,16 @@ static bool simulate(sim_t *s)
                     bad += h != s->delivered + 1;
                     s->delivered++;
                 }
+            }
+            if (pmeth_rxwin_ack_now(rx)) {
+                /* as the BTL does: an ack owed at once (every few frames, a
+                 * duplicate, a resend) goes out while the backlog is worked
+                 * through, so a receiver back from a stall sends partial acks */
+                pkt_t a = {.is_ack = 1};
+                pmeth_rxwin_ack_fields(rx, &a.ack, &a.sack);
+                a.echo = pmeth_rxwin_echo(rx, &a.echo_seq, &a.echo_xmit);
+                pmeth_rxwin_ack_sent(rx);
+                chan_send(s, a, 0, now);
             }
         }
         if (!stalled && pmeth_rxwin_ack_due(rx, now)) {
