@@ -1,0 +1,92 @@
+# Hosts inside one guest, launched by Open MPI's own rsh launcher (source it in a guest
+# script, after guest_env.sh):
+#   gh_up N        hosts h0..h(N-1): each its own host name (UTS namespace), its own
+#                  /dev/shm and /tmp (mount namespace), its own NIC xhI with address
+#                  10.77.0.(I+1), and its own soft-RoCE device rxeI on that NIC
+#   gh_on HOST COMMAND...   run COMMAND on HOST through the agent; as with ssh, the words
+#                  are joined into one command line for the host's /bin/sh
+#   GH_MPIRUN      mpirun options that launch a job on the hosts: add --host h0:2,h1:2 ...
+#
+# Open MPI's rsh launcher calls the agent (test/guest/guest_agent) as it would call ssh;
+# the agent starts orted inside the host's namespaces, one orted per host, not daemonized,
+# so each host has its daemon, its host name, its node-local ranks and a modex across
+# hosts, as on a cluster (contrib/vcluster does the same with network namespaces).
+#
+# All hosts share the guest's network namespace, because Linux 6.1's rxe listens only in
+# the initial one.  What makes a NIC a host's own is the environment its agent gives
+# orted, and orted its ranks (/run/xbg/hosts/hI.env): OMPI_MCA_btl_tcp_if_include=xhI and
+# UCX_NET_DEVICES=rxeI:1; a job's own --mca / -x settings win over them.  The NICs hang on
+# one bridge, like hosts on a switch.  Two addresses of one namespace would talk over
+# `lo`; policy routing keeps them off it: what a host sends from its address (rxe always
+# does so; Open MPI's tcp binds its sockets to it) is routed out of its own NIC (rule
+# "from ADDR iif lo", table 100+I, ahead of the local table), arrives on the peer's NIC
+# and is delivered there (accept_local=1, rp_filter=0); neighbours are static.  Unbound
+# traffic (the launcher, PMIx, perftest's set-up) still takes loopback: that is the
+# hosts' management network.  The names h0.. resolve to nothing, so mpirun never takes a
+# host for itself and launches every one through the agent.
+#
+# /tmp of a host is an overlay: the guest's /tmp (the machine's, read-only over 9p; a
+# checkout there stays visible) under a private tmpfs that takes the host's writes.
+# UCX decides "same machine" by the kernel's boot id, which the hosts share: a job over
+# pml ucx must name network transports only (UCX_TLS=self,rc_verbs,ud_verbs), or its
+# shared-memory transports would reach across hosts.
+GH=/run/xbg
+GH_AGENT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/guest_agent
+GH_MPIRUN=(--mca plm rsh --mca plm_rsh_agent "$GH_AGENT" --mca plm_rsh_no_tree_spawn 1
+           --mca orte_leave_session_attached 1 --mca oob_tcp_if_include lo --bind-to none)
+gh_addr() { echo "10.77.0.$(($1 + 1))"; }
+
+gh_up() {
+    local n=$1 i j
+    modprobe -a veth bridge overlay crc32_generic rdma_rxe || return 1
+    # no IPv6 on the NICs (one GID each, no neighbour discovery); a long backlog: under TCG
+    # softirqs drain a veth slowly, and rxe's bursts overflowed the default 1000 packets
+    # (dropped ACKs, retransmissions)
+    sysctl -qw net.ipv6.conf.default.disable_ipv6=1 net.core.netdev_max_backlog=10000 \
+        net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 \
+        net.ipv4.conf.all.accept_local=1 net.ipv4.conf.default.accept_local=1 || return 1
+    ip link add xbr type bridge && ip link set xbr up || return 1
+    for ((i = 0; i < n; i++)); do
+        ip link add "xh$i" type veth peer name "xh${i}p" && ip link set "xh${i}p" master xbr up &&
+            ip addr add "$(gh_addr "$i")/32" dev "xh$i" && ip link set "xh$i" up || return 1
+    done
+    ip rule add pref 1000 lookup local && ip rule del pref 0 || return 1
+    for ((i = 0; i < n; i++)); do
+        ip rule add pref 100 from "$(gh_addr "$i")" iif lo lookup $((100 + i)) || return 1
+        for ((j = 0; j < n; j++)); do
+            [ "$i" = "$j" ] && continue
+            ip route add "$(gh_addr "$j")" dev "xh$i" src "$(gh_addr "$i")" table $((100 + i)) &&
+                ip neigh replace "$(gh_addr "$j")" lladdr "$(cat "/sys/class/net/xh$j/address")" \
+                    dev "xh$i" nud permanent || return 1
+        done
+        rdma link add "rxe$i" type rxe netdev "xh$i" || return 1
+    done
+    mkdir -p "$GH/hosts"
+    for ((i = 0; i < n; i++)); do
+        local h=h$i own=$GH/hosts/h$i.tmp
+        printf 'OMPI_MCA_btl_tcp_if_include=xh%d\nUCX_NET_DEVICES=rxe%d:1\n' "$i" "$i" > "$GH/hosts/$h.env"
+        mkdir -p "$own"
+        # the holder: a shell that makes the host (name, mounts) and becomes `sleep`; its
+        # namespaces live as long as it does (the guest powers off at the end)
+        unshare --uts --mount --propagation private sh -ec "hostname $h
+            mount -t tmpfs -o mode=1777,nosuid,nodev $h-shm /dev/shm
+            mount -t tmpfs -o mode=755 $h-tmp $own
+            mkdir -m 1777 $own/up && mkdir $own/work
+            mount -t overlay -o lowerdir=/tmp,upperdir=$own/up,workdir=$own/work $h-tmp /tmp
+            exec sleep infinity" < /dev/null &
+        echo $! > "$GH/hosts/$h.pid"
+    done
+    for ((i = 0; i < n; i++)); do       # ready once the shell has become "sleep"
+        local pid
+        pid=$(cat "$GH/hosts/h$i.pid")
+        for _ in $(seq 100); do
+            [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = sleep ] && continue 2
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        echo "gh_up: host h$i did not come up" >&2
+        return 1
+    done
+}
+
+gh_on() { "$GH_AGENT" "$@"; }
