@@ -16,7 +16,9 @@ examples:
   bench/compare.py --merge results/A,results/B       # one report from two earlier invocations
   bench/compare.py --cluster "pair --links 1 --rate 0 --mtu 9000"   # between two virtual hosts:
                           # pmeth and tcp over the very same links (the "cluster" transports),
-                          # each rank on its own host of contrib/vcluster, the raw-frame floor beside
+                          # each rank on its own host of contrib/vcluster, the raw-frame floors beside
+                          # (latency: a 64-byte frame's half round trip; bw: a stream of full
+                          # frames striped over all links)
 """
 import argparse
 import datetime
@@ -119,6 +121,46 @@ class Cluster:
         path = f"/sys/class/net/{ifname}/address"
         return subprocess.run(["ip", "netns", "exec", f"xbvc-{CLUSTER_NAME}-{node}", "cat", path],
                               stdout=subprocess.PIPE, text=True).stdout.strip()
+
+    def links(self):
+        """The data links of host n0 (eth0, eth1, ...) with their MTU."""
+        ns = ["ip", "netns", "exec", f"xbvc-{CLUSTER_NAME}-n0"]
+        names = subprocess.run(ns + ["ls", "/sys/class/net"], stdout=subprocess.PIPE, text=True).stdout.split()
+        eths = sorted((n for n in names if n.startswith("eth") and n[3:].isdigit()), key=lambda n: int(n[3:]))
+        mtu = int(subprocess.run(ns + ["cat", f"/sys/class/net/{eths[0]}/mtu"], stdout=subprocess.PIPE,
+                                 text=True).stdout or 1500) if eths else 1500
+        return eths, mtu
+
+    def stream_floor(self, seconds=2):
+        """The raw-frame floor of a stream: MB/s of full-MTU frames from n0 to n1 striped
+        round-robin over all links by one process, received by one busy-polling process
+        (test/pmeth/pmeth_floor blast / sink, no protocol, nothing resent); what the links,
+        their shapers and this machine's CPUs let through.  None if it cannot run."""
+        tool = os.path.join(BUILD, "test", "pmeth", "pmeth_floor")
+        eths, mtu = self.links()
+        if not os.access(tool, os.X_OK) or not eths or len(eths) > 8:
+            return None
+        m0 = ",".join(self._mac("n0", e) for e in eths)
+        m1 = ",".join(self._mac("n1", e) for e in eths)
+        common = ["--if", ",".join(eths), "--mode", "packet", "--mtu", str(mtu), "--size", str(mtu + 14)]
+        ns = lambda n: ["ip", "netns", "exec", f"xbvc-{CLUSTER_NAME}-{n}"]
+        sink = subprocess.Popen(ns("n1") + [tool, "--mac", m1, "--peer-mac", m0, "--me", "2", "--peer", "1",
+                                            "--rx", "4096", "--timeout", str(seconds + 20)] + common + ["sink"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            if "ready" not in sink.stdout.readline():
+                return None
+            subprocess.run(ns("n0") + [tool, "--mac", m0, "--peer-mac", m1, "--me", "1", "--peer", "2",
+                                       "--seconds", str(seconds)] + common + ["blast"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=seconds + 30)
+            out, _ = sink.communicate(timeout=seconds + 30)
+            rows = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+            return rows[0]["mbyte_per_s"] if rows and rows[0]["frames"] > 0 else None
+        except (subprocess.TimeoutExpired, ValueError, KeyError):
+            return None
+        finally:
+            sink.kill()
+            sink.wait()
 
     def floor(self, iters=20000):
         """The raw-frame floor on the first link: half round trip of a 64-byte frame (the
@@ -296,6 +338,15 @@ def main():
                         probe = rows[-1].get("probe_ns") if rows else None
                         samples.setdefault((b, "raw-floor"), {}).setdefault(8, {}) \
                             .setdefault("latency_us", []).append((f, probe))
+                if cluster and b == "bw" and rep > 0 and rows:
+                    # the stream floor after the round; one figure for every size (a stream of
+                    # full frames does not know message sizes), so each row shows its distance
+                    f = cluster.stream_floor()
+                    if f is not None:
+                        probe = rows[-1].get("probe_ns")
+                        for r in rows:
+                            samples.setdefault((b, "raw-floor"), {}).setdefault(r["size"], {}) \
+                                .setdefault("mbps", []).append((f, probe))
                 order = order[1:] + order[:1]  # rotate, so no transport always runs first
     finally:
         if cluster:

@@ -8,10 +8,13 @@
  *          round trip it sees between successive arrivals (its own clock)
  *   ping   --count round trips of --size byte frames (after 10% warm-up);
  *          prints median / min / 90th percentile of the half round trip
- *   sink   counts frames for a stream; prints frames/s and Gbit/s of what
- *          arrived (first to last frame), checking sequence numbers
- *   blast  sends --size byte frames for --seconds as fast as the ring takes
+ *   sink   counts frames for a stream; prints frames/s, Gbit/s and MB/s of what
+ *          arrived (first to last frame), checking sequence numbers per link
+ *   blast  sends --size byte frames for --seconds as fast as the rings take
  *          them, one kick per 32 frames; prints frames/s offered
+ * sink and blast take several links (--if a,b,.. with one --mac and --peer-mac
+ * address per link, comma-separated): the blaster stripes frames round-robin,
+ * the floor of a striped stream.
  * Output: one JSON line.
  */
 #include "ring_common.h"
@@ -139,81 +142,115 @@ static int ping(const struct opts *o, struct pmeth_ring *r)
     return done == o->count ? 0 : 1;
 }
 
-static int sink(const struct opts *o, struct pmeth_ring *r)
+static int sink(const struct opts *o, struct pmeth_ring **rings, int nrings)
 {
     uint64_t deadline = now_ns() + (uint64_t) (o->timeout * 1e9), first = 0, last = 0;
     unsigned long frames = 0, bytes = 0, out_of_order = 0;
-    uint32_t expect = 0;
+    uint32_t expect[TF_MAX_LINKS] = {0}, sent = 0;
     struct pmeth_rx_frame in[64];
-    bool stop = false;
-    while (!stop && now_ns() < deadline) {
-        int k = pmeth_ring_rx_poll(r, in, 64);
-        for (int i = 0; i < k; i++) {
-            const uint8_t *f = in[i].frame;
-            if (ours(o, f, in[i].len)) {
-                uint32_t seq = pmeth_get32(f + 26);
-                if (seq == TF_STOP) {
-                    stop = true;
-                } else {
-                    out_of_order += seq < expect;   /* a gap is a drop, going back is wrong */
-                    expect = seq + 1;
-                    last = now_ns();
-                    if (frames++ == 0) {
-                        first = last;
+    int stopped = 0;
+    bool stop_seen[TF_MAX_LINKS] = {false};
+    /* a link is FIFO: per link the sequence only grows (the blaster numbers frames
+     * across all links, so a gap is another link's frame or a drop) */
+    while (stopped < nrings && now_ns() < deadline) {
+        for (int l = 0; l < nrings; l++) {
+            int k = pmeth_ring_rx_poll(rings[l], in, 64);
+            for (int i = 0; i < k; i++) {
+                const uint8_t *f = in[i].frame;
+                if (ours(o, f, in[i].len)) {
+                    uint32_t seq = pmeth_get32(f + 26);
+                    if (seq == TF_STOP) {
+                        stopped += !stop_seen[l];
+                        stop_seen[l] = true;
+                    } else {
+                        out_of_order += seq < expect[l];
+                        expect[l] = seq + 1;
+                        sent = seq + 1 > sent ? seq + 1 : sent;
+                        last = now_ns();
+                        if (frames++ == 0) {
+                            first = last;
+                        }
+                        bytes += in[i].len;
                     }
-                    bytes += in[i].len;
                 }
+                pmeth_ring_rx_put(rings[l], in[i].id);
             }
-            pmeth_ring_rx_put(r, in[i].id);
         }
     }
     double secs = (last - first) / 1e9;
-    struct pmeth_ring_stats st;
-    pmeth_ring_get_stats(r, &st);
-    printf("{\"role\": \"sink\", \"mode\": \"%s\", \"frames\": %lu, \"sent_by_peer\": %u, "
-           "\"seconds\": %.3f, \"frames_per_s\": %.0f, \"gbit_per_s\": %.3f, "
-           "\"out_of_order\": %lu, \"kernel_drops\": %llu}\n", pmeth_ring_mode_name(r), frames,
-           expect, secs, secs > 0 ? frames / secs : 0.0, secs > 0 ? bytes * 8 / secs / 1e9 : 0.0,
-           out_of_order, (unsigned long long) st.kernel_drops);
+    unsigned long long drops = 0;
+    for (int l = 0; l < nrings; l++) {
+        struct pmeth_ring_stats st;
+        pmeth_ring_get_stats(rings[l], &st);
+        drops += st.kernel_drops;
+    }
+    printf("{\"role\": \"sink\", \"mode\": \"%s\", \"links\": %d, \"frames\": %lu, "
+           "\"sent_by_peer\": %u, \"seconds\": %.3f, \"frames_per_s\": %.0f, "
+           "\"gbit_per_s\": %.3f, \"mbyte_per_s\": %.1f, \"out_of_order\": %lu, "
+           "\"kernel_drops\": %llu}\n", pmeth_ring_mode_name(rings[0]), nrings, frames, sent,
+           secs, secs > 0 ? frames / secs : 0.0, secs > 0 ? bytes * 8 / secs / 1e9 : 0.0,
+           secs > 0 ? bytes / secs / 1e6 : 0.0, out_of_order, drops);
     return frames > 0 && out_of_order == 0 ? 0 : 1;
 }
 
-static int blast(const struct opts *o, struct pmeth_ring *r)
+/* frames round-robin over the links, as fast as each ring takes them: a full ring
+ * (the kernel still holds its frames, e.g. queued in a shaper) is kicked and skipped */
+static int blast(const struct opts *o, struct pmeth_ring **rings, int nrings)
 {
     uint64_t t0 = now_ns(), end = t0 + (uint64_t) (o->seconds * 1e9);
     uint32_t seq = 0;
-    int batch = 0;
+    int batch[TF_MAX_LINKS] = {0}, l = 0;
     while (now_ns() < end) {
         void *f;
         uint32_t cap;
-        int id = pmeth_ring_tx_get(r, &f, &cap);
+        l = (l + 1) % nrings;
+        int id = pmeth_ring_tx_get(rings[l], &f, &cap);
         if (id < 0) {
-            (void) pmeth_ring_tx_kick(r);
-            batch = 0;
+            (void) pmeth_ring_tx_kick(rings[l]);
+            batch[l] = 0;
             continue;
         }
-        tf_build(f, TF_HDR, o->peer_mac, o->mac, o->ethertype, o->key, o->peers[0], o->me, seq++);
+        tf_build(f, TF_HDR, o->peer_macs[l], o->macs[l], o->ethertype, o->key, o->peers[0], o->me,
+                 seq++);
         pmeth_put32((uint8_t *) f + 30, o->size - TF_HDR);
-        pmeth_ring_tx_post(r, id, o->size);
-        pmeth_ring_tx_put(r, id);
-        if (++batch == 32) {
-            (void) pmeth_ring_tx_kick(r);
-            batch = 0;
+        pmeth_ring_tx_post(rings[l], id, o->size);
+        pmeth_ring_tx_put(rings[l], id);
+        if (++batch[l] == 32) {
+            (void) pmeth_ring_tx_kick(rings[l]);
+            batch[l] = 0;
         }
     }
-    (void) pmeth_ring_tx_kick(r);
+    unsigned long long kicks = 0;
+    for (l = 0; l < nrings; l++) {
+        (void) pmeth_ring_tx_kick(rings[l]);
+    }
     double secs = (now_ns() - t0) / 1e9;
     usleep(20000);
     for (int rep = 0; rep < 3; rep++) {
-        send_one(r, o, TF_HDR, TF_STOP, o->peers[0]);
-        (void) pmeth_ring_tx_kick(r);
+        for (l = 0; l < nrings; l++) {
+            /* send_one uses the first link's addresses: build the stop frame per link */
+            void *f;
+            uint32_t cap;
+            int id;
+            while ((id = pmeth_ring_tx_get(rings[l], &f, &cap)) < 0) {
+                (void) pmeth_ring_tx_kick(rings[l]);
+            }
+            tf_build(f, TF_HDR, o->peer_macs[l], o->macs[l], o->ethertype, o->key, o->peers[0],
+                     o->me, TF_STOP);
+            pmeth_ring_tx_post(rings[l], id, TF_HDR);
+            pmeth_ring_tx_put(rings[l], id);
+            (void) pmeth_ring_tx_kick(rings[l]);
+        }
         usleep(2000);
     }
-    struct pmeth_ring_stats st;
-    pmeth_ring_get_stats(r, &st);
-    printf("{\"role\": \"blast\", \"mode\": \"%s\", \"size\": %u, \"frames\": %u, "
-           "\"frames_per_s\": %.0f, \"kicks\": %llu}\n", pmeth_ring_mode_name(r), o->size, seq,
-           seq / secs, (unsigned long long) st.kicks);
+    for (l = 0; l < nrings; l++) {
+        struct pmeth_ring_stats st;
+        pmeth_ring_get_stats(rings[l], &st);
+        kicks += st.kicks;
+    }
+    printf("{\"role\": \"blast\", \"mode\": \"%s\", \"links\": %d, \"size\": %u, "
+           "\"frames\": %u, \"frames_per_s\": %.0f, \"kicks\": %llu}\n",
+           pmeth_ring_mode_name(rings[0]), nrings, o->size, seq, seq / secs, kicks);
     return 0;
 }
 
@@ -233,12 +270,25 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s needs --peer\n", role);
         return 2;
     }
-    struct pmeth_ring *r = open_ring_or_die(&o);
+    if (o.nlinks > 1 && (!strcmp(role, "pong") || !strcmp(role, "ping"))) {
+        fprintf(stderr, "%s runs over one link\n", role);
+        return 2;
+    }
+    if ((o.nlinks > 1 || !strcmp(role, "blast")) && (o.nmacs == 0 || o.npeer_macs == 0)) {
+        fprintf(stderr, "%s needs --mac and --peer-mac, one per link\n", role);
+        return 2;
+    }
+    struct pmeth_ring *rings[TF_MAX_LINKS];
+    for (int l = 0; l < o.nlinks; l++) {
+        rings[l] = open_link_ring_or_die(&o, l);
+    }
     printf("ready\n");
     fflush(stdout);
-    int rc = !strcmp(role, "pong") ? pong(&o, r)
-             : !strcmp(role, "ping") ? ping(&o, r)
-             : !strcmp(role, "sink") ? sink(&o, r) : blast(&o, r);
-    pmeth_ring_close(r);
+    int rc = !strcmp(role, "pong") ? pong(&o, rings[0])
+             : !strcmp(role, "ping") ? ping(&o, rings[0])
+             : !strcmp(role, "sink") ? sink(&o, rings, o.nlinks) : blast(&o, rings, o.nlinks);
+    for (int l = 0; l < o.nlinks; l++) {
+        pmeth_ring_close(rings[l]);
+    }
     return rc;
 }

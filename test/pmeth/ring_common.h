@@ -23,8 +23,15 @@
 #define TF_HDR 34u
 #define TF_STOP 0xffffffffu
 
+#define TF_MAX_LINKS 8
+
 struct opts {
-    const char *ifname;
+    const char *ifname;     /* the first of ifnames (mac, peer_mac likewise) */
+    const char *ifnames[TF_MAX_LINKS];
+    int nlinks;             /* --if a,b,c: several links (floor's blast and sink stripe) */
+    uint8_t macs[TF_MAX_LINKS][6], peer_macs[TF_MAX_LINKS][6];
+    int nmacs, npeer_macs;
+    char iflist[256];
     enum pmeth_io_mode mode;
     uint16_t ethertype;
     uint32_t key, me;
@@ -109,11 +116,30 @@ static inline int parse_mac(const char *s, uint8_t mac[6])
     return 0;
 }
 
+/* "aa:bb:..,cc:dd:.." into up to TF_MAX_LINKS addresses; their number, or -1 */
+static inline int parse_macs(const char *s, uint8_t macs[][6])
+{
+    int n = 0;
+    while (n < TF_MAX_LINKS) {
+        if (parse_mac(s, macs[n]) != 0) {
+            return -1;
+        }
+        n++;
+        s = strchr(s, ',');
+        if (s == NULL) {
+            return n;
+        }
+        s++;
+    }
+    return -1;
+}
+
 static void usage_common(const char *prog)
 {
     fprintf(stderr,
-            "usage: %s ROLE --if NAME --mac MAC [--mode packet|xdp] [--key K] [--me ID]\n"
-            "   [--peer ID]... [--peer-mac MAC] [--mtu N] [--tx N] [--rx N] [--bypass]\n"
+            "usage: %s ROLE --if NAME[,NAME..] --mac MAC[,MAC..] [--mode packet|xdp] [--key K]\n"
+            "   [--me ID]"
+            " [--peer ID]... [--peer-mac MAC[,MAC..]] [--mtu N] [--tx N] [--rx N] [--bypass]\n"
             "   [--count N] [--size N] [--seconds S] [--window N] [--foreign N] [--hold N]\n"
             "   [--timeout S] [--ethertype N]\n", prog);
     exit(2);
@@ -144,7 +170,17 @@ static inline void parse_opts(int argc, char **argv, struct opts *o)
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
-        case 'i': o->ifname = optarg; break;
+        case 'i': {
+            /* a comma-separated list: one ring per name */
+            snprintf(o->iflist, sizeof(o->iflist), "%s", optarg);
+            o->nlinks = 0;
+            for (char *save = NULL, *t = strtok_r(o->iflist, ",", &save);
+                 t != NULL && o->nlinks < TF_MAX_LINKS; t = strtok_r(NULL, ",", &save)) {
+                o->ifnames[o->nlinks++] = t;
+            }
+            o->ifname = o->nlinks > 0 ? o->ifnames[0] : NULL;
+            break;
+        }
         case 'M':
             if (strcmp(optarg, "xdp") == 0) {
                 o->mode = PMETH_IO_XDP;
@@ -159,8 +195,14 @@ static inline void parse_opts(int argc, char **argv, struct opts *o)
                 o->peers[o->npeers++] = (uint32_t) strtoul(optarg, NULL, 0);
             }
             break;
-        case 'a': if (parse_mac(optarg, o->mac)) usage_common(argv[0]); break;
-        case 'A': if (parse_mac(optarg, o->peer_mac)) usage_common(argv[0]); break;
+        case 'a':
+            if ((o->nmacs = parse_macs(optarg, o->macs)) < 0) usage_common(argv[0]);
+            memcpy(o->mac, o->macs[0], 6);
+            break;
+        case 'A':
+            if ((o->npeer_macs = parse_macs(optarg, o->peer_macs)) < 0) usage_common(argv[0]);
+            memcpy(o->peer_mac, o->peer_macs[0], 6);
+            break;
         case 'u': o->mtu = (uint32_t) strtoul(optarg, NULL, 0); break;
         case 't': o->tx_frames = (uint32_t) strtoul(optarg, NULL, 0); break;
         case 'r': o->rx_frames = (uint32_t) strtoul(optarg, NULL, 0); break;
@@ -179,12 +221,18 @@ static inline void parse_opts(int argc, char **argv, struct opts *o)
     if (o->ifname == NULL || optind != argc - 1) {
         usage_common(argv[0]);
     }
+    if ((o->nmacs > 0 && o->nmacs != o->nlinks)
+        || (o->npeer_macs > 0 && o->npeer_macs != o->nlinks)) {
+        fprintf(stderr, "--mac and --peer-mac need one address per --if name\n");
+        exit(2);
+    }
 }
 
-static inline struct pmeth_ring *open_ring_or_die(const struct opts *o)
+/* the ring of link LINK (an index into ifnames) */
+static inline struct pmeth_ring *open_link_ring_or_die(const struct opts *o, int link)
 {
     struct pmeth_ring_config cfg = {
-        .ifname = o->ifname, .mode = o->mode, .ethertype = o->ethertype,
+        .ifname = o->ifnames[link], .mode = o->mode, .ethertype = o->ethertype,
         .job_key = o->key, .my_id = o->me, .frame_size = o->mtu + 14,
         .tx_frames = o->tx_frames, .rx_frames = o->rx_frames, .qdisc_bypass = o->bypass,
         .fd = -1};
@@ -197,6 +245,11 @@ static inline struct pmeth_ring *open_ring_or_die(const struct opts *o)
         exit(3);
     }
     return r;
+}
+
+static inline struct pmeth_ring *open_ring_or_die(const struct opts *o)
+{
+    return open_link_ring_or_die(o, 0);
 }
 
 #endif
