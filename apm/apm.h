@@ -125,6 +125,10 @@ typedef struct apm_ops {
     void (*migrated)(void *ctx, apm_conn_t *conn, unsigned from, unsigned to, apm_cause_t cause);
     /* No path left: traffic waits; fail once apm_conn_expired(). */
     void (*failed)(void *ctx, apm_conn_t *conn);
+    /* Something of CONN changed (a path's health, the current path, the state),
+     * after any of the above: a transport that stripes over every healthy path
+     * re-reads apm_conn_info() on its slow path. */
+    void (*changed)(void *ctx, apm_conn_t *conn);
     void *ctx;
 } apm_ops_t;
 

@@ -666,10 +666,20 @@ static apm_result_t probe_failed(apm_conn_t *c, unsigned p, uint64_t now)
 
 /* ---- the locked entry points -------------------------------------------------------- */
 
+static void tell_changed(apm_conn_t *c)
+{
+    if (c->apm->ops.changed != NULL) {
+        c->apm->ops.changed(c->apm->ops.ctx, c);
+    }
+}
+
 #define LOCKED(c, call)                                                                    \
     do {                                                                                   \
         pthread_mutex_lock(&(c)->apm->lock);                                               \
         apm_result_t r_ = (call);                                                          \
+        if (r_ == APM_OK) {                                                                \
+            tell_changed(c);                                                               \
+        }                                                                                  \
         pthread_mutex_unlock(&(c)->apm->lock);                                             \
         return r_;                                                                         \
     } while (0)
@@ -699,11 +709,16 @@ unsigned apm_link_event(apm_t *apm, int link, bool up, uint64_t now)
     pthread_mutex_lock(&apm->lock);
     for (size_t i = 0; i < apm->nconns; i++) {
         apm_conn_t *c = apm->conns[i];
+        unsigned moved = 0;
         for (unsigned p = 0; p < c->npaths; p++) {
             if (c->path[p].link == link) {
-                changed += (up ? path_up(c, p, now) : path_down(c, p, now)) == APM_OK;
+                moved += (up ? path_up(c, p, now) : path_down(c, p, now)) == APM_OK;
             }
         }
+        if (moved > 0) {
+            tell_changed(c);
+        }
+        changed += moved;
     }
     pthread_mutex_unlock(&apm->lock);
     return changed;

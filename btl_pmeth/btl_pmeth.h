@@ -38,6 +38,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "apm.h"
+#include "apm_thread.h"
 #include "pmeth_ring.h"
 #include "pmeth_window.h"
 #include "pmeth_wire.h"
@@ -119,6 +121,30 @@ struct mca_btl_base_endpoint_t {
     uint8_t probe_full[PMETH_MAX_LINKS][PMETH_MAX_LINKS];
     uint32_t probe_mtu_seen[PMETH_MAX_LINKS][PMETH_MAX_LINKS];
 
+    /* path migration (btl_pmeth_apm.c): one apm connection over the paths.
+     * primary = apm's current path; the stripe = the paths apm finds healthy */
+    apm_conn_t *apm_conn;
+    _Atomic bool apm_dirty;             /* apm changed something: re-read it (progress) */
+    _Atomic int apm_load_path;          /* apm asks for this path to be loaded (-1: none) */
+    _Atomic uint32_t apm_load_gen;
+    uint8_t nstripe;
+    uint8_t stripe[PMETH_MAX_LINKS];    /* paths large frames are spread over */
+    uint32_t usable;                    /* bit per path: in the stripe */
+    uint8_t reply_path;                 /* standalone acks go here (the peer's current path) */
+    bool apm_watched;                   /* on the component's apm watch list */
+    bool apm_failed;                    /* no path left (apm FAILED) */
+    int load_path;                      /* a load being checked (-1: none) */
+    uint32_t load_gen;
+    unsigned load_tries;
+    uint64_t load_sent_ns;
+    uint32_t heal_inflight;             /* bit per path: a health probe is out */
+    uint64_t heal_sent_ns[PMETH_MAX_LINKS];
+    uint64_t apm_nonce;                 /* of our path probes (not the start-up ones) */
+    uint64_t probe_heard_ns[PMETH_MAX_LINKS];   /* a path probe last answered there */
+    uint64_t alive_probe_ns;            /* a link fell silent: the others were probed */
+    uint16_t dup_resends;               /* resends of frames we had: our acks are lost */
+    uint64_t dup_since;
+
     /* reliability, allocated at first use */
     pmeth_txwin_t *tx;
     pmeth_rxwin_t *rx;
@@ -181,6 +207,21 @@ typedef struct mca_btl_pmeth_component_t {
     uint64_t staged, staged_bytes;      /* frags that waited in private memory: a copy */
     uint64_t copies_tx, copies_rx;      /* bytes the BTL itself copied (0 on the fast path) */
     uint64_t delivered, delivered_bytes;
+
+    /* path migration (btl_pmeth_apm.c) */
+    int apm_mode;                       /* 0 off, 1 on, 2 auto (on with 2 links or more) */
+    unsigned int apm_detect_probes, apm_detect_ms, apm_probe_ms, apm_heal_probes;
+    unsigned int apm_holddown_ms, apm_fail_timeout_ms, apm_migrate_ms;
+    int apm_policy;
+    apm_t *apm;
+    apm_thread_t *apm_thread;
+    _Atomic uint32_t apm_changes;       /* bumped by apm's callbacks (any thread) */
+    uint32_t apm_changes_seen;
+    mca_btl_base_endpoint_t **apm_watch;        /* endpoints with a path not healthy or a load */
+    uint32_t napm_watch, apm_watch_cap;
+    uint64_t apm_next_ns;               /* next pass over the watch list */
+    uint64_t apm_next_migrate_ns;
+    uint64_t apm_frames_moved, apm_move_waits, apm_paths_dead, apm_probes_sent;
 } mca_btl_pmeth_component_t;
 
 extern mca_btl_pmeth_component_t mca_btl_pmeth_component;
@@ -246,5 +287,45 @@ void pmeth_held_release(pmeth_held_t *h);
 
 /* btl_pmeth_recv.c */
 int pmeth_poll_link(pmeth_link_t *link, unsigned budget);
+
+/* btl_pmeth_apm.c: path migration between the links to a peer */
+int pmeth_apm_init(void);
+/* finalize: stop the thread, say what happened; pmeth_apm_destroy() once the
+ * endpoints (and their connections) are gone */
+void pmeth_apm_fini(void);
+void pmeth_apm_destroy(void);
+void pmeth_apm_endpoint_ready(mca_btl_base_endpoint_t *ep);
+void pmeth_apm_endpoint_release(mca_btl_base_endpoint_t *ep);
+/* progress: apm's news, probes, loads, timeouts */
+int pmeth_apm_progress(uint64_t now);
+static inline bool pmeth_apm_busy(void)
+{
+    const mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    return c->apm != NULL
+           && (atomic_load_explicit(&((mca_btl_pmeth_component_t *) c)->apm_changes,
+                                    memory_order_relaxed) != c->apm_changes_seen
+               || c->napm_watch > 0 || c->apm_next_migrate_ns != 0);
+}
+/* a frame of EP went unanswered on its links: tell apm (after resends) */
+void pmeth_apm_check_silent(mca_btl_base_endpoint_t *ep, uint64_t now);
+/* the peer resent (twice or more) a frame we had: our acks do not reach it */
+void pmeth_apm_acks_lost(mca_btl_base_endpoint_t *ep, uint64_t now);
+/* an answer to one of our path probes */
+bool pmeth_apm_probe_reply(mca_btl_base_endpoint_t *ep, uint8_t path);
+/* EP's path P is not in the stripe any more */
+static inline bool pmeth_path_usable(const mca_btl_base_endpoint_t *ep, uint8_t p)
+{
+    return (ep->usable >> p) & 1u;
+}
+/* apm news waiting for this endpoint (one relaxed load: the fast path's cost) */
+void pmeth_apm_refresh(mca_btl_base_endpoint_t *ep, uint64_t now);
+static inline void pmeth_apm_poll(mca_btl_base_endpoint_t *ep, uint64_t now)
+{
+    if (OPAL_UNLIKELY(atomic_load_explicit(&ep->apm_dirty, memory_order_relaxed))) {
+        pmeth_apm_refresh(ep, now);
+    }
+}
+/* send.c: move FRAG's frame to a path in the stripe and resend it there */
+bool pmeth_frag_move(struct mca_btl_pmeth_frag_t *frag, uint8_t xmit);
 
 #endif

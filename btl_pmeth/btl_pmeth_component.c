@@ -175,6 +175,50 @@ static int pmeth_component_register(void)
         "the batch); latency-critical frames and the end of each progress call kick at once",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->kick_batch, OPAL_INFO_LVL_6);
 
+    /* path migration (btl_pmeth_apm.c, the apm/ library: seed 004) */
+    c->apm_mode = 2;
+    reg("apm", "Path migration between the links to a peer: 0 off, 1 on, 2 on when this process "
+        "has two links or more (default).  A link that goes down, or on which frames go "
+        "unanswered, leaves the peer's stripe; what was in flight on it is sent again on "
+        "another; it rejoins once probes pass.  With one link, 1 still bounds how long a lost "
+        "peer is waited for (btl_pmeth_apm_fail_timeout_ms)", MCA_BASE_VAR_TYPE_INT,
+        &c->apm_mode, OPAL_INFO_LVL_4);
+    c->apm_policy = 0;
+    reg("apm_policy", "How the alternate path is chosen among the healthy ones: 0 round robin "
+        "(the next after the last chosen), 1 ordered (the first in the peer's path order)",
+        MCA_BASE_VAR_TYPE_INT, &c->apm_policy, OPAL_INFO_LVL_5);
+    c->apm_detect_probes = 3;
+    reg("apm_detect_probes", "A path is reported dead after this many retransmit-timer probes "
+        "on its link went unanswered (and btl_pmeth_apm_detect_ms passed) while nothing sent on "
+        "it was acknowledged: silent loss, or a link dead in one direction",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->apm_detect_probes, OPAL_INFO_LVL_5);
+    c->apm_detect_ms = 50;
+    reg("apm_detect_ms", "...and at least this many milliseconds passed since the first of "
+        "those probes.  A link that goes down is known at once from the kernel (netlink)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->apm_detect_ms, OPAL_INFO_LVL_5);
+    c->apm_probe_ms = 10;
+    reg("apm_probe_ms", "Interval of the probes that load an alternate path and that test a "
+        "repaired one (milliseconds); a load fails after 3 unanswered, a health probe after 3 "
+        "intervals", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->apm_probe_ms, OPAL_INFO_LVL_5);
+    c->apm_heal_probes = 3;
+    reg("apm_heal_probes", "Probes in a row a repaired path must answer before it carries "
+        "traffic again (fail-back to the home path included)", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
+        &c->apm_heal_probes, OPAL_INFO_LVL_5);
+    c->apm_holddown_ms = 50;
+    reg("apm_holddown_ms", "A path that comes back is not probed for this many milliseconds; "
+        "the hold-down doubles (up to 10 s) each time it fails again soon after healing, so a "
+        "flapping link is kept out longer and longer", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
+        &c->apm_holddown_ms, OPAL_INFO_LVL_5);
+    c->apm_fail_timeout_ms = 10000;
+    reg("apm_fail_timeout_ms", "With no healthy path left to a peer, traffic waits this many "
+        "milliseconds for one to heal; then the job ends with a message naming each path's "
+        "state (instead of a hang)", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->apm_fail_timeout_ms,
+        OPAL_INFO_LVL_4);
+    c->apm_migrate_ms = 0;
+    reg("apm_migrate_ms", "Tests and load balancing: every this many milliseconds, every "
+        "connection with an armed alternate migrates to it by hand (0: never)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->apm_migrate_ms, OPAL_INFO_LVL_9);
+
     mca_btl_base_module_t *m = &mca_btl_pmeth;
     /* above tcp (LOW): a job that names both uses pmeth for the peers it reaches;
      * below vader and rsm, which carry on-host peers better */
@@ -517,11 +561,17 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
         close_links();
         return NULL;
     }
+    if (pmeth_apm_init() != OPAL_SUCCESS) {
+        close_links();
+        return NULL;
+    }
     OBJ_CONSTRUCT(&c->lock, opal_recursive_mutex_t);
     lock_constructed = true;
 
     mca_btl_base_module_t **modules = malloc(sizeof(*modules));
     if (modules == NULL) {
+        pmeth_apm_fini();
+        pmeth_apm_destroy();
         close_links();
         return NULL;
     }
@@ -557,6 +607,9 @@ static int pmeth_component_progress(void)
         for (uint32_t i = c->nactive; i-- > 0;) {
             count += pmeth_endpoint_service(c->active[i], now);
         }
+    }
+    if (OPAL_UNLIKELY(pmeth_apm_busy())) {
+        count += pmeth_apm_progress(pmeth_now_ns());
     }
     count += pmeth_frag_drain_done();
     while (c->nlazy > 0 && !c->probing) {

@@ -88,6 +88,7 @@ void pmeth_endpoint_deactivate(mca_btl_base_endpoint_t *ep)
 
 void pmeth_endpoint_release(mca_btl_base_endpoint_t *ep)
 {
+    pmeth_apm_endpoint_release(ep);
     /* frames still unacknowledged at the end: give them back */
     while (ep->pending_head != NULL) {
         mca_btl_pmeth_frag_t *f = ep->pending_head;
@@ -181,6 +182,15 @@ void pmeth_probe_reply(pmeth_link_t *link, const pmeth_wire_view_t *v)
     mca_btl_base_endpoint_t *ep = c->by_id[v->src_id];
     const pmeth_wire_probe_t *p = &v->probe;
     uint8_t li = (uint8_t) (link - c->links), pj = p->to_link;
+    if (ep->apm_conn != NULL && p->nonce == ep->apm_nonce && p->from_link == li) {
+        /* a path probe of path migration (btl_pmeth_apm.c) */
+        for (uint8_t k = 0; k < ep->npaths; k++) {
+            if (ep->paths[k].local == li && ep->paths[k].peer_link == pj) {
+                (void) pmeth_apm_probe_reply(ep, k);
+            }
+        }
+        return;
+    }
     if (p->nonce != ep->probe_nonce || p->from_link != li || pj >= ep->modex.nlinks) {
         return;         /* stale, or not the pair it claims */
     }
@@ -309,6 +319,7 @@ int pmeth_endpoints_probe(mca_btl_base_endpoint_t **eps, size_t n)
             if (probe_done(ep, now, first_answer[k], grace) || now >= deadline) {
                 make_paths(ep);
                 ep->state = ep->npaths > 0 ? PMETH_EP_READY : PMETH_EP_UNREACHABLE;
+                pmeth_apm_endpoint_ready(ep);   /* the stripe, and path migration over it */
                 PMETH_VERBOSE(ep->npaths > 0 ? 20 : 5, "%s on %s: %u path(s) after %.1f ms%s",
                               OPAL_NAME_PRINT(ep->proc->proc_name), ep->modex.host,
                               (unsigned) ep->npaths, (double) (now - start) / ms,

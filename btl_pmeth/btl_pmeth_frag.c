@@ -40,7 +40,8 @@ bool pmeth_frag_take_frame(mca_btl_pmeth_frag_t *frag, size_t size)
 {
     mca_btl_base_endpoint_t *ep = frag->endpoint;
     uint8_t first = pmeth_path_for(ep, size), p = first;
-    /* the chosen path's ring may be full while another has room */
+    unsigned tries = 0;
+    /* the chosen path's ring may be full while another of the stripe has room */
     do {
         pmeth_link_t *link = &mca_btl_pmeth_component.links[ep->paths[p].local];
         void *frame;
@@ -55,8 +56,8 @@ bool pmeth_frag_take_frame(mca_btl_pmeth_frag_t *frag, size_t size)
         if (id >= 0) {
             pmeth_ring_tx_put(link->ring, id);
         }
-        p = (uint8_t) ((p + 1) % ep->npaths);
-    } while (p != first);
+        p = ep->stripe[tries % ep->nstripe];
+    } while (++tries <= ep->nstripe);
     return false;
 }
 

@@ -72,16 +72,20 @@ static inline pmeth_link_t *pmeth_frag_link(const mca_btl_pmeth_frag_t *frag)
     return &mca_btl_pmeth_component.links[frag->endpoint->paths[frag->path].local];
 }
 
-/* Which path a fragment of SIZE payload bytes takes: small ones the first path
- * (no reordering for latency-bound traffic), large ones round-robin over all. */
+/* Which path a fragment of SIZE payload bytes takes: small ones the primary
+ * path (no reordering for latency-bound traffic; apm's current path), large
+ * ones round-robin over the stripe (every path apm finds healthy). */
 static inline uint8_t pmeth_path_for(mca_btl_base_endpoint_t *ep, size_t size)
 {
-    if (ep->npaths <= 1 || size < mca_btl_pmeth_component.stripe_min) {
+    if (ep->nstripe <= 1 || size < mca_btl_pmeth_component.stripe_min) {
         return ep->primary;
     }
-    uint8_t p = ep->stripe_next;
-    ep->stripe_next = (uint8_t) ((p + 1) % ep->npaths);
-    return p;
+    uint8_t i = ep->stripe_next;
+    if (i >= ep->nstripe) {
+        i = 0;
+    }
+    ep->stripe_next = (uint8_t) (i + 1);
+    return ep->stripe[i];
 }
 
 #endif

@@ -220,6 +220,7 @@ static int pmeth_finalize(mca_btl_base_module_t *btl)
         pmeth_kick_all(true);
     }
     summary();
+    pmeth_apm_fini();
     for (uint32_t i = 0; i < c->nby_id; i++) {
         if (c->by_id[i] != NULL) {
             pmeth_endpoint_release(c->by_id[i]);
@@ -229,6 +230,7 @@ static int pmeth_finalize(mca_btl_base_module_t *btl)
     free(c->by_id);
     c->by_id = NULL;
     c->nby_id = 0;
+    pmeth_apm_destroy();
     free(c->active);
     c->active = NULL;
     c->nactive = c->active_cap = 0;

@@ -121,6 +121,27 @@ static void deliver_held(mca_btl_base_endpoint_t *ep)
     }
 }
 
+/* The peer sent this on its current path (path migration): our standalone
+ * acks go back on the same path, which it just used successfully. */
+static inline void note_current(pmeth_link_t *link, const pmeth_wire_view_t *v,
+                                mca_btl_base_endpoint_t *ep)
+{
+    const mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    uint8_t li = (uint8_t) (link - c->links);
+    const pmeth_path_t *rp = &ep->paths[ep->reply_path];
+    if (OPAL_LIKELY(rp->local == li && rp->peer_link == v->link)) {
+        return;
+    }
+    for (uint8_t k = 0; k < ep->npaths; k++) {
+        /* not onto a path we found dead towards the peer (its frames may still
+         * reach us there: a link dead one way) */
+        if (ep->paths[k].local == li && ep->paths[k].peer_link == v->link
+            && pmeth_path_usable(ep, k)) {
+            ep->reply_path = k;
+        }
+    }
+}
+
 static void on_data(pmeth_link_t *link, const struct pmeth_rx_frame *f, const pmeth_wire_view_t *v,
                     mca_btl_base_endpoint_t *ep, uint64_t *now)
 {
@@ -131,6 +152,9 @@ static void on_data(pmeth_link_t *link, const struct pmeth_rx_frame *f, const pm
     }
     if (*now == 0) {
         *now = pmeth_now_ns();
+    }
+    if (v->current) {
+        note_current(link, v, ep);
     }
     pmeth_acked(ep, v, *now);
     if (v->xmit > 0) {
@@ -163,6 +187,7 @@ static void on_data(pmeth_link_t *link, const struct pmeth_rx_frame *f, const pm
     r = pmeth_rxwin_accept(ep->rx, v->seq, handle, *now);
     switch (r) {
     case PMETH_RX_NEW_IN_ORDER:
+        ep->dup_resends = 0;        /* the peer moves on: our acks get there */
         deliver(v);
         pmeth_ring_rx_put(link->ring, f->id);
         deliver_held(ep);
@@ -171,6 +196,9 @@ static void on_data(pmeth_link_t *link, const struct pmeth_rx_frame *f, const pm
         break;          /* held in its ring slot */
     case PMETH_RX_DUPLICATE:
         c->duplicates++;
+        if (v->xmit >= 2 && ep->apm_conn != NULL) {
+            pmeth_apm_acks_lost(ep, *now);
+        }
         pmeth_ring_rx_put(link->ring, f->id);
         break;
     default:
@@ -244,9 +272,12 @@ int pmeth_poll_link(pmeth_link_t *link, unsigned budget)
             pmeth_ring_rx_put(link->ring, f->id);
             break;
         case PMETH_WIRE_ACK:
-            if (ep != NULL) {
+            if (ep != NULL && ep->state == PMETH_EP_READY) {
                 if (now == 0) {
                     now = pmeth_now_ns();
+                }
+                if (v.current) {
+                    note_current(link, &v, ep);
                 }
                 pmeth_acked(ep, &v, now);
             }

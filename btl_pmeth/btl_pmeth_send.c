@@ -57,6 +57,9 @@ static void post_frame(mca_btl_pmeth_frag_t *frag)
     pmeth_wire_build_data(frame, path->peer_mac, link->mac, (uint16_t) c->ethertype, c->job_key,
                           ep->peer_id, c->my_id, path->local, frag->tag, frag->seq, 0, 0,
                           (uint16_t) frag->segment.seg_len);
+    if (frag->path == ep->primary) {
+        pmeth_wire_set_current(frame, true);
+    }
     put_acks(ep, frame);
     pmeth_rxwin_ack_sent(ep->rx);
     c->acks_piggybacked++;
@@ -131,6 +134,7 @@ int pmeth_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
     }
     frag->tag = tag;
     uint64_t now = pmeth_now_ns();
+    pmeth_apm_poll(ep, now);
     if (ep->pending_head != NULL || !try_send(frag, now)) {
         /* a frame taken but not posted would hold up every later frame of its
          * ring (the kernel sends slots in order): wait in private memory */
@@ -230,11 +234,13 @@ void pmeth_acked(mca_btl_base_endpoint_t *ep, const pmeth_wire_view_t *v, uint64
     }
 }
 
-/* A standalone ACK: what we owe EP, on its first path. */
+/* A standalone ACK: what we owe EP, on the path its current frames come on
+ * (path migration: the peer listens there; our primary otherwise). */
 int pmeth_send_ack(mca_btl_base_endpoint_t *ep)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    const pmeth_path_t *path = &ep->paths[ep->primary];
+    uint8_t p = pmeth_path_usable(ep, ep->reply_path) ? ep->reply_path : ep->primary;
+    const pmeth_path_t *path = &ep->paths[p];
     pmeth_link_t *link = &c->links[path->local];
     void *frame;
     uint32_t cap;
@@ -244,6 +250,9 @@ int pmeth_send_ack(mca_btl_base_endpoint_t *ep)
     }
     pmeth_wire_build_ack(frame, path->peer_mac, link->mac, (uint16_t) c->ethertype, c->job_key,
                          ep->peer_id, c->my_id, path->local, 0, 0);
+    if (p == ep->primary) {
+        pmeth_wire_set_current(frame, true);
+    }
     put_acks(ep, frame);
     pmeth_rxwin_ack_sent(ep->rx);
     pmeth_ring_tx_post(link->ring, id, PMETH_WIRE_HDR_LEN);
@@ -256,9 +265,65 @@ int pmeth_send_ack(mca_btl_base_endpoint_t *ep)
     return 1;
 }
 
+/* Path migration took FRAG's path out of the stripe: copy its frame into one
+ * of a path still in it (addresses and link index rewritten) and send it
+ * there; the old frame goes back to its ring once the kernel is done with it.
+ * False when no frame is free there now (the timer brings it back). */
+bool pmeth_frag_move(mca_btl_pmeth_frag_t *frag, uint8_t xmit)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    mca_btl_base_endpoint_t *ep = frag->endpoint;
+    uint8_t p = pmeth_path_usable(ep, ep->primary) ? ep->primary : ep->stripe[0];
+    const pmeth_path_t *path = &ep->paths[p];
+    pmeth_link_t *old = pmeth_frag_link(frag), *link = &c->links[path->local];
+    void *frame;
+    uint32_t cap;
+    int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
+    if (id < 0) {
+        c->apm_move_waits++;
+        return false;
+    }
+    if (cap < frag->frame_len) {
+        pmeth_ring_tx_put(link->ring, id);
+        c->apm_move_waits++;
+        return false;
+    }
+    uint8_t *f = frame;
+    memcpy(f, pmeth_ring_tx_frame(old->ring, frag->frame_id), frag->frame_len);
+    memcpy(f, path->peer_mac, 6);
+    memcpy(f + 6, link->mac, 6);
+    f[29] = path->local;
+    pmeth_wire_set_current(f, p == ep->primary);
+    put_acks(ep, f);
+    pmeth_wire_set_xmit(f, xmit);
+    pmeth_ring_tx_put(old->ring, frag->frame_id);
+    frag->frame_id = id;
+    frag->path = p;
+    frag->segment.seg_addr.pval = f + PMETH_WIRE_HDR_LEN;
+    pmeth_txwin_relink(ep->tx, frag->seq, path->local);
+    pmeth_ring_tx_post(link->ring, id, frag->frame_len);
+    pmeth_rxwin_ack_sent(ep->rx);
+    link->frames_out++;
+    link->bytes_out += frag->frame_len;
+    link->unkicked++;
+    c->apm_frames_moved++;
+    c->copies_tx += frag->frame_len;
+    return true;
+}
+
 static void resend(mca_btl_pmeth_frag_t *frag, uint8_t xmit, bool fast)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (OPAL_UNLIKELY(!pmeth_path_usable(frag->endpoint, frag->path))) {
+        if (pmeth_frag_move(frag, xmit)) {
+            if (fast) {
+                c->retransmits_fast++;
+            } else {
+                c->retransmits_timeout++;
+            }
+        }
+        return;
+    }
     pmeth_link_t *link = pmeth_frag_link(frag);
     if (!pmeth_ring_tx_done(link->ring, frag->frame_id)) {
         /* still queued from the last posting (the kernel stopped before it):
@@ -300,6 +365,9 @@ int pmeth_endpoint_service(mca_btl_base_endpoint_t *ep, uint64_t now)
         for (int i = 0; i < n; i++) {
             resend((mca_btl_pmeth_frag_t *) due[i].handle, due[i].xmit, due[i].fast);
             count++;
+        }
+        if (n > 0 && ep->apm_conn != NULL) {
+            pmeth_apm_check_silent(ep, now);   /* a timer probe went: is a link silent? */
         }
     }
     if (pmeth_rxwin_ack_due(ep->rx, now)) {

@@ -17,11 +17,12 @@ btl_pmeth_mca_btl_pmeth_la_SOURCES = \
 	btl_pmeth/btl_pmeth_frag.h btl_pmeth/btl_pmeth_frag.c \
 	btl_pmeth/btl_pmeth_send.c \
 	btl_pmeth/btl_pmeth_recv.c \
+	btl_pmeth/btl_pmeth_apm.c \
 	btl_pmeth/btl_pmeth_pvar.c
-btl_pmeth_mca_btl_pmeth_la_CPPFLAGS = $(XBTL_COMPONENT_CPPFLAGS)
+btl_pmeth_mca_btl_pmeth_la_CPPFLAGS = $(XBTL_COMPONENT_CPPFLAGS) -I$(top_srcdir)/apm
 btl_pmeth_mca_btl_pmeth_la_CFLAGS = $(XBTL_COMPONENT_CFLAGS) $(XBTL_WARN_CFLAGS) -O3
 btl_pmeth_mca_btl_pmeth_la_LDFLAGS = -module -avoid-version $(XBTL_COMPONENT_LDFLAGS)
-btl_pmeth_mca_btl_pmeth_la_LIBADD = common/libxbtl_common.la $(OPAL_LIBS)
+btl_pmeth_mca_btl_pmeth_la_LIBADD = common/libxbtl_common.la apm/libapm.la $(OPAL_LIBS) -lpthread
 ompihelp_DATA += btl_pmeth/help-btl-pmeth.txt
 EXTRA_DIST += btl_pmeth/help-btl-pmeth.txt btl_pmeth/README.md
 

@@ -108,6 +108,13 @@ static void rtt_sample(pmeth_txwin_t *w, uint64_t r)
     w->rtt_samples++;
 }
 
+/* Something sent on LINK got through at NOW: it is not silent. */
+static inline void heard(pmeth_txwin_t *w, uint8_t link, uint64_t now)
+{
+    w->link_silent[link % PMETH_WINDOW_LINKS] = 0;
+    w->link_heard_ns[link % PMETH_WINDOW_LINKS] = now;
+}
+
 /* A retransmitted frame at bitmap position I (-1: base) is lost again when
  * THRESH held frames of its link went after its retransmission. */
 static bool overtaken_since_resent(const pmeth_txwin_t *w, const pmeth_txslot_t *s, int i, int top,
@@ -126,8 +133,8 @@ static bool overtaken_since_resent(const pmeth_txwin_t *w, const pmeth_txslot_t 
  * over the same link.  One link delivers in order, so frames of one link
  * overtaking each other mean loss; frames of a faster link overtaking those of
  * a slower one (striping) mean nothing. */
-static void apply_sack(pmeth_txwin_t *w, uint64_t sack, uint32_t reach, uint64_t *newest_once,
-                       bool *have_once)
+static void apply_sack(pmeth_txwin_t *w, uint64_t sack, uint32_t reach, uint64_t now,
+                       uint64_t *newest_once, bool *have_once)
 {
     /* bit i is frame base+1+i; only frames actually sent count */
     uint32_t span = w->next - w->base - 1;     /* frames above base that exist */
@@ -145,6 +152,7 @@ static void apply_sack(pmeth_txwin_t *w, uint64_t sack, uint32_t reach, uint64_t
         if (i >= 0 && (sack >> i & 1) && !s->sacked) {
             s->sacked = 1;
             w->nsacked++;
+            heard(w, s->link, now);
             uint32_t seq = w->base + 1 + (uint32_t) i;
             if (s->resends == 0 && pmeth_seq_lt(seq, reach) && s->sent_ns >= w->sample_after_ns
                 && (!*have_once || s->sent_ns > *newest_once)) {
@@ -201,6 +209,9 @@ unsigned pmeth_txwin_ack(pmeth_txwin_t *w, uint32_t cum, uint64_t sack, uint64_t
             newest_once = s->sent_ns;           /* sent once (Karn), acknowledged just now */
             have_once = true;
         }
+        if (!s->sacked) {
+            heard(w, s->link, now);
+        }
         w->nsacked -= s->sacked;
         uintptr_t h = s->handle;
         s->handle = 0;
@@ -219,7 +230,7 @@ unsigned pmeth_txwin_ack(pmeth_txwin_t *w, uint32_t cum, uint64_t sack, uint64_t
         pmeth_txslot_t *b = &w->slot[w->base & w->mask];
         w->nsacked -= b->sacked;
         b->sacked = 0;
-        apply_sack(w, sack, reach, &newest_once, &have_once);
+        apply_sack(w, sack, reach, now, &newest_once, &have_once);
     }
     if (pmeth_seq_lt(w->reach, cum + 1 + PMETH_WINDOW_SACK_SPAN)) {
         w->reach = cum + 1 + PMETH_WINDOW_SACK_SPAN;
@@ -237,6 +248,7 @@ unsigned pmeth_txwin_ack(pmeth_txwin_t *w, uint32_t cum, uint64_t sack, uint64_t
         w->backoff = 0;
         w->rto = clamp_rto(w, w->srtt ? w->srtt + 4 * w->rttvar : w->cfg.rto_init_ns);
         if (w->probe_echoed) {
+            heard(w, w->probe_link, now);
             /* This ack was made after the probe itself arrived: a frame sent
              * before it on its link, neither acknowledged nor held, is lost.
              * An ack of the probe's original (no echo) tells nothing of the
@@ -388,6 +400,9 @@ int pmeth_txwin_due(pmeth_txwin_t *w, uint64_t now, pmeth_txwin_due_t *out, unsi
         w->probe_link = s->link;
         w->probe_seq = probe;
         w->probe_sent_ns = now;
+        if (w->link_silent[s->link % PMETH_WINDOW_LINKS]++ == 0) {
+            w->link_silent_since[s->link % PMETH_WINDOW_LINKS] = now;
+        }
         w->sample_after_ns = now;
         w->backoff++;
         w->rto = clamp_rto(w, w->rto * 2);
@@ -414,6 +429,53 @@ bool pmeth_txwin_drain(pmeth_txwin_t *w, uintptr_t *handle)
     w->base++;
     w->deadline_valid = false;
     return true;
+}
+
+bool pmeth_txwin_link_silent(const pmeth_txwin_t *w, uint8_t link, unsigned min_probes,
+                             uint64_t *since)
+{
+    unsigned l = link % PMETH_WINDOW_LINKS;
+    if (w->link_silent[l] == 0 || w->link_silent[l] < min_probes) {
+        return false;
+    }
+    *since = w->link_silent_since[l];
+    return true;
+}
+
+unsigned pmeth_txwin_expire_link(pmeth_txwin_t *w, uint8_t link)
+{
+    unsigned n = 0;
+    for (uint32_t seq = w->base; seq != w->next; seq++) {
+        pmeth_txslot_t *s = &w->slot[seq & w->mask];
+        if (s->link != link || s->sacked || s->fast_due) {
+            continue;
+        }
+        s->fast_due = 1;
+        w->nfast++;
+        n++;
+    }
+    w->link_silent[link % PMETH_WINDOW_LINKS] = 0;     /* what goes now goes elsewhere */
+    if (w->probing && w->probe_link == link) {
+        /* the probe went where no answer can come from: the back-off was the
+         * link's, not the peer's */
+        w->probing = false;
+        w->probe_echoed = false;
+        w->backoff = 0;
+        w->rto = clamp_rto(w, w->srtt ? w->srtt + 4 * w->rttvar : w->cfg.rto_init_ns);
+    }
+    if (w->expire_link == link) {
+        w->expire_below = 0;
+    }
+    w->deadline_valid = false;
+    return n;
+}
+
+void pmeth_txwin_relink(pmeth_txwin_t *w, uint32_t seq, uint8_t link)
+{
+    if (pmeth_seq_lt(seq, w->base) || !pmeth_seq_lt(seq, w->next)) {
+        return;
+    }
+    w->slot[seq & w->mask].link = link;
 }
 
 /* ---- receiver ---- */

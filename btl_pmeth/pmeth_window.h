@@ -118,6 +118,11 @@ typedef struct pmeth_txwin {
     uint64_t sample_after_ns;           /* RTT samples only from frames sent since (the last
                                            timer expiry) */
     bool deadline_valid;
+    /* path health evidence (apm): timer probes sent on each link since a frame
+     * sent on it was last acknowledged, held or echoed, and when the first went */
+    uint16_t link_silent[PMETH_WINDOW_LINKS];
+    uint64_t link_silent_since[PMETH_WINDOW_LINKS];
+    uint64_t link_heard_ns[PMETH_WINDOW_LINKS];     /* when something sent on it last got through */
     uint64_t rtt_samples;
     uint64_t slots_scanned;             /* work done by due()/next_deadline(): for the tests */
     pmeth_txslot_t slot[];
@@ -175,6 +180,27 @@ static inline bool pmeth_txwin_fast_pending(const pmeth_txwin_t *w) { return w->
 int pmeth_txwin_due(pmeth_txwin_t *w, uint64_t now, pmeth_txwin_due_t *out, unsigned max);
 /* Take the oldest frame still held, whatever its state (teardown). */
 bool pmeth_txwin_drain(pmeth_txwin_t *w, uintptr_t *handle);
+/* Path health for path migration (apm).  A link is silent when MIN_PROBES or
+ * more timer probes went on it and nothing sent on it has been acknowledged,
+ * held or echoed since (silent loss, a one-way failure, a link down); SINCE is
+ * when the first of them went.  With striping, frames of the other links keep
+ * the window's RTT samples coming, so the back-off alone cannot tell. */
+bool pmeth_txwin_link_silent(const pmeth_txwin_t *w, uint8_t link, unsigned min_probes,
+                             uint64_t *since);
+/* When something sent on LINK last got through (0: never).  A silent link is
+ * only evidence against that link when another was heard since its silence
+ * began: when every link is silent, it is the peer that does not answer (busy
+ * outside MPI, not started yet), not a path. */
+static inline uint64_t pmeth_txwin_link_heard(const pmeth_txwin_t *w, uint8_t link)
+{
+    return w->link_heard_ns[link % PMETH_WINDOW_LINKS];
+}
+/* LINK is gone (migrated away from): every frame on it neither acknowledged
+ * nor held is due at once (fast, through due(), within its cap), and a probe
+ * waiting there ends, its back-off with it.  Returns how many. */
+unsigned pmeth_txwin_expire_link(pmeth_txwin_t *w, uint8_t link);
+/* Frame SEQ now goes on LINK (the caller moved it there to resend it). */
+void pmeth_txwin_relink(pmeth_txwin_t *w, uint32_t seq, uint8_t link);
 static inline uint64_t pmeth_txwin_rto(const pmeth_txwin_t *w) { return w->rto; }
 
 /* ---- receiver ---- */

@@ -15,7 +15,10 @@
  *   26   1   version (1)
  *   27   1   type (DATA, ACK, PROBE, PROBE_REPLY; PEEK, GRANT, CREDIT and the
  *            PATH ones are reserved for the next protocol steps)
- *   28   1   flags: bit 0 ECHO (bytes 34 and 52-55 hold an echo); others 0
+ *   28   1   flags: bit 0 ECHO (bytes 34 and 52-55 hold an echo); bit 1
+ *            CURRENT (sent on the path the sender's path migration (apm)
+ *            runs on: the receiver sends its standalone acks back on that
+ *            path, so a link dead one way loses neither direction); others 0
  *   29   1   link: the sender's link index
  *   30   1   BTL tag (DATA only)
  *   31   1   transmission (DATA): 0 the first, n the n-th resend (at most 255)
@@ -52,6 +55,8 @@
 #define PMETH_WIRE_MAX_LINKS 8
 
 #define PMETH_WIRE_F_ECHO 0x01
+#define PMETH_WIRE_F_CURRENT 0x02
+#define PMETH_WIRE_F_ALL (PMETH_WIRE_F_ECHO | PMETH_WIRE_F_CURRENT)
 
 /* offsets the kernel-side filters use */
 #define PMETH_WIRE_OFF_ETHERTYPE 12
@@ -102,6 +107,7 @@ typedef struct pmeth_wire_view {
     uint8_t type, tag, link;
     uint8_t xmit;                       /* DATA: which transmission of the frame this is */
     bool echo;                          /* echo_seq / echo_xmit are set */
+    bool current;                       /* sent on the sender's current path (apm) */
     uint8_t echo_xmit;
     uint32_t echo_seq;
     uint32_t src_id, dst_id;
@@ -195,6 +201,13 @@ static inline void pmeth_wire_set_ack(void *frame, uint32_t ack, uint64_t sack)
 
 /* Which transmission of a DATA frame this copy is (before it is sent again). */
 static inline void pmeth_wire_set_xmit(void *frame, uint8_t xmit) { ((uint8_t *) frame)[31] = xmit; }
+
+/* Sent on the path our path migration runs on (or not, when a frame moves). */
+static inline void pmeth_wire_set_current(void *frame, bool on)
+{
+    uint8_t *f = frame;
+    f[28] = (uint8_t) (on ? f[28] | PMETH_WIRE_F_CURRENT : f[28] & ~PMETH_WIRE_F_CURRENT);
+}
 
 /* Echo the newest resent frame we received (DATA and ACK frames). */
 static inline void pmeth_wire_set_echo(void *frame, uint32_t seq, uint8_t xmit)

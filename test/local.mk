@@ -38,5 +38,5 @@ test_pmeth_pmeth_memory_SOURCES = test/pmeth/pmeth_memory.c test/mpi/mpit_bind.h
 test_pmeth_pmeth_memory_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench -I$(top_srcdir)/test/mpi
 test_pmeth_pmeth_memory_LDADD = $(MPI_LIBS)
 test_pmeth_pmeth_memory_sizes_SOURCES = test/pmeth/pmeth_memory_sizes.c btl_pmeth/pmeth_window.c
-test_pmeth_pmeth_memory_sizes_CPPFLAGS = $(XBTL_COMPONENT_CPPFLAGS) -I$(top_srcdir)/btl_pmeth
+test_pmeth_pmeth_memory_sizes_CPPFLAGS = $(XBTL_COMPONENT_CPPFLAGS) -I$(top_srcdir)/btl_pmeth -I$(top_srcdir)/apm
 test_pmeth_pmeth_memory_sizes_LDADD =

@@ -59,10 +59,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         REQUIRE(e.nlinks <= PMETH_WIRE_MAX_LINKS && v.link < e.nlinks);
         REQUIRE(v.type >= PMETH_WIRE_DATA && v.type <= PMETH_WIRE_TYPE_MAX);
         REQUIRE(v.dst_id == e.my_id && v.len == pmeth_get16(frame + 32));
-        REQUIRE(frame[26] == PMETH_WIRE_VERSION && (frame[28] & ~PMETH_WIRE_F_ECHO) == 0
+        REQUIRE(frame[26] == PMETH_WIRE_VERSION && (frame[28] & ~PMETH_WIRE_F_ALL) == 0
                 && frame[35] == 0);
         /* the echo is what the frame says, and nothing where the flag is off */
         REQUIRE(v.echo == ((frame[28] & PMETH_WIRE_F_ECHO) != 0));
+        REQUIRE(v.current == ((frame[28] & PMETH_WIRE_F_CURRENT) != 0));
         REQUIRE(v.echo ? v.echo_seq == pmeth_get32(frame + 52) && v.echo_xmit == frame[34]
                        : pmeth_get32(frame + 52) == 0 && frame[34] == 0);
         /* a transmission number only on DATA */

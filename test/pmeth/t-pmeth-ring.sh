@@ -47,7 +47,9 @@ srv() {
     xb_limit -t 60 -m 512 -- ip netns exec "$ns" "$T" --if "$ifn" --mac "$mac" --me "$id" \
         --mode "$mode" --timeout 40 "$@" server >"$out" 2>&1 &
     local i
-    for i in $(seq 100); do grep -q '^ready\|^open-failed' "$out" 2>/dev/null && return 0; sleep 0.05; done
+    # up to 20 s: on a loaded machine loading the XDP program takes seconds, and the next
+    # server must not start before this one holds the interface
+    for i in $(seq 400); do grep -q '^ready\|^open-failed' "$out" 2>/dev/null && return 0; sleep 0.05; done
     return 1
 }
 # cli OUT ARGS...: the client in namespace A (runs to the end)

@@ -683,6 +683,31 @@ static void test_link_event(void)
     apm_destroy(apm);                       /* frees the connections left */
 }
 
+/* The changed callback: once per applied change of a connection, never for an
+ * ignored event (a transport re-reads the connection when it fires). */
+static unsigned changed_calls;
+static void count_changed(void *ctx, apm_conn_t *c) { changed_calls++; }
+
+static void test_changed(void)
+{
+    apm_config_t cfg = config(true);
+    apm_ops_t ops = {.changed = count_changed};
+    apm_t *apm = apm_create(&cfg, &ops);
+    apm_conn_t *a = apm_conn_create(apm, paths, 2, 0, NULL, T0);
+    changed_calls = 0;
+    apm_load_confirmed(a, info(a).gen, T0);
+    unsigned after_confirm = changed_calls;
+    apm_load_confirmed(a, info(a).gen, T0);         /* a duplicate: ignored */
+    unsigned after_dup = changed_calls;
+    apm_link_event(apm, 101, false, T0 + MS);       /* path 1 down: one change */
+    unsigned after_down = changed_calls;
+    apm_link_event(apm, 101, false, T0 + 2 * MS);   /* again: nothing */
+    CHECK(after_confirm == 1 && after_dup == 1 && after_down == 2 && changed_calls == 2,
+          "changed: called for an applied event and a link change, not for a duplicate (%u %u %u %u)",
+          after_confirm, after_dup, after_down, changed_calls);
+    apm_destroy(apm);
+}
+
 /* Generation numbers: a late confirmation for a replaced alternate never arms
  * the new one. */
 static void test_generations(void)
@@ -1285,6 +1310,7 @@ int main(void)
     test_failed_deadline();
     test_policies();
     test_link_event();
+    test_changed();
     test_generations();
     test_random();
     test_exhaustive();

@@ -770,9 +770,85 @@ static bool adversary_rx(uint64_t seed, uint32_t window)
     return ok;
 }
 
+/* Path health for apm: silent links, moving frames off a link. */
+static void test_link_health(void)
+{
+    pmeth_window_config_t c = cfg(64);
+    uint64_t t = 1000 * MS, since = 0;
+    /* 8 frames over 2 links; link 1 dead: only link 0's frames are held */
+    pmeth_txwin_t *tx = striped(&c, 8, t, 2);
+    CHECK(!pmeth_txwin_link_silent(tx, 0, 1, &since) && !pmeth_txwin_link_silent(tx, 1, 1, &since),
+          "link health: no link is silent before any timer probe");
+    /* base (link 0) lost too: the receiver holds 2, 4, 6 (link 0) */
+    nreleased = 0;
+    pmeth_txwin_ack(tx, 0, 0x2a, t + 100 * US, on_release, NULL);  /* bits 1,3,5: seq 2,4,6 */
+    pmeth_txwin_due_t due[16];
+    uint64_t now = t;
+    unsigned probes_on_1 = 0, probes_on_0 = 0;
+    for (int round = 0; round < 6; round++) {
+        now = pmeth_txwin_next_deadline(tx);
+        int n = pmeth_txwin_due(tx, now, due, 16);
+        for (int i = 0; i < n; i++) {
+            if (!due[i].fast) {
+                probes_on_1 += due[i].link == 1;
+                probes_on_0 += due[i].link == 0;
+            }
+            if (due[i].link == 0) {     /* link 0 delivers: its frame is acked, held */
+                pmeth_txwin_ack(tx, 0, 0x2a | (due[i].seq ? 1ull << (due[i].seq - 1) : 0), now + 50 * US,
+                                on_release, NULL);
+                if (due[i].seq == 0) {
+                    pmeth_txwin_ack(tx, 1, 0x2a >> 1, now + 50 * US, on_release, NULL);
+                }
+            }
+        }
+    }
+    CHECK(probes_on_1 >= 3 && pmeth_txwin_link_silent(tx, 1, 3, &since) && since > t
+              && !pmeth_txwin_link_silent(tx, 0, 1, &since),
+          "link health: timer probes on a dead link of two (%u there, %u on the live one) make it silent, "
+          "the live one is not, though its acks keep the back-off low", probes_on_1, probes_on_0);
+    /* the frames of link 1 (odd sequence numbers) move to link 0 */
+    unsigned moved = pmeth_txwin_expire_link(tx, 1);
+    CHECK(moved == 4 && !pmeth_txwin_link_silent(tx, 1, 1, &since) && pmeth_txwin_fast_pending(tx),
+          "link health: expiring the dead link makes its 4 unacknowledged frames due at once (%u)", moved);
+    int n = pmeth_txwin_due(tx, now + 1, due, 2);
+    bool all_odd = n == 2;
+    for (int i = 0; i < n; i++) {
+        all_odd = all_odd && due[i].link == 1 && due[i].fast && due[i].seq % 2 == 1;
+        pmeth_txwin_relink(tx, due[i].seq, 0);
+    }
+    int m = pmeth_txwin_due(tx, now + 2, due + 2, 16);
+    for (int i = 2; i < 2 + m; i++) {
+        all_odd = all_odd && due[i].fast && due[i].seq % 2 == 1;
+        pmeth_txwin_relink(tx, due[i].seq, 0);
+    }
+    CHECK(all_odd && m == 2, "link health: they come out as fast resends within the cap (2 + %d)", m);
+    /* relinked frames: an ack of them clears link 0, and a timeout now probes link 0 */
+    nreleased = 0;
+    pmeth_txwin_ack(tx, 8, 0, now + 3 * MS, on_release, NULL);
+    CHECK(nreleased == 7 && pmeth_txwin_empty(tx), "link health: all acknowledged after the move (%u released)",
+          nreleased);
+    pmeth_txwin_relink(tx, 100, 3);     /* out of the window: ignored */
+    CHECK(pmeth_txwin_empty(tx), "link health: relinking a frame not in the window changes nothing");
+    pmeth_txwin_destroy(tx);
+
+    /* an echoed probe clears its link */
+    tx = filled(&c, 4, t);
+    now = pmeth_txwin_next_deadline(tx);
+    n = pmeth_txwin_due(tx, now, due, 4);
+    now = pmeth_txwin_next_deadline(tx);
+    n += pmeth_txwin_due(tx, now, due + 1, 4);
+    bool silent2 = pmeth_txwin_link_silent(tx, 0, 2, &since);
+    pmeth_txwin_echo(tx, due[1].seq, due[1].xmit);
+    pmeth_txwin_ack(tx, 0, 0, now + 100 * US, on_release, NULL);
+    CHECK(n == 2 && silent2 && !pmeth_txwin_link_silent(tx, 0, 1, &since),
+          "link health: two unanswered probes make a link silent; an ack echoing the probe ends it");
+    pmeth_txwin_destroy(tx);
+}
+
 int main(void)
 {
     test_sender_basics();
+    test_link_health();
     test_timeouts();
     test_fast_retransmit();
     test_receiver();

@@ -261,12 +261,19 @@ static void test_malformed(void)
         CHECK(parse(n) == PMETH_WIRE_MALFORMED, "type %u: malformed", types[i]);
     }
     bool all_flags = true;
-    for (int bit = 1; bit < 8; bit++) {
+    for (int bit = 2; bit < 8; bit++) {
         n = make_data(64);
         buf[28] = (uint8_t) (1u << bit);
         all_flags = all_flags && parse(n) == PMETH_WIRE_MALFORMED;
     }
-    CHECK(all_flags, "any undefined flag bit set (each of bits 1-7): malformed");
+    CHECK(all_flags, "any undefined flag bit set (each of bits 2-7): malformed");
+    n = make_data(64);
+    pmeth_wire_set_current(buf, true);
+    pmeth_wire_view_t cv;
+    bool cur_on = parse_n(n, 8, &cv) == PMETH_WIRE_OK && cv.current;
+    pmeth_wire_set_current(buf, false);
+    bool cur_off = parse_n(n, 8, &cv) == PMETH_WIRE_OK && !cv.current && buf[28] == 0;
+    CHECK(cur_on && cur_off, "the CURRENT flag (bit 1) is parsed, set and cleared");
     int reserved[] = {35};
     for (unsigned i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
         n = make_data(64);
@@ -417,9 +424,9 @@ static void test_every_header_byte(void)
             pmeth_wire_verdict_t want;
             bool same = val == orig[off];
             if (same || off < 12 || (off >= 22 && off < 26) || off == 30 || off == 31
-                || (off >= 36 && off < 52) || (off == 28 && val == PMETH_WIRE_F_ECHO)) {
+                || (off >= 36 && off < 52) || (off == 28 && (val & ~PMETH_WIRE_F_ALL) == 0 && !(val & PMETH_WIRE_F_ECHO && orig[34]))) {
                 /* MACs, source id, tag, transmission, seq, ack, sack: any value; the
-                 * ECHO flag with an all-zero echo */
+                 * ECHO flag with an all-zero echo, the CURRENT flag */
                 want = PMETH_WIRE_OK;
             } else if (off < 22 || off == 26) {
                 want = PMETH_WIRE_FOREIGN;

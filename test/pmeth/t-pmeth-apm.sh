@@ -1,0 +1,104 @@
+#!/bin/bash
+# btl pmeth with path migration (btl_pmeth_apm.c over apm/, issue 11) across virtual hosts:
+# links that go down for good, go down and come back (fail-back to the home path), drop
+# everything silently in one direction, or swallow only the acknowledgements; manual
+# migrations during the p2p suite; every link of a host down (a clear error in bounded
+# time, not a hang); 8 ranks on 4 hosts behind two switches while links fail and heal at
+# random times.  Every byte is verified; nothing is left behind.
+. "${TOP_SRCDIR:-.}/test/lib.sh"
+. "$TOP_SRCDIR/test/vcluster/vclib.sh"
+vc_require
+ompi_info 2>/dev/null | grep -q "MCA btl: pmeth" || { echo "# btl pmeth is not installed (contrib/setup)"; exit 77; }
+vc_setup tpapm
+VC_TMP=$(mktemp -d /tmp/xbvc-tpapm.XXXXXX); LOG=$VC_TMP
+P2P=$TOP_BUILDDIR/test/mpi/mpi_p2p
+SOAK=$TOP_BUILDDIR/test/rsm/rsm_soak
+[ -x "$P2P" ] && [ -x "$SOAK" ] || { echo "# test programs not built"; exit 1; }
+
+# pm OUT ARGS...: a job over self,pmeth at verbose 10 (path migration says what it does)
+pm() {
+    local out=$1; shift
+    vc_mpirun --mca btl_base_verbose 10 "$@" >"$out" 2>"$out.err"
+}
+verified() { [ "$2" -eq 0 ] && grep -q '"verified":true' "$1" && grep -q 'all payloads verified' "$1"; }
+# apm N OUT FIELD: a figure of the path-migration summary, summed over the ranks
+apm() { grep -ho "[0-9]* $2" "$1.err" | awk '{s += $1} END {print s + 0}'; }
+said() { grep -c "$2" "$1.err"; }
+stream() { pm "$@" -- "$BENCH/xb-bw" -m 1M:1M -i 1200 -w 2; }
+
+vc create pair --links 2 --rate 0 --force >/dev/null || { not_ok "create pair"; tap_done; exit; }
+
+# 1. the second link down for good while a stream is striped over both
+stream "$LOG/down" --mca btl self,pmeth --fault 2:down:n0/eth1; rc=$?
+check "link down for good mid-stream: the stream completes on the other link, every byte verified" \
+    verified "$LOG/down" $rc
+check "both hosts took the link out of the stripe when the kernel said it went down" \
+    [ "$(said "$LOG/down" 'path eth1 left the stripe (down)')" -ge 2 ]
+echo "# frames in flight moved to eth0: $(apm "$LOG/down" 'frames moved')"
+vc fault --clear >/dev/null
+
+# 2. the home link (the one small messages use) down, then back: migration and fail-back
+stream "$LOG/home" --mca btl self,pmeth --fault 2:down:n0/eth0 --fault 3:up:n0/eth0; rc=$?
+check "home link down and back: the stream completes, every byte verified" verified "$LOG/home" $rc
+check "the connection migrated on the fault (both ends) and failed back once eth0 passed its probes" \
+    sh -c "[ $(apm "$LOG/home" 'on a fault') -ge 2 ] && [ $(apm "$LOG/home" 'fail-backs') -ge 1 ] \
+           && grep -q 'path eth0 (back) in the stripe' '$LOG/home.err'"
+vc fault --clear >/dev/null
+
+# 3. silent loss: eth1 drops everything from n0, link up (no kernel event)
+stream "$LOG/silent" --mca btl self,pmeth --fault 2:loss:n0/eth1:1:out; rc=$?
+check "100% silent loss one way on eth1: the stream completes, every byte verified" \
+    verified "$LOG/silent" $rc
+check "the sender found eth1 silent and reported it dead ($(grep -ho 'eth1 silent for [0-9.]* ms' "$LOG/silent.err" | head -1))" \
+    grep -q 'path eth1 silent for .* reported dead' "$LOG/silent.err"
+vc fault --clear >/dev/null
+
+# 4. a link dead the other way: n1's frames on eth0 (the acks of the stream) are lost
+stream "$LOG/acks" --mca btl self,pmeth --fault 2:loss:n1/eth0:1:out; rc=$?
+check "acks lost on the home link (eth0 dead from n1 to n0 only): the stream completes, verified" \
+    verified "$LOG/acks" $rc
+check "the receiver saw its acks did not arrive (resends of what it had) and moved them" \
+    grep -q 'our acks on path eth0 do not arrive' "$LOG/acks.err"
+vc fault --clear >/dev/null
+
+# 5. migrations by hand every 20 ms during the p2p suite (eager, rendezvous, pipelined)
+pm "$LOG/manual" --mca btl self,pmeth --mca btl_pmeth_apm_migrate_ms 20 -- "$P2P" -M 4194304; rc=$?
+relay_tap "p2p with migrations every 20 ms: " <"$LOG/manual"
+check "p2p suite with migrations every 20 ms: exit $rc, $(apm "$LOG/manual" 'by hand') migrations by hand" \
+    sh -c "[ $rc -eq 0 ] && grep -q '^ok' '$LOG/manual' && ! grep -q '^not ok' '$LOG/manual' \
+           && [ $(apm "$LOG/manual" 'by hand') -gt 10 ]"
+
+# 6. every link of n0 down: a clear error within the configured time, no hang
+t0=$SECONDS
+VC_JOB_SECS=60 pm "$LOG/all" --mca btl self,pmeth --mca btl_pmeth_apm_fail_timeout_ms 3000 \
+    --fault 2:down:n0/eth0 --fault 2:down:n0/eth1 -- "$BENCH/xb-bw" -m 1M:1M -i 100000 -w 2; rc=$?
+secs=$((SECONDS - t0))
+check "all links of a host down: the job fails (exit $rc) in $secs s, well before its time limit" \
+    [ "$rc" -ne 0 -a "$secs" -lt 40 ]
+check "...naming the peer and each path's state" \
+    sh -c "grep -q 'lost every path to its peer' '$LOG/all.err' && grep -q 'eth0 down, eth1 down' '$LOG/all.err'"
+vc fault --clear >/dev/null
+
+# 7. 8 ranks on 4 hosts, 2 links each through two switches; links fail and heal while the
+# soak's random messages run (no kernel event reaches the hosts on the other side of a
+# switch: they find the path silent)
+vc create xbar --dims 4 --links 2 --rate 0 --force >/dev/null || { not_ok "create xbar 4, 2 links"; tap_done; exit; }
+secs=${PMETH_APM_SOAK_SECONDS:-20}
+faults=(--fault 3:down:n1/eth1 --fault 5:up:n1/eth1 --fault 6:loss:n2/eth0:1:out --fault 8:clear
+        --fault 9:down:n3/eth0 --fault 11:down:n0/eth1 --fault 12:up:n3/eth0 --fault 13:up:n0/eth1
+        --fault 15:loss:n1/eth0:1:in --fault 17:clear)
+t0=$SECONDS
+VC_JOB_SECS=$((secs + 120)) pm "$LOG/soak" --ppn 2 --mca btl self,vader,pmeth "${faults[@]}" \
+    -- "$SOAK" "$secs"; rc=$?
+line=$(grep -E '^(not )?ok 1 - soak' "$LOG/soak")
+check "soak, 8 ranks on 4 hosts, links down, silent and back during it: ${line#* - } in $((SECONDS - t0)) s (exit $rc)" \
+    sh -c "[ $rc -eq 0 ] && echo '$line' | grep -qE '^ok 1 - soak np 8: .* [1-9][0-9]* messages, .* 0 errors$'"
+echo "# soak: $(apm "$LOG/soak" 'paths reported dead') paths reported dead, $(apm "$LOG/soak" 'frames moved') frames moved, $(apm "$LOG/soak" 'migrations (') migrations over all ranks"
+check "soak: paths were taken out (kernel events and silence) and came back" \
+    sh -c "grep -q 'left the stripe (down)' '$LOG/soak.err' && grep -q 'reported dead' '$LOG/soak.err' \
+           && grep -q '(back) in the stripe' '$LOG/soak.err'"
+vc fault --clear >/dev/null
+
+vc destroy >/dev/null
+vc_assert_clean
+tap_done
