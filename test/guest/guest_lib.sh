@@ -9,8 +9,8 @@
 #   guest_require [MODULE...]   exit 77, naming what is missing (qemu, kernel, cpio, static
 #                               libc, the guest kernel's MODULEs)
 #   guest_prepare               work directory $GUEST_WORK (removed on exit) and its initrd;
-#                               an EXIT/INT/TERM trap stops a running guest, removes the work
-#                               directory, and runs the caller's guest_on_exit if defined.
+#                               an EXIT/INT/TERM trap stops a running guest and removes the
+#                               work directory.
 #                               Work directories whose test was killed outright (SIGKILL: a
 #                               runner's time-out or Ctrl-C; QEMU, in the test's process
 #                               group, went with it) are removed here the next time
@@ -56,7 +56,6 @@ _guest_cleanup() {
         kill -TERM "$guest_pid" 2>/dev/null
         wait "$guest_pid" 2>/dev/null
     fi
-    declare -F guest_on_exit >/dev/null && guest_on_exit
     rm -rf "$GUEST_WORK"
     exit "$rc"
 }
