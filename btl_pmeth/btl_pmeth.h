@@ -142,6 +142,7 @@ struct mca_btl_base_endpoint_t {
     uint64_t apm_nonce;                 /* of our path probes (not the start-up ones) */
     uint64_t probe_heard_ns[PMETH_MAX_LINKS];   /* a path probe last answered there */
     uint64_t alive_probe_ns;            /* a link fell silent: the others were probed */
+    uint64_t recover_from_ns;           /* a path left the stripe with frames in flight */
     uint16_t dup_resends;               /* resends of frames we had: our acks are lost */
     uint64_t dup_since;
 
@@ -171,6 +172,8 @@ typedef struct mca_btl_pmeth_component_t {
     unsigned int probe_timeout_ms, probe_interval_ms;
     bool qdisc_bypass;
     unsigned int poll_budget, kick_batch;
+    unsigned int yield_us;              /* idle this long: sched_yield() once */
+    uint64_t idle_since_ns, yields;
 
     /* this process */
     uint32_t my_id, job_key;
@@ -222,6 +225,9 @@ typedef struct mca_btl_pmeth_component_t {
     uint64_t apm_next_ns;               /* next pass over the watch list */
     uint64_t apm_next_migrate_ns;
     uint64_t apm_frames_moved, apm_move_waits, apm_paths_dead, apm_probes_sent;
+    /* fault (the first evidence: an unanswered probe, the kernel's event) to the
+     * first acknowledgement after the frames moved: traffic flowing again */
+    uint64_t apm_recoveries, apm_recover_last_ns, apm_recover_worst_ns;
 } mca_btl_pmeth_component_t;
 
 extern mca_btl_pmeth_component_t mca_btl_pmeth_component;
@@ -306,6 +312,8 @@ static inline bool pmeth_apm_busy(void)
                                     memory_order_relaxed) != c->apm_changes_seen
                || c->napm_watch > 0 || c->apm_next_migrate_ns != 0);
 }
+/* the first acknowledgement after a path left the stripe: time it */
+void pmeth_apm_recovered(mca_btl_base_endpoint_t *ep, uint64_t now);
 /* a frame of EP went unanswered on its links: tell apm (after resends) */
 void pmeth_apm_check_silent(mca_btl_base_endpoint_t *ep, uint64_t now);
 /* the peer resent (twice or more) a frame we had: our acks do not reach it */

@@ -129,11 +129,12 @@ void pmeth_apm_fini(void)
                       PRIu64 " fail-backs, %" PRIu64 " by hand, %" PRIu64 " recoveries), %"
                       PRIu64 " re-arms (%" PRIu64 " armed, %" PRIu64 " failed), %" PRIu64
                       " paths reported dead, %" PRIu64 " frames moved to another link (%" PRIu64
-                      " waited for a free frame there); fault to traffic flowing: last %.1f ms, "
-                      "worst %.1f ms",
+                      " waited for a free frame there); fault to traffic flowing again (%" PRIu64
+                      " times): last %.1f ms, worst %.1f ms",
                       t.migrations, t.migrations_fault, t.failbacks, t.migrations_manual,
                       t.recoveries, t.rearms, t.armed, t.rearms_failed, c->apm_paths_dead,
-                      c->apm_frames_moved, c->apm_move_waits, t.restore_last_ns / 1e6, t.restore_worst_ns / 1e6);
+                      c->apm_frames_moved, c->apm_move_waits, c->apm_recoveries,
+                      c->apm_recover_last_ns / 1e6, c->apm_recover_worst_ns / 1e6);
     }
     /* connections go with their endpoints (pmeth_apm_endpoint_release), then
      * the rest (pmeth_apm_destroy) */
@@ -304,6 +305,19 @@ void pmeth_apm_refresh(mca_btl_base_endpoint_t *ep, uint64_t now)
     }
     /* frames in flight on paths that left the stripe go again, elsewhere */
     uint32_t gone = was & ~now_usable;
+    if (gone != 0 && ep->tx != NULL && !pmeth_txwin_empty(ep->tx) && ep->recover_from_ns == 0) {
+        /* recovery is timed from the fault's first evidence: a silent link's
+         * first unanswered probe, or now (the kernel's event was just read) */
+        uint64_t from = now;
+        for (uint8_t p = 0; p < ep->npaths; p++) {
+            uint64_t since;
+            if ((gone >> p & 1u) && pmeth_txwin_link_silent(ep->tx, ep->paths[p].local, 1, &since)
+                && since < from) {
+                from = since;
+            }
+        }
+        ep->recover_from_ns = from;
+    }
     for (uint8_t p = 0; gone != 0 && p < ep->npaths; p++) {
         if ((gone >> p) & 1u) {
             if (ep->tx != NULL) {
@@ -329,6 +343,20 @@ void pmeth_apm_refresh(mca_btl_base_endpoint_t *ep, uint64_t now)
         || ep->load_path >= 0) {
         watch(ep);
     }
+}
+
+void pmeth_apm_recovered(mca_btl_base_endpoint_t *ep, uint64_t now)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    uint64_t took = now - ep->recover_from_ns;
+    ep->recover_from_ns = 0;
+    c->apm_recoveries++;
+    c->apm_recover_last_ns = took;
+    if (took > c->apm_recover_worst_ns) {
+        c->apm_recover_worst_ns = took;
+    }
+    PMETH_VERBOSE(10, "%.1f ms: %s: traffic flows again %.1f ms after the fault",
+                  T_MS(now), OPAL_NAME_PRINT(ep->proc->proc_name), took / 1e6);
 }
 
 void pmeth_apm_check_silent(mca_btl_base_endpoint_t *ep, uint64_t now)

@@ -16,6 +16,7 @@
 #include <ifaddrs.h>
 #include <net/if_arp.h>
 #include <netpacket/packet.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -170,6 +171,13 @@ static int pmeth_component_register(void)
         "(it stays there, for resends, until the peer acknowledges it) while the window has room; "
         "0: only once acknowledged (ob1's pipeline then waits a round trip every few fragments)",
         MCA_BASE_VAR_TYPE_BOOL, &c->early_completion, OPAL_INFO_LVL_6);
+    c->yield_us = 50;
+    reg("yield_us", "After this many microseconds without a frame, progress gives the CPU away "
+        "once (sched_yield), and again after as many more: the kernel may be holding received "
+        "frames in a softirq thread that waits for this CPU, which a busy-polling process "
+        "otherwise delays by a whole scheduler time slice (milliseconds).  Costs one system "
+        "call per interval while idle; 0: never", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->yield_us,
+        OPAL_INFO_LVL_6);
     c->kick_batch = 16;
     reg("kick_batch", "Frames posted to a send ring before the kernel is told (one system call for "
         "the batch); latency-critical frames and the end of each progress call kick at once",
@@ -601,11 +609,29 @@ static int pmeth_component_progress(void)
     for (uint32_t i = 0; i < c->nlinks; i++) {
         count += pmeth_poll_link(&c->links[i], c->poll_budget);
     }
+    uint64_t now = 0;
     if (c->nactive > 0) {
-        uint64_t now = pmeth_now_ns();
+        now = pmeth_now_ns();
         /* service may drop an endpoint from the list: walk it backwards */
         for (uint32_t i = c->nactive; i-- > 0;) {
             count += pmeth_endpoint_service(c->active[i], now);
+        }
+    }
+    if (count > 0) {
+        c->idle_since_ns = 0;
+    } else if (c->yield_us > 0) {
+        /* Nothing came for a while: give the CPU away for a moment.  The kernel
+         * may be holding our frames in a softirq thread that waits for this very
+         * CPU (a busy-polling process delays it by a whole time slice, ~12 ms
+         * with two runnable tasks); yielding lets it run.  Nothing else waiting:
+         * the call returns at once. */
+        now = now ? now : pmeth_now_ns();
+        if (c->idle_since_ns == 0) {
+            c->idle_since_ns = now;
+        } else if (now - c->idle_since_ns >= c->yield_us * 1000ull) {
+            sched_yield();
+            c->idle_since_ns = now;
+            c->yields++;
         }
     }
     if (OPAL_UNLIKELY(pmeth_apm_busy())) {

@@ -20,8 +20,13 @@ enum {
     PV_RTX_FAST, PV_DUPLICATES, PV_OUT_OF_WINDOW, PV_DROP_TRUNCATED, PV_DROP_OVERSIZED,
     PV_DROP_FOREIGN, PV_DROP_MALFORMED, PV_ACKS, PV_ACKS_PIGGY, PV_STAGED, PV_COPIES_TX,
     PV_COPIES_RX, PV_DELIVERED,
+    PV_APM_MIGRATIONS, PV_APM_MIG_FAULT, PV_APM_FAILBACKS, PV_APM_MIG_MANUAL, PV_APM_REARMS,
+    PV_APM_REARMS_FAILED, PV_APM_PATHS_DEAD, PV_APM_FRAMES_MOVED, PV_APM_RECOVERIES,
     PV_COUNT
 };
+
+/* the read callback fills a buffer of XBTL_PVAR_MAX values */
+_Static_assert(PV_COUNT <= XBTL_PVAR_MAX, "more counters than xbtl_pvar holds");
 
 static char link_names[4 * PMETH_MAX_LINKS][32];
 static char link_descs[4 * PMETH_MAX_LINKS][96];
@@ -52,6 +57,25 @@ static xbtl_counter_def_t pmeth_counters[PV_COUNT] = {
                       "(ob1 reads payloads in place from the ring; only frames held ahead of a "
                       "gap for half a lap of the ring move out of it)"},
     [PV_DELIVERED] = {"delivered_fragments", "DATA frames handed to ob1, in sequence order"},
+    [PV_APM_MIGRATIONS] = {"apm_migrations", "Path migrations: a peer's current path changed "
+                           "(on a fault, a fail-back, by hand, or a recovery from no path)"},
+    [PV_APM_MIG_FAULT] = {"apm_migrations_fault", "Path migrations because the current path "
+                          "failed (link down, silent, or our acks lost on it)"},
+    [PV_APM_FAILBACKS] = {"apm_failbacks", "Returns to a peer's home path once it was repaired "
+                          "and passed its probes"},
+    [PV_APM_MIG_MANUAL] = {"apm_migrations_manual", "Migrations asked for by hand "
+                           "(btl_pmeth_apm_migrate_ms)"},
+    [PV_APM_REARMS] = {"apm_rearms", "Alternate paths chosen and loaded (REARM entered)"},
+    [PV_APM_REARMS_FAILED] = {"apm_rearms_failed", "Alternates whose load failed (no answer "
+                              "to three probes) or that failed while loading"},
+    [PV_APM_PATHS_DEAD] = {"apm_paths_dead", "Paths this process reported dead from evidence "
+                           "of its own: probes unanswered there while the peer answered "
+                           "elsewhere, or its acks not arriving"},
+    [PV_APM_FRAMES_MOVED] = {"apm_frames_moved", "Frames in flight on a path that left the "
+                             "stripe, copied to another link and sent again"},
+    [PV_APM_RECOVERIES] = {"apm_recoveries", "Times traffic to a peer flowed again after a "
+                           "path left its stripe with frames in flight (btl_pmeth_apm_recover_"
+                           "last_us / _worst_us say how long it took)"},
 };
 
 static void pmeth_counters_read(uint64_t *v)
@@ -81,6 +105,19 @@ static void pmeth_counters_read(uint64_t *v)
     v[PV_COPIES_TX] = c->copies_tx;
     v[PV_COPIES_RX] = c->copies_rx;
     v[PV_DELIVERED] = c->delivered;
+    if (c->apm != NULL) {
+        apm_counters_t t;
+        apm_totals(c->apm, &t);
+        v[PV_APM_MIGRATIONS] = t.migrations;
+        v[PV_APM_MIG_FAULT] = t.migrations_fault;
+        v[PV_APM_FAILBACKS] = t.failbacks;
+        v[PV_APM_MIG_MANUAL] = t.migrations_manual;
+        v[PV_APM_REARMS] = t.rearms;
+        v[PV_APM_REARMS_FAILED] = t.rearms_failed;
+    }
+    v[PV_APM_PATHS_DEAD] = c->apm_paths_dead;
+    v[PV_APM_FRAMES_MOVED] = c->apm_frames_moved;
+    v[PV_APM_RECOVERIES] = c->apm_recoveries;
     PMETH_UNLOCK();
 }
 
@@ -128,7 +165,8 @@ void pmeth_memory(pmeth_memory_t *m)
     m->total = m->rings + m->windows + m->endpoints + m->by_id;
 }
 
-enum { PV_MEM_TOTAL, PV_MEM_RINGS, PV_MEM_PEERS, PV_MEM_PEERS_WINDOWS, PV_MEM_COUNT };
+enum { PV_MEM_TOTAL, PV_MEM_RINGS, PV_MEM_PEERS, PV_MEM_PEERS_WINDOWS, PV_APM_RECOVER_LAST,
+       PV_APM_RECOVER_WORST, PV_MEM_COUNT };
 static const xbtl_counter_def_t pmeth_memory_defs[PV_MEM_COUNT] = {
     [PV_MEM_TOTAL] = {"memory_bytes", "Bytes of memory the BTL holds now: the rings of every "
                       "link, the reliability windows of the peers that have them, an endpoint "
@@ -139,6 +177,12 @@ static const xbtl_counter_def_t pmeth_memory_defs[PV_MEM_COUNT] = {
                       "remote peers at their first message)"},
     [PV_MEM_PEERS_WINDOWS] = {"peers_with_windows", "Peers that have reliability windows (made "
                               "at the first frame to or from them)"},
+    [PV_APM_RECOVER_LAST] = {"apm_recover_last_us", "Path migration: microseconds from the last "
+                             "fault's first evidence (the kernel's link event, or the first "
+                             "unanswered probe of a silent link) to traffic flowing again (the "
+                             "first acknowledgement after the frames moved)"},
+    [PV_APM_RECOVER_WORST] = {"apm_recover_worst_us", "Path migration: the longest such time "
+                              "in this job, microseconds"},
 };
 
 static int memory_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
@@ -151,13 +195,16 @@ static int memory_read(const struct mca_base_pvar_t *pvar, void *value, void *ob
         [PV_MEM_RINGS] = m.rings,
         [PV_MEM_PEERS] = m.peers,
         [PV_MEM_PEERS_WINDOWS] = m.peers_with_windows,
+        [PV_APM_RECOVER_LAST] = mca_btl_pmeth_component.apm_recover_last_ns / 1000,
+        [PV_APM_RECOVER_WORST] = mca_btl_pmeth_component.apm_recover_worst_ns / 1000,
     };
     *(unsigned long *) value = (unsigned long) v[(uintptr_t) pvar->ctx];
     return OPAL_SUCCESS;
 }
 
-/* Levels rather than counters: the figures are amounts held now, which a tool
- * reads as they are, never as a difference since a handle was started. */
+/* Levels rather than counters: the figures are amounts held now (and the
+ * recovery times, durations), which a tool reads as they are, never as a
+ * difference since a handle was started. */
 static unsigned memory_pvars_register(void)
 {
     unsigned registered = 0;

@@ -228,9 +228,13 @@ void pmeth_acked(mca_btl_base_endpoint_t *ep, const pmeth_wire_view_t *v, uint64
     if (v->echo) {
         pmeth_txwin_echo(ep->tx, v->echo_seq, v->echo_xmit);
     }
-    if (pmeth_txwin_ack(ep->tx, v->ack, v->sack, now, release_acked, NULL) > 0
-        && ep->pending_head != NULL) {
-        send_pending(ep, now);
+    if (pmeth_txwin_ack(ep->tx, v->ack, v->sack, now, release_acked, NULL) > 0) {
+        if (OPAL_UNLIKELY(ep->recover_from_ns != 0)) {
+            pmeth_apm_recovered(ep, now);
+        }
+        if (ep->pending_head != NULL) {
+            send_pending(ep, now);
+        }
     }
 }
 

@@ -20,6 +20,9 @@ enum {
     PV_COUNT
 };
 
+/* the read callback fills a buffer of XBTL_PVAR_MAX values */
+_Static_assert(PV_COUNT <= XBTL_PVAR_MAX, "more counters than xbtl_pvar holds");
+
 static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
     [PV_INLINE] = {"inline_messages", "Messages (BTL fragments) sent inline, in groups of "
                    "postboxes (btl_rsm_inline_max), internal ones included"},

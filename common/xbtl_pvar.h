@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define XBTL_PVAR_MAX 48
+#define XBTL_PVAR_MAX 96     /* a component asserts its count fits (_Static_assert) */
 
 typedef struct xbtl_counter_def {
     const char *name;           /* the pvar's last name part */

@@ -37,6 +37,12 @@ check_PROGRAMS += test/pmeth/pmeth_memory test/pmeth/pmeth_memory_sizes
 test_pmeth_pmeth_memory_SOURCES = test/pmeth/pmeth_memory.c test/mpi/mpit_bind.h bench/xb_pattern.c
 test_pmeth_pmeth_memory_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench -I$(top_srcdir)/test/mpi
 test_pmeth_pmeth_memory_LDADD = $(MPI_LIBS)
+# btl pmeth's path migration, timed: pauses of a verified ping-pong through link faults
+# (bench/pmeth-failover.sh), and the apm variables read through MPI_T.
+check_PROGRAMS += test/pmeth/pmeth_failover
+test_pmeth_pmeth_failover_SOURCES = test/pmeth/pmeth_failover.c test/mpi/mpit_bind.h bench/xb_pattern.c
+test_pmeth_pmeth_failover_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench -I$(top_srcdir)/test/mpi
+test_pmeth_pmeth_failover_LDADD = $(MPI_LIBS)
 test_pmeth_pmeth_memory_sizes_SOURCES = test/pmeth/pmeth_memory_sizes.c btl_pmeth/pmeth_window.c
 test_pmeth_pmeth_memory_sizes_CPPFLAGS = $(XBTL_COMPONENT_CPPFLAGS) -I$(top_srcdir)/btl_pmeth -I$(top_srcdir)/apm
 test_pmeth_pmeth_memory_sizes_LDADD =
