@@ -247,7 +247,9 @@ unsigned apm_link_event(apm_t *apm, int link, bool up, uint64_t now);
 
 /* ---- what the transport asks ------------------------------------------------------ */
 
-/* Paths (bit i: path i) that are probing and past their hold-down: probe them. */
+/* Paths (bit i: path i) that are probing and past their hold-down (or any
+ * probing path while FAILED: with nothing left, a flapping path is better than
+ * none): probe them. */
 uint32_t apm_probe_wanted(apm_conn_t *conn, uint64_t now);
 /* FAILED for at least fail_timeout: time to fail with apm_conn_describe(). */
 bool apm_conn_expired(apm_conn_t *conn, uint64_t now);

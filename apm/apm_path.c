@@ -640,7 +640,9 @@ static apm_result_t probe_ok(apm_conn_t *c, unsigned p, uint64_t now)
     case APM_PATH_DOWN: return ignored(c, APM_LATE);      /* sent before the link went */
     case APM_PATH_PROBING: break;
     }
-    if (now < s->holddown_until) {
+    /* the hold-down keeps a flapping path out while another serves; with no
+     * path left (FAILED) waiting it out only prolongs the outage */
+    if (now < s->holddown_until && c->state != APM_FAILED) {
         return ignored(c, APM_HELD);
     }
     if (++s->probes_ok >= cfg_of(c)->heal_probes) {
@@ -729,7 +731,8 @@ uint32_t apm_probe_wanted(apm_conn_t *c, uint64_t now)
     uint32_t mask = 0;
     pthread_mutex_lock(&c->apm->lock);
     for (unsigned p = 0; p < c->npaths; p++) {
-        if (c->ps[p].health == APM_PATH_PROBING && now >= c->ps[p].holddown_until) {
+        if (c->ps[p].health == APM_PATH_PROBING
+            && (now >= c->ps[p].holddown_until || c->state == APM_FAILED)) {
             mask |= 1u << p;
         }
     }

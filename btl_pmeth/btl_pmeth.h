@@ -71,6 +71,7 @@ typedef struct pmeth_link {
     uint32_t mtu;                       /* the interface's MTU: payload of a frame */
     struct pmeth_ring *ring;
     uint32_t unkicked;                  /* frames posted since the last kick */
+    bool refused;                       /* the last kick found the link down */
     struct pmeth_held *held_oldest, *held_newest;   /* frames held in this link's ring */
     /* statistics (MPI_T and the finalize summary) */
     uint64_t frames_out, bytes_out, frames_in, bytes_in;
@@ -287,6 +288,7 @@ int pmeth_endpoint_service(mca_btl_base_endpoint_t *ep, uint64_t now);
 void pmeth_acked(mca_btl_base_endpoint_t *ep, const pmeth_wire_view_t *v, uint64_t now);
 int pmeth_send_ack(mca_btl_base_endpoint_t *ep);
 void pmeth_kick_all(bool force);
+void pmeth_link_kick(pmeth_link_t *link);
 void pmeth_add_peer_lazily(uint32_t id);
 /* A held frame is done with: give its slot back (or free its copy). */
 void pmeth_held_release(pmeth_held_t *h);
@@ -318,6 +320,8 @@ void pmeth_apm_recovered(mca_btl_base_endpoint_t *ep, uint64_t now);
 void pmeth_apm_check_silent(mca_btl_base_endpoint_t *ep, uint64_t now);
 /* the peer resent (twice or more) a frame we had: our acks do not reach it */
 void pmeth_apm_acks_lost(mca_btl_base_endpoint_t *ep, uint64_t now);
+/* the peer's PATH_DOWN notice: a path of ours to it is dead */
+void pmeth_apm_path_down_notice(mca_btl_base_endpoint_t *ep, const pmeth_wire_view_t *v);
 /* an answer to one of our path probes */
 bool pmeth_apm_probe_reply(mca_btl_base_endpoint_t *ep, uint8_t path);
 /* EP's path P is not in the stripe any more */
@@ -335,5 +339,7 @@ static inline void pmeth_apm_poll(mca_btl_base_endpoint_t *ep, uint64_t now)
 }
 /* send.c: move FRAG's frame to a path in the stripe and resend it there */
 bool pmeth_frag_move(struct mca_btl_pmeth_frag_t *frag, uint8_t xmit);
+/* send.c: a fragment not yet sent whose path left the stripe takes another */
+bool pmeth_frag_rehome(struct mca_btl_pmeth_frag_t *frag);
 
 #endif

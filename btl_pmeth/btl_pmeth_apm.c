@@ -42,7 +42,7 @@
 #define MS 1000000ull
 
 static uint64_t t_init;
-#define T_MS(now) ((double) ((now) - t_init) / 1e6)
+#define T_MS(now) ((double) ((now) % 1000000000000ull) / 1e6)  /* monotonic ms, comparable across ranks */
 
 static void mark_dirty(mca_btl_base_endpoint_t *ep)
 {
@@ -240,8 +240,7 @@ static void send_path_probe(mca_btl_base_endpoint_t *ep, uint8_t p)
     link->frames_out++;
     link->bytes_out += len;
     link->unkicked++;
-    (void) pmeth_ring_tx_kick(link->ring);
-    link->unkicked = 0;
+    pmeth_link_kick(link);
     c->apm_probes_sent++;
 }
 
@@ -264,6 +263,58 @@ bool pmeth_apm_probe_reply(mca_btl_base_endpoint_t *ep, uint8_t p)
         pmeth_apm_check_silent(ep, now);        /* the answer a silent link waited for */
     }
     return true;
+}
+
+/* Tell the peer, on the primary path, that path P is dead: it may not see it
+ * itself (a link that fails one way, a switch port down on our side only),
+ * and would wait for its own probes to go unanswered.  Twice: a frame may be
+ * lost, and a notice is not resent. */
+static void send_path_down(mca_btl_base_endpoint_t *ep, uint8_t p)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    const pmeth_path_t *via = &ep->paths[ep->primary];
+    pmeth_link_t *link = &c->links[via->local];
+    for (int copy = 0; copy < 2; copy++) {
+        void *frame;
+        uint32_t cap;
+        int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
+        if (id < 0) {
+            return;
+        }
+        pmeth_wire_build_hdr(frame, via->peer_mac, link->mac, (uint16_t) c->ethertype, c->job_key,
+                             ep->peer_id, c->my_id, PMETH_WIRE_PATH_DOWN, via->local, 0, 2, 0,
+                             0, 0);
+        uint8_t *pl = (uint8_t *) frame + PMETH_WIRE_HDR_LEN;
+        pl[0] = ep->paths[p].local;
+        pl[1] = ep->paths[p].peer_link;
+        pmeth_ring_tx_post(link->ring, id, PMETH_WIRE_HDR_LEN + 2);
+        pmeth_ring_tx_release_when_done(link->ring, id);
+        link->frames_out++;
+        link->bytes_out += PMETH_WIRE_HDR_LEN + 2;
+        link->unkicked++;
+    }
+    pmeth_link_kick(link);
+}
+
+void pmeth_apm_path_down_notice(mca_btl_base_endpoint_t *ep, const pmeth_wire_view_t *v)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (ep->apm_conn == NULL || v->len < 2) {
+        return;
+    }
+    uint8_t theirs = v->payload[0], ours = v->payload[1];
+    for (uint8_t k = 0; k < ep->npaths; k++) {
+        if (ep->paths[k].local == ours && ep->paths[k].peer_link == theirs
+            && pmeth_path_usable(ep, k)) {
+            uint64_t now = pmeth_now_ns();
+            if (apm_path_dead(ep->apm_conn, k, now, now) == APM_OK) {
+                c->apm_paths_dead++;
+                PMETH_VERBOSE(10, "%.1f ms: %s: the peer says path %s is dead", T_MS(now),
+                              OPAL_NAME_PRINT(ep->proc->proc_name), c->links[ours].ifname);
+            }
+            pmeth_apm_poll(ep, now);
+        }
+    }
 }
 
 /* Re-read the connection: the current path, the stripe, frames to move. */
@@ -326,6 +377,9 @@ void pmeth_apm_refresh(mca_btl_base_endpoint_t *ep, uint64_t now)
             PMETH_VERBOSE(10, "%.1f ms: %s: path %s left the stripe (%s)", T_MS(now),
                           OPAL_NAME_PRINT(ep->proc->proc_name), c->links[ep->paths[p].local].ifname,
                           apm_health_name(info.path[p].health));
+            if (pmeth_path_usable(ep, ep->primary)) {
+                send_path_down(ep, p);
+            }
         }
     }
     uint32_t back = now_usable & ~was;

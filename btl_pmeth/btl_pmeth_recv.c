@@ -283,6 +283,12 @@ int pmeth_poll_link(pmeth_link_t *link, unsigned budget)
             }
             pmeth_ring_rx_put(link->ring, f->id);
             break;
+        case PMETH_WIRE_PATH_DOWN:
+            if (ep != NULL && ep->state == PMETH_EP_READY) {
+                pmeth_apm_path_down_notice(ep, &v);
+            }
+            pmeth_ring_rx_put(link->ring, f->id);
+            break;
         case PMETH_WIRE_DATA:
             /* while probing, ob1 has not added the sender yet: not acked, it comes again */
             if (ep == NULL || ep->state != PMETH_EP_READY || c->probing) {

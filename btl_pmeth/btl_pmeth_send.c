@@ -15,11 +15,27 @@
 #include "btl_pmeth.h"
 #include "btl_pmeth_frag.h"
 
+#include <errno.h>
+
+/* Tell the kernel about LINK's posted frames.  A kick refused because the link
+ * is down is the earliest word of it (before netlink's, which needs apm's
+ * thread to be scheduled): path migration hears of it at once, and of the
+ * link taking frames again. */
+void pmeth_link_kick(pmeth_link_t *link)
+{
+    int rc = pmeth_ring_tx_kick(link->ring);
+    link->unkicked = 0;
+    bool refused = rc == -ENETDOWN || rc == -ENXIO || rc == -ENODEV;
+    if (OPAL_UNLIKELY(refused != link->refused) && mca_btl_pmeth_component.apm != NULL) {
+        link->refused = refused;
+        apm_link_event(mca_btl_pmeth_component.apm, link->ifindex, !refused, pmeth_now_ns());
+    }
+}
+
 static inline void kick(pmeth_link_t *link)
 {
     if (link->unkicked > 0 || pmeth_ring_tx_unsent(link->ring)) {
-        (void) pmeth_ring_tx_kick(link->ring);
-        link->unkicked = 0;
+        pmeth_link_kick(link);
     }
 }
 
@@ -85,6 +101,9 @@ static bool try_send(mca_btl_pmeth_frag_t *frag, uint64_t now)
     }
     if (frag->frame_id < 0 && !pmeth_frag_unstage(frag)) {
         return false;
+    }
+    if (OPAL_UNLIKELY(!pmeth_path_usable(ep, frag->path)) && !pmeth_frag_rehome(frag)) {
+        return false;       /* no frame free on the paths left: it waits (pending) */
     }
     frag->seq = pmeth_txwin_push(ep->tx, (uintptr_t) frag, now, ep->paths[frag->path].local);
     frag->state |= PMETH_FRAG_IN_WINDOW;
@@ -312,6 +331,36 @@ bool pmeth_frag_move(mca_btl_pmeth_frag_t *frag, uint8_t xmit)
     link->unkicked++;
     c->apm_frames_moved++;
     c->copies_tx += frag->frame_len;
+    return true;
+}
+
+/* FRAG got its frame on a path that has since left the stripe (ob1 packed it
+ * before the migration): its payload moves to a frame of a path in the stripe
+ * before it is first sent.  False when none is free there now. */
+bool pmeth_frag_rehome(mca_btl_pmeth_frag_t *frag)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    mca_btl_base_endpoint_t *ep = frag->endpoint;
+    uint8_t p = pmeth_path_usable(ep, ep->primary) ? ep->primary : ep->stripe[0];
+    pmeth_link_t *old = pmeth_frag_link(frag), *link = &c->links[ep->paths[p].local];
+    size_t len = frag->segment.seg_len;
+    void *frame;
+    uint32_t cap;
+    int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
+    if (id < 0 || cap < PMETH_WIRE_HDR_LEN + len) {
+        if (id >= 0) {
+            pmeth_ring_tx_put(link->ring, id);
+        }
+        c->apm_move_waits++;
+        return false;
+    }
+    memcpy((uint8_t *) frame + PMETH_WIRE_HDR_LEN, frag->segment.seg_addr.pval, len);
+    pmeth_ring_tx_put(old->ring, frag->frame_id);
+    frag->frame_id = id;
+    frag->path = p;
+    frag->segment.seg_addr.pval = (uint8_t *) frame + PMETH_WIRE_HDR_LEN;
+    c->apm_frames_moved++;
+    c->copies_tx += len;
     return true;
 }
 

@@ -13,8 +13,8 @@
  *   18   4   destination id  } (classic BPF on AF_PACKET) so a frame reaches
  *   22   4   source id      /   only the process it is for
  *   26   1   version (1)
- *   27   1   type (DATA, ACK, PROBE, PROBE_REPLY; PEEK, GRANT, CREDIT and the
- *            PATH ones are reserved for the next protocol steps)
+ *   27   1   type (DATA, ACK, PROBE, PROBE_REPLY, PATH_DOWN; PEEK, GRANT, CREDIT
+ *            and PATH_PROBE are reserved for the next protocol steps)
  *   28   1   flags: bit 0 ECHO (bytes 34 and 52-55 hold an echo); bit 1
  *            CURRENT (sent on the path the sender's path migration (apm)
  *            runs on: the receiver sends its standalone acks back on that
@@ -71,8 +71,9 @@ typedef enum pmeth_wire_type {
     PMETH_WIRE_PEEK = 5,                /* reserved: announce of a large transfer */
     PMETH_WIRE_GRANT = 6,               /* reserved: receiver-ready rendezvous */
     PMETH_WIRE_CREDIT = 7,              /* reserved: demand-driven credits */
-    PMETH_WIRE_PATH_PROBE = 8,          /* reserved: path migration */
-    PMETH_WIRE_PATH_REPLY = 9,
+    PMETH_WIRE_PATH_PROBE = 8,          /* reserved */
+    PMETH_WIRE_PATH_DOWN = 9,           /* path migration: "the pair of links in the payload
+                                           (byte 0 mine, byte 1 yours) is dead" */
     PMETH_WIRE_TYPE_MAX = 9,
 } pmeth_wire_type_t;
 

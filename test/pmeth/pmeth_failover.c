@@ -67,6 +67,12 @@ int main(int argc, char **argv)
         }
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
+    /* a tool's view of the path migration: counters count from when their
+     * handle is made, so bind now, read at the end */
+    MPI_T_pvar_session s1, s2;
+    MPI_T_pvar_handle hc[NCOUNTERS], hl[NLEVELS];
+    bool have = mpit_bind(&s1, hc, "btl_pmeth_", counters, NCOUNTERS, MPI_T_PVAR_CLASS_COUNTER)
+                && mpit_bind(&s2, hl, "btl_pmeth_", levels, NLEVELS, MPI_T_PVAR_CLASS_LEVEL);
     char *out = malloc(size ? size : 1), *in = malloc(size ? size : 1);
     int peer = 1 - rank, stop = 0;
     long iters = 0, errors = 0;
@@ -103,12 +109,8 @@ int main(int argc, char **argv)
         last = now;
         iters++;
     }
-    /* a tool's view of the path migration, summed over both ranks */
-    MPI_T_pvar_session s1, s2;
-    MPI_T_pvar_handle hc[NCOUNTERS], hl[NLEVELS];
+    /* summed over both ranks (the recovery times: the larger) */
     unsigned long c[NCOUNTERS] = {0}, l[NLEVELS] = {0}, csum[NCOUNTERS], lmax[NLEVELS];
-    bool have = mpit_bind(&s1, hc, "btl_pmeth_", counters, NCOUNTERS, MPI_T_PVAR_CLASS_COUNTER)
-                && mpit_bind(&s2, hl, "btl_pmeth_", levels, NLEVELS, MPI_T_PVAR_CLASS_LEVEL);
     for (int i = 0; have && i < NCOUNTERS; i++) {
         have = MPI_T_pvar_read(s1, hc[i], &c[i]) == MPI_SUCCESS;
     }

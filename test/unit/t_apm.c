@@ -559,6 +559,32 @@ static void test_flapping(void)
     apm_destroy(apm);
 }
 
+/* With no path left, a path in its hold-down is probed and healed at once:
+ * the hold-down keeps a flapping path out only while another one serves. */
+static void test_failed_ignores_holddown(void)
+{
+    apm_config_t cfg = config(true);
+    cfg.heal_probes = 2;
+    cfg.holddown_min_ns = 100 * MS;
+    apm_t *apm = apm_create(&cfg, NULL);
+    apm_conn_t *c = apm_conn_create(apm, paths, 2, 0, NULL, T0);
+    apm_load_confirmed(c, info(c).gen, T0);
+    uint64_t now = T0 + MS;
+    apm_path_down(c, 1, now);           /* the alternate goes, comes back: hold-down 100 ms */
+    apm_path_up(c, 1, now += MS);
+    CHECK(apm_probe_wanted(c, now + MS) == 0 && apm_probe_ok(c, 1, now + MS) == APM_HELD,
+          "healthy current path: the returning path is not probed during its hold-down");
+    apm_path_down(c, 0, now += MS);     /* the current one goes too: FAILED */
+    CHECK(info(c).state == APM_FAILED && apm_probe_wanted(c, now + MS) == 2u,
+          "FAILED: the path in hold-down is probed at once");
+    apm_probe_ok(c, 1, now += MS);
+    apm_probe_ok(c, 1, now += MS);
+    apm_conn_info_t i = info(c);
+    CHECK(i.state != APM_FAILED && i.current == 1 && i.counters.recoveries == 1,
+          "...and two probes heal it, 3 ms after the fault instead of after the 100 ms hold-down");
+    apm_destroy(apm);
+}
+
 /* Silent loss: path_dead with the evidence's time. */
 static void test_dead(void)
 {
@@ -1306,6 +1332,7 @@ int main(void)
     test_heal_in_place();
     test_failback();
     test_flapping();
+    test_failed_ignores_holddown();
     test_dead();
     test_failed_deadline();
     test_policies();

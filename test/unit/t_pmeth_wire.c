@@ -396,13 +396,13 @@ static void test_echo_and_xmit(void)
 
 static void test_reserved_types(void)
 {
-    for (int t = PMETH_WIRE_PEEK; t <= PMETH_WIRE_PATH_REPLY; t++) {
+    for (int t = PMETH_WIRE_PEEK; t <= PMETH_WIRE_PATH_DOWN; t++) {
         pmeth_wire_view_t v;
         size_t n = make_data(32);
         buf[27] = (uint8_t) t;
         CHECK(parse_n(n, 8, &v) == PMETH_WIRE_OK && v.type == t && v.len == 32
                   && v.payload == buf + PMETH_WIRE_HDR_LEN,
-              "reserved type %d parses OK (this version ignores it)", t);
+              "type %d (reserved, or PATH_DOWN) parses OK with its payload", t);
     }
 }
 
