@@ -165,6 +165,8 @@ void apm_destroy(apm_t *apm);
 apm_conn_t *apm_conn_create(apm_t *apm, const apm_path_t *paths, unsigned npaths, unsigned home,
                             void *user, uint64_t now);
 void apm_conn_destroy(apm_conn_t *conn);
+/* Bytes one connection takes (for a transport's memory accounting). */
+size_t apm_conn_bytes(void);
 void *apm_conn_user(const apm_conn_t *conn);
 const apm_path_t *apm_conn_path(const apm_conn_t *conn, unsigned path);
 

@@ -443,6 +443,8 @@ void apm_conn_destroy(apm_conn_t *c)
 
 void *apm_conn_user(const apm_conn_t *c) { return c->user; }
 
+size_t apm_conn_bytes(void) { return (sizeof(apm_conn_t) + 63) & ~(size_t) 63; }
+
 const apm_path_t *apm_conn_path(const apm_conn_t *c, unsigned p)
 {
     return p < c->npaths ? &c->path[p] : NULL;

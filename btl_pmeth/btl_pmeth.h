@@ -258,6 +258,7 @@ typedef struct pmeth_memory {
     uint64_t rings;                     /* pmeth_ring_memory() of every link */
     uint64_t windows;                   /* both windows of every peer that has them */
     uint64_t endpoints;                 /* one endpoint per peer known */
+    uint64_t apm;                       /* an apm connection per peer reached (path migration on) */
     uint64_t by_id;                     /* the table of peers by vpid */
     uint64_t total;
     uint32_t links, peers, peers_with_windows;

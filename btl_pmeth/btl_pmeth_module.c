@@ -191,9 +191,9 @@ static void summary(void)
     pmeth_memory_t mem;
     pmeth_memory(&mem);
     PMETH_VERBOSE(10, "memory: %" PRIu64 " bytes = rings %" PRIu64 " (%u links) + windows %"
-                  PRIu64 " (%u peers) + endpoints %" PRIu64 " (%u peers) + by-id table %" PRIu64,
-                  mem.total, mem.rings, mem.links, mem.windows, mem.peers_with_windows,
-                  mem.endpoints, mem.peers, mem.by_id);
+                  PRIu64 " (%u peers) + endpoints %" PRIu64 " (%u peers) + path migration %"
+                  PRIu64 " + by-id table %" PRIu64, mem.total, mem.rings, mem.links, mem.windows,
+                  mem.peers_with_windows, mem.endpoints, mem.peers, mem.apm, mem.by_id);
     for (int v = 1; v < PMETH_WIRE_NVERDICTS; v++) {
         if (c->drops[v] > 0) {
             PMETH_VERBOSE(1, "%" PRIu64 " frames dropped: %s", c->drops[v],

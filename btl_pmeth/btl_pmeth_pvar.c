@@ -148,6 +148,9 @@ void pmeth_memory(pmeth_memory_t *m)
         }
         m->peers++;
         m->endpoints += sizeof(*ep);
+        if (ep->apm_conn != NULL) {
+            m->apm += apm_conn_bytes();         /* path migration's state of the peer */
+        }
         /* windows are made at a peer's first frame, both at once
          * (pmeth_endpoint_windows): a peer without traffic has neither */
         if (ep->tx != NULL || ep->rx != NULL) {
@@ -162,7 +165,7 @@ void pmeth_memory(pmeth_memory_t *m)
     }
     m->by_id = (uint64_t) c->nby_id * sizeof(c->by_id[0]);
     PMETH_UNLOCK();
-    m->total = m->rings + m->windows + m->endpoints + m->by_id;
+    m->total = m->rings + m->windows + m->endpoints + m->apm + m->by_id;
 }
 
 enum { PV_MEM_TOTAL, PV_MEM_RINGS, PV_MEM_PEERS, PV_MEM_PEERS_WINDOWS, PV_APM_RECOVER_LAST,

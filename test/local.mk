@@ -45,4 +45,4 @@ test_pmeth_pmeth_failover_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench -I$(top
 test_pmeth_pmeth_failover_LDADD = $(MPI_LIBS)
 test_pmeth_pmeth_memory_sizes_SOURCES = test/pmeth/pmeth_memory_sizes.c btl_pmeth/pmeth_window.c
 test_pmeth_pmeth_memory_sizes_CPPFLAGS = $(XBTL_COMPONENT_CPPFLAGS) -I$(top_srcdir)/btl_pmeth -I$(top_srcdir)/apm
-test_pmeth_pmeth_memory_sizes_LDADD =
+test_pmeth_pmeth_memory_sizes_LDADD = apm/libapm.la -lpthread

@@ -114,8 +114,13 @@ def by_id_slots(largest_vpid):
         t *= 2
     return t
 
+def apm_conn(links, s):
+    # path migration (btl_pmeth_apm 2, the default) is on with 2 links or more: an apm
+    # connection per remote peer reached, made with its endpoint
+    return s["apm_conn"] if links >= 2 else 0
+
 def formula(links, mtu, tx, rx, s, with_windows, known, largest_vpid):
-    return (links * ring(mtu, tx, rx, s) + with_windows * (s["txwin"] + s["rxwin"])
+    return (links * ring(mtu, tx, rx, s) + with_windows * (s["txwin"] + s["rxwin"] + apm_conn(links, s))
             + known * s["endpoint"] + by_id_slots(largest_vpid) * s["pointer"])
 
 jobs = {}
@@ -165,10 +170,11 @@ for key in sorted(jobs, key=lambda k: (k[1], k[2], k[0], k[3])):
         and b["peers_known"] == r0["ranks_on_host"] - 1,
         "%d hosts, %d ranks: before any message, %d B = the formula with no windows and only the "
         "%d peer(s) on the host known" % (hosts, np, b["memory_bytes"], r0["ranks_on_host"] - 1))
-    say(per_remote == s["txwin"] + s["rxwin"] + s["endpoint"],
+    say(per_remote == s["txwin"] + s["rxwin"] + s["endpoint"] + apm_conn(links, s),
         "%d hosts, %d ranks: the exchange added %d B%s: %.0f B per remote peer = windows %d + "
-        "endpoint %d" % (hosts, np, added, " (%d of them the by-id table)" % table_added
-                         if table_added else "", per_remote, s["txwin"] + s["rxwin"], s["endpoint"]))
+        "endpoint %d%s" % (hosts, np, added, " (%d of them the by-id table)" % table_added
+                           if table_added else "", per_remote, s["txwin"] + s["rxwin"], s["endpoint"],
+                           " + path migration %d" % apm_conn(links, s) if links >= 2 else ""))
     rings_seen.setdefault((links, win), set()).update(r["memory_ring_bytes"] for r in rs)
 
 one = rings_seen.get((1, W), set())
