@@ -152,21 +152,21 @@ for kind, label in (("down", "link down (ip link set down)"), ("silent", "100% s
     if done:
         print(f"  {kind}: {done['iterations']} iterations, {done['verified_mb']} MB verified, {done['errors']} errors; "
               f"MPI_T: {json.dumps(done['mpit'])}")
-over = {}
-for l in open(f"{out}/overhead.txt"):
-    k, *v = l.split()
-    if v:
-        over.setdefault(k, []).append(float(v[0]))
+def pairs(path):
+    # lines "KEY VALUE": the values of each key
+    d = {}
+    for l in open(path):
+        k, *v = l.split()
+        if v:
+            d.setdefault(k, []).append(float(v[0]))
+    return d
+over = pairs(f"{out}/overhead.txt")
 if over.get("2") and over.get("0"):
     on, off = statistics.median(over["2"]), statistics.median(over["0"])
     print(f"no fault, 3 s runs x {len(over['2'])}: apm on {on:.0f} MB, off {off:.0f} MB: overhead {100 * (1 - on / off):+.1f}% "
           f"(runs on: {', '.join(f'{x:.0f}' for x in over['2'])}; off: {', '.join(f'{x:.0f}' for x in over['0'])})")
 if long_secs:
-    lg = {}
-    for l in open(f"{out}/long.txt"):
-        k, *v = l.split()
-        if v:
-            lg.setdefault(k, []).append(float(v[0]))
+    lg = pairs(f"{out}/long.txt")
     if lg.get("yes") and lg.get("no"):
         y, n = statistics.median(lg["yes"]), statistics.median(lg["no"])
         print(f"{long_secs} s run, eth0 down for 2 s in its middle: {y:.0f} MB against {n:.0f} MB without: "

@@ -144,6 +144,8 @@ struct mca_btl_base_endpoint_t {
     uint64_t probe_heard_ns[PMETH_MAX_LINKS];   /* a path probe last answered there */
     uint64_t alive_probe_ns;            /* a link fell silent: the others were probed */
     uint64_t recover_from_ns;           /* a path left the stripe with frames in flight */
+    uint8_t health_was[PMETH_MAX_LINKS];/* apm's health of each path at the last refresh */
+    uint64_t repaired_ns[PMETH_MAX_LINKS];      /* its link came back (DOWN -> PROBING) */
     uint16_t dup_resends;               /* resends of frames we had: our acks are lost */
     uint64_t dup_since;
 
@@ -229,6 +231,8 @@ typedef struct mca_btl_pmeth_component_t {
     /* fault (the first evidence: an unanswered probe, the kernel's event) to the
      * first acknowledgement after the frames moved: traffic flowing again */
     uint64_t apm_recoveries, apm_recover_last_ns, apm_recover_worst_ns;
+    /* a link back up (the kernel's word) to its path back in the stripe */
+    uint64_t apm_rejoins, apm_rejoin_last_ns, apm_rejoin_worst_ns;
 } mca_btl_pmeth_component_t;
 
 extern mca_btl_pmeth_component_t mca_btl_pmeth_component;
@@ -290,6 +294,16 @@ void pmeth_acked(mca_btl_base_endpoint_t *ep, const pmeth_wire_view_t *v, uint64
 int pmeth_send_ack(mca_btl_base_endpoint_t *ep);
 void pmeth_kick_all(bool force);
 void pmeth_link_kick(pmeth_link_t *link);
+/* Post frame ID of LEN bytes on LINK once: a control frame (ack, probe, notice)
+ * that is never resent, so its slot goes back as soon as the kernel sent it. */
+static inline void pmeth_link_post_once(pmeth_link_t *link, int id, uint32_t len)
+{
+    pmeth_ring_tx_post(link->ring, id, len);
+    pmeth_ring_tx_release_when_done(link->ring, id);
+    link->frames_out++;
+    link->bytes_out += len;
+    link->unkicked++;
+}
 void pmeth_add_peer_lazily(uint32_t id);
 /* A held frame is done with: give its slot back (or free its copy). */
 void pmeth_held_release(pmeth_held_t *h);

@@ -130,11 +130,13 @@ void pmeth_apm_fini(void)
                       PRIu64 " re-arms (%" PRIu64 " armed, %" PRIu64 " failed), %" PRIu64
                       " paths reported dead, %" PRIu64 " frames moved to another link (%" PRIu64
                       " waited for a free frame there); fault to traffic flowing again (%" PRIu64
-                      " times): last %.1f ms, worst %.1f ms",
+                      " times): last %.1f ms, worst %.1f ms; link back up to its path back in the "
+                      "stripe (%" PRIu64 " times): last %.1f ms, worst %.1f ms",
                       t.migrations, t.migrations_fault, t.failbacks, t.migrations_manual,
                       t.recoveries, t.rearms, t.armed, t.rearms_failed, c->apm_paths_dead,
                       c->apm_frames_moved, c->apm_move_waits, c->apm_recoveries,
-                      c->apm_recover_last_ns / 1e6, c->apm_recover_worst_ns / 1e6);
+                      c->apm_recover_last_ns / 1e6, c->apm_recover_worst_ns / 1e6, c->apm_rejoins,
+                      c->apm_rejoin_last_ns / 1e6, c->apm_rejoin_worst_ns / 1e6);
     }
     /* connections go with their endpoints (pmeth_apm_endpoint_release), then
      * the rest (pmeth_apm_destroy) */
@@ -235,11 +237,7 @@ static void send_path_probe(mca_btl_base_endpoint_t *ep, uint8_t p)
                                 .frame_len = len};
     pmeth_wire_build_probe(frame, len, path->peer_mac, link->mac, (uint16_t) c->ethertype,
                            c->job_key, ep->peer_id, c->my_id, PMETH_WIRE_PROBE, &probe);
-    pmeth_ring_tx_post(link->ring, id, len);
-    pmeth_ring_tx_release_when_done(link->ring, id);
-    link->frames_out++;
-    link->bytes_out += len;
-    link->unkicked++;
+    pmeth_link_post_once(link, id, len);
     pmeth_link_kick(link);
     c->apm_probes_sent++;
 }
@@ -287,11 +285,7 @@ static void send_path_down(mca_btl_base_endpoint_t *ep, uint8_t p)
         uint8_t *pl = (uint8_t *) frame + PMETH_WIRE_HDR_LEN;
         pl[0] = ep->paths[p].local;
         pl[1] = ep->paths[p].peer_link;
-        pmeth_ring_tx_post(link->ring, id, PMETH_WIRE_HDR_LEN + 2);
-        pmeth_ring_tx_release_when_done(link->ring, id);
-        link->frames_out++;
-        link->bytes_out += PMETH_WIRE_HDR_LEN + 2;
-        link->unkicked++;
+        pmeth_link_post_once(link, id, PMETH_WIRE_HDR_LEN + 2);
     }
     pmeth_link_kick(link);
 }
@@ -383,10 +377,23 @@ void pmeth_apm_refresh(mca_btl_base_endpoint_t *ep, uint64_t now)
         }
     }
     uint32_t back = now_usable & ~was;
-    for (uint8_t p = 0; back != 0 && p < ep->npaths; p++) {
-        if ((back >> p) & 1u) {
-            PMETH_VERBOSE(10, "%.1f ms: %s: path %s (back) in the stripe", T_MS(now),
-                          OPAL_NAME_PRINT(ep->proc->proc_name), c->links[ep->paths[p].local].ifname);
+    for (uint8_t p = 0; p < ep->npaths; p++) {
+        apm_health_t h = info.path[p].health;
+        if (ep->health_was[p] == APM_PATH_DOWN && h != APM_PATH_DOWN) {
+            ep->repaired_ns[p] = now;           /* the link is back: probes start */
+        }
+        ep->health_was[p] = (uint8_t) h;
+        if (!((back >> p) & 1u)) {
+            continue;
+        }
+        PMETH_VERBOSE(10, "%.1f ms: %s: path %s (back) in the stripe", T_MS(now),
+                      OPAL_NAME_PRINT(ep->proc->proc_name), c->links[ep->paths[p].local].ifname);
+        if (ep->repaired_ns[p] != 0) {
+            uint64_t took = now - ep->repaired_ns[p];
+            ep->repaired_ns[p] = 0;
+            c->apm_rejoins++;
+            c->apm_rejoin_last_ns = took;
+            c->apm_rejoin_worst_ns = took > c->apm_rejoin_worst_ns ? took : c->apm_rejoin_worst_ns;
         }
     }
     if ((gone != 0 || ep->apm_failed) && ep->tx != NULL) {

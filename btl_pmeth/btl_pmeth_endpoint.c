@@ -140,12 +140,8 @@ static bool send_probe(mca_btl_base_endpoint_t *ep, uint8_t li, uint8_t pj, bool
     };
     pmeth_wire_build_probe(frame, len, ep->modex.links[pj].mac, link->mac, (uint16_t) c->ethertype,
                            c->job_key, ep->peer_id, c->my_id, PMETH_WIRE_PROBE, &probe);
-    pmeth_ring_tx_post(link->ring, id, len);
-    link->frames_out++;
-    link->bytes_out += len;
-    link->unkicked++;
     /* probes are not kept for retransmission: the frame goes back once sent */
-    pmeth_ring_tx_release_when_done(link->ring, id);
+    pmeth_link_post_once(link, id, len);
     return true;
 }
 
@@ -165,11 +161,7 @@ void pmeth_answer_probe(pmeth_link_t *link, const pmeth_wire_view_t *v)
     uint32_t len = PMETH_WIRE_HDR_LEN + PMETH_WIRE_PROBE_LEN;
     pmeth_wire_build_probe(frame, len, v->src_mac, link->mac, (uint16_t) c->ethertype, c->job_key,
                            v->src_id, c->my_id, PMETH_WIRE_PROBE_REPLY, &reply);
-    pmeth_ring_tx_post(link->ring, id, len);
-    link->frames_out++;
-    link->bytes_out += len;
-    link->unkicked++;
-    pmeth_ring_tx_release_when_done(link->ring, id);
+    pmeth_link_post_once(link, id, len);
 }
 
 /* An answer to one of our probes. */

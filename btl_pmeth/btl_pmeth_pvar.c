@@ -169,7 +169,7 @@ void pmeth_memory(pmeth_memory_t *m)
 }
 
 enum { PV_MEM_TOTAL, PV_MEM_RINGS, PV_MEM_PEERS, PV_MEM_PEERS_WINDOWS, PV_APM_RECOVER_LAST,
-       PV_APM_RECOVER_WORST, PV_MEM_COUNT };
+       PV_APM_RECOVER_WORST, PV_APM_REJOIN_LAST, PV_APM_REJOIN_WORST, PV_MEM_COUNT };
 static const xbtl_counter_def_t pmeth_memory_defs[PV_MEM_COUNT] = {
     [PV_MEM_TOTAL] = {"memory_bytes", "Bytes of memory the BTL holds now: the rings of every "
                       "link, the reliability windows of the peers that have them, an endpoint "
@@ -186,6 +186,11 @@ static const xbtl_counter_def_t pmeth_memory_defs[PV_MEM_COUNT] = {
                              "first acknowledgement after the frames moved)"},
     [PV_APM_RECOVER_WORST] = {"apm_recover_worst_us", "Path migration: the longest such time "
                               "in this job, microseconds"},
+    [PV_APM_REJOIN_LAST] = {"apm_rejoin_last_us", "Path migration: microseconds from a link "
+                            "coming back up (the kernel's word) to its path carrying traffic "
+                            "again (hold-down and probes passed; the home path: fail-back)"},
+    [PV_APM_REJOIN_WORST] = {"apm_rejoin_worst_us", "Path migration: the longest such time in "
+                             "this job, microseconds"},
 };
 
 static int memory_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
@@ -200,6 +205,8 @@ static int memory_read(const struct mca_base_pvar_t *pvar, void *value, void *ob
         [PV_MEM_PEERS_WINDOWS] = m.peers_with_windows,
         [PV_APM_RECOVER_LAST] = mca_btl_pmeth_component.apm_recover_last_ns / 1000,
         [PV_APM_RECOVER_WORST] = mca_btl_pmeth_component.apm_recover_worst_ns / 1000,
+        [PV_APM_REJOIN_LAST] = mca_btl_pmeth_component.apm_rejoin_last_ns / 1000,
+        [PV_APM_REJOIN_WORST] = mca_btl_pmeth_component.apm_rejoin_worst_ns / 1000,
     };
     *(unsigned long *) value = (unsigned long) v[(uintptr_t) pvar->ctx];
     return OPAL_SUCCESS;

@@ -278,11 +278,7 @@ int pmeth_send_ack(mca_btl_base_endpoint_t *ep)
     }
     put_acks(ep, frame);
     pmeth_rxwin_ack_sent(ep->rx);
-    pmeth_ring_tx_post(link->ring, id, PMETH_WIRE_HDR_LEN);
-    pmeth_ring_tx_release_when_done(link->ring, id);
-    link->frames_out++;
-    link->bytes_out += PMETH_WIRE_HDR_LEN;
-    link->unkicked++;
+    pmeth_link_post_once(link, id, PMETH_WIRE_HDR_LEN);
     kick(link);
     c->acks_sent++;
     return 1;

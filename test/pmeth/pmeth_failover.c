@@ -31,8 +31,9 @@ static const char *counters[] = {"apm_migrations", "apm_migrations_fault", "apm_
                                  "apm_rearms", "apm_paths_dead", "apm_frames_moved",
                                  "apm_recoveries"};
 enum { NCOUNTERS = 7 };
-static const char *levels[] = {"apm_recover_last_us", "apm_recover_worst_us"};
-enum { NLEVELS = 2 };
+static const char *levels[] = {"apm_recover_last_us", "apm_recover_worst_us", "apm_rejoin_last_us",
+                               "apm_rejoin_worst_us"};
+enum { NLEVELS = 4 };
 
 static double realtime(void)
 {
@@ -131,7 +132,9 @@ int main(int argc, char **argv)
         for (int i = 0; i < NCOUNTERS; i++) {
             printf("\"%s\": %lu, ", counters[i], csum[i]);
         }
-        printf("\"%s\": %lu, \"%s\": %lu}}\n", levels[0], lmax[0], levels[1], lmax[1]);
+        for (int i = 0; i < NLEVELS; i++) {
+            printf("\"%s\": %lu%s", levels[i], lmax[i], i + 1 < NLEVELS ? ", " : "}}\n");
+        }
         if (errors_all == 0 && have_all) {
             printf("# pmeth_failover: all payloads verified\n");
         }

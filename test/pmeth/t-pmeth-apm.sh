@@ -84,9 +84,33 @@ vc fault --clear >/dev/null
 # switch: they find the path silent)
 vc create xbar --dims 4 --links 2 --rate 0 --force >/dev/null || { not_ok "create xbar 4, 2 links"; tap_done; exit; }
 secs=${PMETH_APM_SOAK_SECONDS:-20}
-faults=(--fault 3:down:n1/eth1 --fault 5:up:n1/eth1 --fault 6:loss:n2/eth0:1:out --fault 8:clear
-        --fault 9:down:n3/eth0 --fault 11:down:n0/eth1 --fault 12:up:n3/eth0 --fault 13:up:n0/eth1
-        --fault 15:loss:n1/eth0:1:in --fault 17:clear)
+# faults at random times on random links (the seed is printed: a failure can be replayed
+# with PMETH_APM_SEED): a link down, 100% loss out of it, or 100% loss into it, each undone
+# 0.5-2 s later; at most one fault per link at a time
+seed=${PMETH_APM_SEED:-$((RANDOM * 32768 + RANDOM))}
+faults=()
+sched=$(python3 - "$seed" "$secs" <<'PY'
+import random, sys
+rnd = random.Random(int(sys.argv[1])); secs = int(sys.argv[2])
+busy = {}
+out = []
+for i in range(8):
+    t = round(rnd.uniform(2, secs - 3), 1)
+    link = f"n{rnd.randrange(4)}/eth{rnd.randrange(2)}"
+    dur = round(rnd.uniform(0.5, 2), 1)
+    if any(a < t + dur + 0.5 and t < b + 0.5 for a, b in busy.get(link, [])):
+        continue
+    busy.setdefault(link, []).append((t, t + dur))
+    kind = ["down", "out", "in"][i] if i < 3 else rnd.choice(["down", "out", "in"])
+    if kind == "down":
+        out += [f"{t}:down:{link}", f"{t + dur:.1f}:up:{link}"]
+    else:
+        out += [f"{t}:loss:{link}:1:{kind}", f"{t + dur:.1f}:loss:{link}:0:{kind}"]
+print(" ".join(out))
+PY
+)
+for f in $sched; do faults+=(--fault "$f"); done
+echo "# soak faults (seed $seed): $sched"
 t0=$SECONDS
 VC_JOB_SECS=$((secs + 120)) pm "$LOG/soak" --ppn 2 --mca btl self,vader,pmeth "${faults[@]}" \
     -- "$SOAK" "$secs"; rc=$?
@@ -98,6 +122,20 @@ check "soak: paths were taken out (kernel events and silence) and came back" \
     sh -c "grep -q 'left the stripe (down)' '$LOG/soak.err' && grep -q 'reported dead' '$LOG/soak.err' \
            && grep -q '(back) in the stripe' '$LOG/soak.err'"
 vc fault --clear >/dev/null
+
+# 8. the neighbour exchange (3-D, 6 directions) and all-to-all, verified, on the same 8 ranks
+# while a link goes down and up, another drops everything silently one way, and a third
+# loses what arrives (acks and data of the other way) -- large messages in flight
+for prog in xb-halo3d xb-alltoall; do
+    VC_JOB_SECS=150 pm "$LOG/$prog" --ppn 2 --mca btl self,vader,pmeth \
+        --fault 2:down:n2/eth1 --fault 3:loss:n1/eth0:1:out --fault 4:up:n2/eth1 --fault 5:clear \
+        --fault 6:loss:n3/eth1:1:in --fault 8:clear \
+        -- "$BENCH/$prog" -m 4K:1M -i 40 -w 2; rc=$?
+    check "$prog, 8 ranks on 4 hosts, links failing during it ($(grep -c 'left the stripe' "$LOG/$prog.err") paths left a stripe): exit $rc, every payload verified" \
+        sh -c "[ $rc -eq 0 ] && grep -q 'all payloads verified' '$LOG/$prog' && ! grep -q '\"verified\":false' '$LOG/$prog' \
+               && grep -q 'left the stripe' '$LOG/$prog.err'"
+    vc fault --clear >/dev/null
+done
 
 vc destroy >/dev/null
 vc_assert_clean
