@@ -41,8 +41,9 @@
 
 #define MS 1000000ull
 
-static uint64_t t_init;
-#define T_MS(now) ((double) ((now) % 1000000000000ull) / 1e6)  /* monotonic ms, comparable across ranks */
+/* verbose time stamps: CLOCK_MONOTONIC in ms (modulo 1000 s), the same clock in every
+ * process of a host, so the lines of both ends of a path line up */
+#define T_MS(now) ((double) ((now) % 1000000000000ull) / 1e6)
 
 static void mark_dirty(mca_btl_base_endpoint_t *ep)
 {
@@ -100,7 +101,6 @@ int pmeth_apm_init(void)
                       "unanswered frames only", strerror(errno));
     }
     c->apm_next_ns = 0;
-    t_init = pmeth_now_ns();
     c->apm_next_migrate_ns = c->apm_migrate_ms ? pmeth_now_ns() + c->apm_migrate_ms * MS : 0;
     PMETH_VERBOSE(10, "path migration on: a path is dead after %u unanswered probes over %u ms, "
                   "probes every %u ms, %u to heal, give up after %u ms with no path",
