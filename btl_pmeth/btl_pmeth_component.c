@@ -635,7 +635,7 @@ static int pmeth_component_progress(void)
         }
     }
     if (OPAL_UNLIKELY(pmeth_apm_busy())) {
-        count += pmeth_apm_progress(pmeth_now_ns());
+        count += pmeth_apm_progress(now ? now : pmeth_now_ns());
     }
     count += pmeth_frag_drain_done();
     while (c->nlazy > 0 && !c->probing) {

@@ -284,49 +284,73 @@ int pmeth_send_ack(mca_btl_base_endpoint_t *ep)
     return 1;
 }
 
-/* Path migration took FRAG's path out of the stripe: copy its frame into one
- * of a path still in it (addresses and link index rewritten) and send it
- * there; the old frame goes back to its ring once the kernel is done with it.
- * False when no frame is free there now (the timer brings it back). */
-bool pmeth_frag_move(mca_btl_pmeth_frag_t *frag, uint8_t xmit)
+/* A frame with room for LEN bytes on a path of FRAG's peer that is still in
+ * the stripe (the primary when it is), for a fragment whose path left it: the
+ * frame's id, its path in *PATH; -1 when none is free there now (counted). */
+static int frame_in_stripe(mca_btl_pmeth_frag_t *frag, uint32_t len, uint8_t *path, uint8_t **frame)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     mca_btl_base_endpoint_t *ep = frag->endpoint;
     uint8_t p = pmeth_path_usable(ep, ep->primary) ? ep->primary : ep->stripe[0];
-    const pmeth_path_t *path = &ep->paths[p];
-    pmeth_link_t *old = pmeth_frag_link(frag), *link = &c->links[path->local];
-    void *frame;
+    pmeth_link_t *link = &c->links[ep->paths[p].local];
+    void *f;
     uint32_t cap;
-    int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
+    int id = pmeth_ring_tx_get(link->ring, &f, &cap);
+    if (id >= 0 && cap < len) {
+        pmeth_ring_tx_put(link->ring, id);
+        id = -1;
+    }
     if (id < 0) {
         c->apm_move_waits++;
+        return -1;
+    }
+    *path = p;
+    *frame = f;
+    return id;
+}
+
+/* FRAG now lives in frame ID (at FRAME) of path P, COPIED bytes copied there:
+ * its old frame goes back to its ring (the kernel may still send it once: a
+ * duplicate the peer drops). */
+static void frag_moved(mca_btl_pmeth_frag_t *frag, int id, uint8_t p, uint8_t *frame, size_t copied)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    pmeth_ring_tx_put(pmeth_frag_link(frag)->ring, frag->frame_id);
+    frag->frame_id = id;
+    frag->path = p;
+    frag->segment.seg_addr.pval = frame + PMETH_WIRE_HDR_LEN;
+    c->apm_frames_moved++;
+    c->copies_tx += copied;
+}
+
+/* Path migration took FRAG's path out of the stripe after it was sent: its
+ * whole frame goes into one of a path still in it (addresses and link index
+ * rewritten) and is sent there at once.  False when no frame is free there
+ * now (the timer brings it back). */
+bool pmeth_frag_move(mca_btl_pmeth_frag_t *frag, uint8_t xmit)
+{
+    mca_btl_base_endpoint_t *ep = frag->endpoint;
+    uint8_t p, *f;
+    int id = frame_in_stripe(frag, frag->frame_len, &p, &f);
+    if (id < 0) {
         return false;
     }
-    if (cap < frag->frame_len) {
-        pmeth_ring_tx_put(link->ring, id);
-        c->apm_move_waits++;
-        return false;
-    }
-    uint8_t *f = frame;
-    memcpy(f, pmeth_ring_tx_frame(old->ring, frag->frame_id), frag->frame_len);
+    const pmeth_path_t *path = &ep->paths[p];
+    pmeth_link_t *link = &mca_btl_pmeth_component.links[path->local];
+    memcpy(f, pmeth_ring_tx_frame(pmeth_frag_link(frag)->ring, frag->frame_id), frag->frame_len);
     memcpy(f, path->peer_mac, 6);
     memcpy(f + 6, link->mac, 6);
     f[29] = path->local;
     pmeth_wire_set_current(f, p == ep->primary);
     put_acks(ep, f);
     pmeth_wire_set_xmit(f, xmit);
-    pmeth_ring_tx_put(old->ring, frag->frame_id);
-    frag->frame_id = id;
-    frag->path = p;
-    frag->segment.seg_addr.pval = f + PMETH_WIRE_HDR_LEN;
+    frag_moved(frag, id, p, f, frag->frame_len);
     pmeth_txwin_relink(ep->tx, frag->seq, path->local);
     pmeth_ring_tx_post(link->ring, id, frag->frame_len);
     pmeth_rxwin_ack_sent(ep->rx);
     link->frames_out++;
     link->bytes_out += frag->frame_len;
     link->unkicked++;
-    c->apm_frames_moved++;
-    c->copies_tx += frag->frame_len;
     return true;
 }
 
@@ -335,28 +359,14 @@ bool pmeth_frag_move(mca_btl_pmeth_frag_t *frag, uint8_t xmit)
  * before it is first sent.  False when none is free there now. */
 bool pmeth_frag_rehome(mca_btl_pmeth_frag_t *frag)
 {
-    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    mca_btl_base_endpoint_t *ep = frag->endpoint;
-    uint8_t p = pmeth_path_usable(ep, ep->primary) ? ep->primary : ep->stripe[0];
-    pmeth_link_t *old = pmeth_frag_link(frag), *link = &c->links[ep->paths[p].local];
     size_t len = frag->segment.seg_len;
-    void *frame;
-    uint32_t cap;
-    int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
-    if (id < 0 || cap < PMETH_WIRE_HDR_LEN + len) {
-        if (id >= 0) {
-            pmeth_ring_tx_put(link->ring, id);
-        }
-        c->apm_move_waits++;
+    uint8_t p, *f;
+    int id = frame_in_stripe(frag, PMETH_WIRE_HDR_LEN + (uint32_t) len, &p, &f);
+    if (id < 0) {
         return false;
     }
-    memcpy((uint8_t *) frame + PMETH_WIRE_HDR_LEN, frag->segment.seg_addr.pval, len);
-    pmeth_ring_tx_put(old->ring, frag->frame_id);
-    frag->frame_id = id;
-    frag->path = p;
-    frag->segment.seg_addr.pval = (uint8_t *) frame + PMETH_WIRE_HDR_LEN;
-    c->apm_frames_moved++;
-    c->copies_tx += len;
+    memcpy(f + PMETH_WIRE_HDR_LEN, frag->segment.seg_addr.pval, len);
+    frag_moved(frag, id, p, f, len);
     return true;
 }
 
