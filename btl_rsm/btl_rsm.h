@@ -98,6 +98,7 @@ typedef struct rsm_modex {
 } rsm_modex_t;
 
 typedef struct rsm_area {
+    const rsm_layout_t *lay;        /* the shm layout, or the verbs connections' (one queue) */
     int numa_node;
     rsm_seg_t seg[RSM_MAX_STRIPES];
     rsm_pool_t pool[RSM_MAX_STRIPES];
@@ -129,6 +130,7 @@ struct mca_btl_base_endpoint_t {
 
     /* outbound: us -> peer */
     bool out_connected, out_listed;
+    bool remote;                    /* served by the verbs back end (btl_rsm_verbs.c) */
     rsm_area_t *area;
     rsm_postbox_t *out_queue;
     uint32_t tail, reclaimed;       /* next seq to write; oldest not yet acked */
@@ -148,7 +150,10 @@ struct mca_btl_base_endpoint_t {
     rsm_seg_t in_seg[RSM_MAX_STRIPES];
     rsm_postbox_t *in_queue;
     uint32_t head, unacked;         /* next seq to read; oldest not yet acked */
+    uint32_t in_published;          /* verbs: the tail the newest immediate named */
     uint32_t in_mask;               /* postboxes per queue - 1 */
+    const rsm_layout_t *in_lay;     /* the layout of the area we read */
+    struct rsm_vpeer *v;            /* verbs: queue pairs, registrations (btl_rsm_verbs.c) */
     _Atomic uint8_t *in_acks;       /* our acks for it: a row of ITS control segment */
     rsm_assembler_t assembler;
 };
@@ -174,6 +179,11 @@ typedef struct mca_btl_rsm_component_t {
     bool numa_place;
     unsigned int poll_budget;
     bool site_default;              /* run in jobs that do not name rsm (xbtl_optin.h) */
+    int verbs;                      /* 0 off, 1 remote peers, 2 every peer (btl_rsm_verbs.c) */
+    char *verbs_devices;
+    size_t verbs_pool_size;
+    unsigned int verbs_sq_depth, verbs_srq_depth, verbs_signal, verbs_connect_timeout_ms;
+    int verbs_gid_index;
 
     /* this rank */
     uint32_t my_local_rank, nlocal;
@@ -181,6 +191,8 @@ typedef struct mca_btl_rsm_component_t {
     char tag[33];
     rsm_layout_t layout;
     uint64_t params;
+    rsm_layout_t vlayout;           /* a verbs connection's area: one queue, a small pool */
+    uint64_t vparams;
     rsm_seg_t ctl;
     uint64_t seen_gen;
     bool accept_pending;            /* a doorbell rang for a peer we do not know yet */
@@ -210,6 +222,10 @@ typedef struct mca_btl_rsm_component_t {
     uint32_t n_parked;              /* split gets waiting for the sender's half */
     struct rsm_parked_get *parked[RSM_HELP_SLOTS];
     uint64_t cleanup_registered;
+    /* verbs statistics (MPI_T) */
+    uint64_t v_connects, v_accepts, v_writes, v_write_bytes, v_ack_writes, v_bad_handshakes;
+    uint64_t v_registered;          /* bytes registered now */
+    bool verbs_open;                /* the RDMA back end is up (progress polls it) */
     bool in_progress;
 } mca_btl_rsm_component_t;
 
@@ -221,10 +237,33 @@ void rsm_fatal(mca_btl_base_endpoint_t *ep, const char *what);
 mca_btl_base_descriptor_t *rsm_alloc(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
                                      uint8_t order, size_t size, uint32_t flags);
 
+/* btl_rsm_component.c */
+uint64_t rsm_layout_fingerprint(const rsm_layout_t *lay);
+
+/* btl_rsm_verbs.c: the RDMA-write back end */
+bool rsm_verbs_init(void);
+bool rsm_verbs_ready(void);
+mca_btl_base_endpoint_t *rsm_verbs_add_proc(opal_proc_t *proc);
+int rsm_verbs_connect(mca_btl_base_endpoint_t *ep);     /* OPAL_ERR_RESOURCE_BUSY: under way */
+int rsm_verbs_progress(void);
+void rsm_verbs_post_unit(mca_btl_base_endpoint_t *ep, uint32_t seq, uint32_t k);
+void rsm_verbs_post_data(mca_btl_base_endpoint_t *ep, const void *addr, size_t len);
+void rsm_verbs_finalize(void);
+void rsm_verbs_counters(uint64_t *sent_inline, uint64_t *sent_inline_bytes, uint64_t *sent_pool,
+                        uint64_t *sent_pool_bytes);
+
 /* btl_rsm_endpoint.c */
 int rsm_endpoint_connect(mca_btl_base_endpoint_t *ep);
 int rsm_accept_connections(void);
+/* append EP to a growing array of endpoints (the poll lists) */
+int rsm_ep_list_add(mca_btl_base_endpoint_t ***list, uint32_t *n, mca_btl_base_endpoint_t *ep);
 void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep);
+/* Connected, or (verbs) connecting with the shadow area ready to pack into. */
+static inline bool rsm_endpoint_can_pack(mca_btl_base_endpoint_t *ep)
+{
+    int rc = rsm_endpoint_connect(ep);
+    return rc == OPAL_SUCCESS || (rc == OPAL_ERR_RESOURCE_BUSY && ep->area != NULL);
+}
 void rsm_endpoint_release(mca_btl_base_endpoint_t *ep);
 void rsm_areas_release(void);
 int rsm_seg_name(char *out, size_t len, const char *tag, const char *what, int a, int b);

@@ -138,6 +138,40 @@ static int rsm_component_register(void)
         "rsm is used only where a job asks for it (--mca btl self,rsm,...); one line "
         "\"btl_rsm_site_default = 1\" in openmpi-mca-params.conf makes it the site's default",
         MCA_BASE_VAR_TYPE_BOOL, &c->site_default, OPAL_INFO_LVL_3);
+    c->verbs = 1;
+    reg("verbs", "The RDMA-write back end (libibverbs RC queue pairs: InfiniBand, RoCE, "
+        "soft-RoCE): 0 off (only peers on this host are served); 1 peers on other hosts "
+        "(default; quietly none when no RDMA port is active); 2 every peer, also those on "
+        "this host (for testing the back end on one host)",
+        MCA_BASE_VAR_TYPE_INT, &c->verbs, OPAL_INFO_LVL_4);
+    c->verbs_devices = NULL;
+    reg("verbs_devices", "RDMA ports to use, \"device[:port]\" separated by commas, the first "
+        "active one taken (e.g. \"mlx5_0:1\" or \"rxe0\"); empty: the first active port of any "
+        "device", MCA_BASE_VAR_TYPE_STRING, &c->verbs_devices, OPAL_INFO_LVL_4);
+    c->verbs_pool_size = 56 * 1024;
+    reg("verbs_pool_size", "Bytes of block pool in each RDMA connection's area (one per sender "
+        "and receiver), registered on the receiver's host; with the postbox queue (64 bytes x "
+        "btl_rsm_postboxes, 8 KiB by default) the default stays under 64 KiB per connection.  "
+        "Must hold the largest fragment (btl_rsm_max_send_size)", MCA_BASE_VAR_TYPE_SIZE_T, &c->verbs_pool_size,
+        OPAL_INFO_LVL_5);
+    c->verbs_sq_depth = 512;
+    reg("verbs_sq_depth", "Send work requests each RDMA queue pair may have outstanding",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_sq_depth, OPAL_INFO_LVL_6);
+    c->verbs_srq_depth = 1024;
+    reg("verbs_srq_depth", "Receive work requests in the shared receive queue (one per message "
+        "published by any peer; refilled every progress call)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_srq_depth, OPAL_INFO_LVL_6);
+    c->verbs_signal = 32;
+    reg("verbs_signal_interval", "Request a send completion for every this many RDMA writes "
+        "(the others are vouched for by it); at most half of btl_rsm_verbs_sq_depth",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_signal, OPAL_INFO_LVL_6);
+    c->verbs_connect_timeout_ms = 10000;
+    reg("verbs_connect_timeout_ms", "Give up connecting to a peer that has not answered the "
+        "connection request (resent every 200 ms) within this many ms",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_connect_timeout_ms, OPAL_INFO_LVL_5);
+    c->verbs_gid_index = -1;
+    reg("verbs_gid_index", "GID table index for RoCE addressing; -1: the first RoCE v2 GID "
+        "holding an IPv4 address", MCA_BASE_VAR_TYPE_INT, &c->verbs_gid_index, OPAL_INFO_LVL_6);
     c->poll_budget = 16;
     reg("poll_budget", "Messages taken from one sender per progress call",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->poll_budget, OPAL_INFO_LVL_6);
@@ -183,7 +217,7 @@ static int rsm_component_close(void)
     return OPAL_SUCCESS;
 }
 
-static uint64_t fingerprint(const rsm_layout_t *lay)
+uint64_t rsm_layout_fingerprint(const rsm_layout_t *lay)
 {
     const uint64_t fields[] = {lay->nqueues, lay->queue_len, lay->stripes, lay->small_block,
                                lay->large_block, lay->small_count, lay->large_count,
@@ -217,13 +251,19 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
                                opal_btl_base_framework.framework_output)) {
         return NULL;
     }
-    if (opal_process_info.num_local_peers <= 0 || opal_process_info.my_local_rank < 0) {
-        RSM_VERBOSE(10, "no other rank on this node: no module");
+    if (opal_process_info.my_local_rank < 0) {
         return NULL;
     }
-    c->nlocal = (uint32_t) opal_process_info.num_local_peers + 1;
+    /* alone on this host: no shared-memory back end, only the RDMA one */
+    bool have_local = opal_process_info.num_local_peers > 0;
+    c->nlocal = (uint32_t) (have_local ? opal_process_info.num_local_peers : 0) + 1;
     c->my_local_rank = (uint32_t) opal_process_info.my_local_rank;
     if (c->my_local_rank >= c->nlocal) {
+        return NULL;
+    }
+    if (c->verbs_signal == 0 || c->verbs_signal > c->verbs_sq_depth / 2) {
+        opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename,
+                       "btl_rsm_verbs_signal_interval must be 1 .. btl_rsm_verbs_sq_depth / 2");
         return NULL;
     }
     c->numa_node = my_numa_node();
@@ -253,23 +293,36 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
         opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename, why);
         return NULL;
     }
-    c->params = fingerprint(&c->layout);
+    c->params = rsm_layout_fingerprint(&c->layout);
+    bool have_verbs = c->verbs_open = rsm_verbs_init();
+    if (!have_local && !have_verbs) {
+        RSM_VERBOSE(10, "no other rank on this node and no RDMA back end: no module");
+        return NULL;
+    }
+    OBJ_CONSTRUCT(&c->lock, opal_recursive_mutex_t);
+    lock_constructed = true;
+    if (!have_local) {
+        /* no CMA across hosts, and never a put pipeline (below) */
+        m->btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_GET;
+        m->btl_min_rdma_pipeline_size = SIZE_MAX;
+        c->single_copy_on = false;
+        goto modules;
+    }
     if ((rc = rsm_seg_random_tag(c->tag)) != 0) {
         opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,
                        "name", "(random tag)", (size_t) 0, strerror(-rc));
-        return NULL;
+        goto fail;
     }
     rsm_seg_name(name, sizeof(name), c->tag, "ctl", 0, 0);
     if ((rc = rsm_export_registered(&c->ctl, name, rsm_ctl_size(&c->layout), c->numa_node)) != 0) {
         opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,
                        "export", name, rsm_ctl_size(&c->layout), strerror(-rc));
-        return NULL;
+        goto fail;
     }
     ((rsm_ctl_t *) c->ctl.base)->magic = RSM_CTL_MAGIC;
     c->by_local_rank = calloc(c->nlocal, sizeof(*c->by_local_rank));
     if (c->by_local_rank == NULL) {
-        c->ctl.ops->seg_release(&c->ctl);
-        return NULL;
+        goto fail;
     }
 
     /* We have get but no put.  When the sender refuses a get (below
@@ -306,34 +359,37 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     memcpy(modex.tag, c->tag, sizeof(modex.tag));
     OPAL_MODEX_SEND(rc, OPAL_PMIX_LOCAL, &c->super.btl_version, &modex, sizeof(modex));
     if (rc != OPAL_SUCCESS) {
-        c->ctl.ops->seg_release(&c->ctl);
-        return NULL;
+        goto fail;
     }
-    OBJ_CONSTRUCT(&c->lock, opal_recursive_mutex_t);
-    lock_constructed = true;
     RSM_VERBOSE(10, "local rank %u of %u, NUMA node %d, control segment %s (%zu bytes), "
                 "%u-byte areas, cleanup at job end %s", c->my_local_rank, c->nlocal,
                 c->numa_node, name, rsm_ctl_size(&c->layout),
                 (unsigned) rsm_layout_seg_size(&c->layout, 0),
                 c->cleanup_registered ? "registered" : "NOT registered");
+modules:;
     /* the BTL base frees this array */
     mca_btl_base_module_t **modules = malloc(sizeof(*modules));
     if (modules == NULL) {
-        c->ctl.ops->seg_release(&c->ctl);
-        return NULL;
+        goto fail;
     }
     modules[0] = m;
     *num_btls = 1;
     return modules;
+fail:
+    if (c->ctl.base != NULL) {
+        c->ctl.ops->seg_release(&c->ctl);
+    }
+    free(c->by_local_rank);
+    c->by_local_rank = NULL;
+    rsm_verbs_finalize();
+    c->verbs_open = false;
+    return NULL;
 }
 
 static int rsm_component_progress(void)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     int count = 0;
-    if (c->ctl.base == NULL) {
-        return 0;
-    }
     RSM_LOCK();
     if (c->in_progress) {       /* a callback called progress: do not deliver out of order */
         RSM_UNLOCK();
@@ -341,8 +397,13 @@ static int rsm_component_progress(void)
     }
     c->in_progress = true;
     rsm_ctl_t *ctl = c->ctl.base;
-    if (OPAL_UNLIKELY(atomic_load_explicit(&ctl->connect_gen, memory_order_relaxed) != c->seen_gen
-                      || c->accept_pending)) {
+    if (OPAL_UNLIKELY(c->verbs_open)) {
+        count += rsm_verbs_progress();
+    }
+    if (OPAL_UNLIKELY(ctl == NULL)) {
+        /* alone on this host: the RDMA back end only */
+    } else if (OPAL_UNLIKELY(atomic_load_explicit(&ctl->connect_gen, memory_order_relaxed)
+                             != c->seen_gen || c->accept_pending)) {
         int accepted = rsm_accept_connections();
         if (OPAL_UNLIKELY(accepted < 0)) {
             rsm_fatal(NULL, "btl rsm: a connection could not be accepted");

@@ -57,6 +57,7 @@ static rsm_area_t *area_get(int numa_node)
         return NULL;
     }
     area->numa_node = slot;
+    area->lay = &c->layout;
     for (unsigned k = 0; k < c->layout.stripes; k++) {
         char name[RSM_SEG_NAME_MAX];
         rsm_seg_name(name, sizeof(name), c->tag, "area", slot, (int) k);
@@ -105,7 +106,7 @@ static int map_peer_ctl(mca_btl_base_endpoint_t *ep)
     return OPAL_SUCCESS;
 }
 
-static int list_add(mca_btl_base_endpoint_t ***list, uint32_t *n, mca_btl_base_endpoint_t *ep)
+int rsm_ep_list_add(mca_btl_base_endpoint_t ***list, uint32_t *n, mca_btl_base_endpoint_t *ep)
 {
     mca_btl_base_endpoint_t **grown = realloc(*list, (*n + 1) * sizeof(**list));
     if (grown == NULL) {
@@ -123,6 +124,9 @@ int rsm_endpoint_connect(mca_btl_base_endpoint_t *ep)
     if (ep->out_connected) {
         return OPAL_SUCCESS;
     }
+    if (ep->remote) {
+        return rsm_verbs_connect(ep);
+    }
     if (ep->area == NULL && (ep->area = area_get(ep->numa_node)) == NULL) {
         return OPAL_ERROR;
     }
@@ -136,7 +140,7 @@ int rsm_endpoint_connect(mca_btl_base_endpoint_t *ep)
     if (ep->stale == NULL && (ep->stale = calloc(lay->queue_len, 1)) == NULL) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    if (list_add(&c->outbound, &c->n_outbound, ep) != OPAL_SUCCESS) {
+    if (rsm_ep_list_add(&c->outbound, &c->n_outbound, ep) != OPAL_SUCCESS) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     ep->out_queue = rsm_layout_queue(lay, ep->area->seg[0].base, ep->local_rank);
@@ -170,13 +174,14 @@ static int accept_one(mca_btl_base_endpoint_t *ep)
             return OPAL_ERROR;
         }
     }
-    if (list_add(&c->inbound, &c->n_inbound, ep) != OPAL_SUCCESS) {
+    if (rsm_ep_list_add(&c->inbound, &c->n_inbound, ep) != OPAL_SUCCESS) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     ep->in_queue = rsm_layout_queue(lay, ep->in_seg[0].base, c->my_local_rank);
     ep->in_acks = rsm_ctl_ack_row(lay, ep->peer_ctl.base, c->my_local_rank);
     ep->head = ep->unacked = 0;
     ep->in_mask = lay->queue_len - 1;
+    ep->in_lay = lay;
     ep->in_connected = true;
     RSM_VERBOSE(10, "accepted a connection from local rank %u", ep->local_rank);
     return OPAL_SUCCESS;
@@ -263,7 +268,9 @@ void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep)
     if (ack != rsm_lap_tag(last, shift)) {
         return;
     }
-    distance_sample(ep, rsm_cycles() - t0);
+    if (!ep->remote) {          /* a NIC wrote a remote peer's acks: no core to measure */
+        distance_sample(ep, rsm_cycles() - t0);
+    }
     /* with no pool runs outstanding (inline traffic) only the newest slot's ack matters */
     if (ep->slots_with_runs == 0) {
         last = ep->tail - 1;

@@ -75,7 +75,7 @@ void rsm_frag_complete(mca_btl_rsm_frag_t *frag, int status)
 void *rsm_run_addr(rsm_area_t *area, const rsm_run_t *run)
 {
     return (char *) area->seg[run->stripe].base
-           + rsm_layout_pool_base(&mca_btl_rsm_component.layout, run->stripe) + run->offset;
+           + rsm_layout_pool_base(area->lay, run->stripe) + run->offset;
 }
 
 /* One attempt: all runs or none.  frag->runs are the blocks as allocated (what
@@ -83,8 +83,8 @@ void *rsm_run_addr(rsm_area_t *area, const rsm_run_t *run)
  * bytes into the first. */
 static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, uint32_t skew)
 {
-    const rsm_layout_t *lay = &mca_btl_rsm_component.layout;
     rsm_area_t *area = frag->endpoint->area;
+    const rsm_layout_t *lay = area->lay;
     unsigned n = 1;
     /* software striping (seed 000, 3.3): a long message is cut into one piece
      * per stripe, each written into that stripe's part of the pool */
@@ -120,7 +120,8 @@ int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, u
         c->pool_full++;         /* as good as full: */
         return -1;              /* staged messages wait for blocks: they go first */
     }
-    if ((uint64_t) len + skew > (uint64_t) c->layout.large_count * c->layout.large_block) {
+    const rsm_layout_t *lay = frag->endpoint->area->lay;
+    if ((uint64_t) len + skew > (uint64_t) lay->large_count * lay->large_block) {
         skew = 0;               /* a pool sized to the largest message exactly: no room to skew */
     }
     if (alloc_runs_once(frag, len, may_stripe, skew) == 0) {

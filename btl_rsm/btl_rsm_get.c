@@ -286,6 +286,9 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
     if (size < mca_btl_rsm_component.single_copy_min) {
         return NULL;
     }
+    if (ep != NULL && ep->remote) {
+        return NULL;    /* another host: no CMA; ob1 takes the pipelined two-copy path */
+    }
     if (ep != NULL && ep->dist.near && !mca_btl_rsm_component.single_copy_near) {
         return NULL;    /* near receiver: the two-copy pipeline is faster (rsm_distance.h) */
     }

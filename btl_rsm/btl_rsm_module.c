@@ -54,8 +54,17 @@ static int rsm_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t 
         rsm_modex_t *modex = NULL;
         size_t msize = 0;
         peers[i] = NULL;
-        if (proc == me || proc->proc_name.jobid != me->proc_name.jobid
-            || !OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags)) {
+        if (proc == me) {
+            continue;
+        }
+        /* another host (or every peer, with btl_rsm_verbs 2): the RDMA back end */
+        if (!OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags) || c->verbs == 2
+            || proc->proc_name.jobid != me->proc_name.jobid || c->ctl.base == NULL) {
+            mca_btl_base_endpoint_t *vep = rsm_verbs_add_proc(proc);
+            if (vep != NULL) {
+                peers[i] = vep;
+                opal_bitmap_set_bit(reachable, (int) i);
+            }
             continue;
         }
         int mrc;
@@ -98,6 +107,8 @@ static int rsm_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t 
         }
         peers[i] = ep;
         opal_bitmap_set_bit(reachable, (int) i);
+        RSM_VERBOSE(10, "peer %s on %s: shm", OPAL_NAME_PRINT(proc->proc_name),
+                    opal_process_info.nodename);
         free(modex);
     }
     RSM_UNLOCK();
@@ -123,6 +134,7 @@ static int rsm_finalize(mca_btl_base_module_t *btl)
             c->by_local_rank[i] = NULL;
         }
     }
+    rsm_verbs_finalize();
     rsm_frag_release_all();
     rsm_areas_release();
     if (c->ctl.base != NULL) {
@@ -152,7 +164,7 @@ mca_btl_rsm_frag_t *rsm_frag_for(mca_btl_base_endpoint_t *ep, size_t size, uint3
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     mca_btl_rsm_frag_t *frag = NULL;
-    if (OPAL_UNLIKELY(!ep->out_connected) && rsm_endpoint_connect(ep) != OPAL_SUCCESS) {
+    if (OPAL_UNLIKELY(!ep->out_connected) && !rsm_endpoint_can_pack(ep)) {
         return NULL;
     }
     if (size <= c->inline_max) {
@@ -209,7 +221,7 @@ static mca_btl_base_descriptor_t *rsm_prepare_src(mca_btl_base_module_t *btl,
     size_t max_data;
 
     RSM_LOCK();
-    if (OPAL_UNLIKELY(!ep->out_connected) && rsm_endpoint_connect(ep) != OPAL_SUCCESS) {
+    if (OPAL_UNLIKELY(!ep->out_connected) && !rsm_endpoint_can_pack(ep)) {
         goto out;
     }
     if (reserve + *size > c->layout.max_msg) {

@@ -17,6 +17,8 @@ enum {
     PV_INLINE, PV_INLINE_BYTES, PV_POOL, PV_POOL_BYTES, PV_STAGED, PV_PARKED,
     PV_GETS, PV_GET_BYTES, PV_SPLITS, PV_HALVES, PV_HALF_BYTES, PV_TAKEN_BACK,
     PV_NEAR, PV_FAR, PV_DROP_MALFORMED, PV_DROP_TAG, PV_DROP_HELP, PV_POOL_FULL,
+    PV_V_CONNECTS, PV_V_ACCEPTS, PV_V_WRITES, PV_V_WRITE_BYTES, PV_V_ACK_WRITES,
+    PV_V_REGISTERED, PV_V_BAD_HANDSHAKES,
     PV_COUNT
 };
 
@@ -57,6 +59,17 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
                       "for memory not registered for that peer to read"},
     [PV_POOL_FULL] = {"pool_full", "New fragments that found this rank's block pool full "
                       "(after collecting acks), or held back behind staged ones"},
+    [PV_V_CONNECTS] = {"verbs_connects", "RDMA connections this rank opened as a sender "
+                       "(one per peer on another host it sent to)"},
+    [PV_V_ACCEPTS] = {"verbs_accepts", "RDMA connections this rank accepted as a receiver"},
+    [PV_V_WRITES] = {"verbs_writes", "RDMA writes posted: published units (with immediate), "
+                     "pool data and ack rows"},
+    [PV_V_WRITE_BYTES] = {"verbs_write_bytes", "Bytes of those RDMA writes"},
+    [PV_V_ACK_WRITES] = {"verbs_ack_writes", "RDMA writes of ack bytes into senders' ack rows"},
+    [PV_V_REGISTERED] = {"verbs_registered_bytes", "Bytes of memory registered with the RDMA "
+                         "device right now (areas, shadows, ack rows; not a running total)"},
+    [PV_V_BAD_HANDSHAKES] = {"verbs_bad_handshakes", "Connection handshake messages dropped "
+                             "because they failed the checks"},
 };
 
 /* the send counters of endpoints already released (finalize) */
@@ -78,6 +91,7 @@ static void rsm_counters_read(uint64_t *v)
             v[PV_POOL_BYTES] += ep->sent_pool_bytes;
         }
     }
+    rsm_verbs_counters(&v[PV_INLINE], &v[PV_INLINE_BYTES], &v[PV_POOL], &v[PV_POOL_BYTES]);
     RSM_UNLOCK();
     v[PV_STAGED] = c->staged;
     v[PV_PARKED] = c->refused;
@@ -93,6 +107,13 @@ static void rsm_counters_read(uint64_t *v)
     v[PV_DROP_TAG] = c->dropped_tag;
     v[PV_DROP_HELP] = c->dropped_help;
     v[PV_POOL_FULL] = c->pool_full;
+    v[PV_V_CONNECTS] = c->v_connects;
+    v[PV_V_ACCEPTS] = c->v_accepts;
+    v[PV_V_WRITES] = c->v_writes;
+    v[PV_V_WRITE_BYTES] = c->v_write_bytes;
+    v[PV_V_ACK_WRITES] = c->v_ack_writes;
+    v[PV_V_REGISTERED] = c->v_registered;
+    v[PV_V_BAD_HANDSHAKES] = c->v_bad_handshakes;
 }
 
 void rsm_pvar_retire(const mca_btl_base_endpoint_t *ep)

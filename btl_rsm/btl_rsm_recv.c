@@ -29,7 +29,7 @@ static inline bool deliver_inline(mca_btl_base_endpoint_t *ep, uint8_t tag, void
 static bool deliver_runs(mca_btl_base_endpoint_t *ep)
 {
     const rsm_assembler_t *a = &ep->assembler;
-    const rsm_layout_t *lay = &mca_btl_rsm_component.layout;
+    const rsm_layout_t *lay = ep->in_lay;
     mca_btl_base_segment_t segs[RSM_MSG_MAX_RUNS];
     mca_btl_base_descriptor_t des = {.des_segments = segs, .des_segment_count = a->nruns};
     uint8_t tag = a->tag;
@@ -63,7 +63,9 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
     while (delivered < budget) {
         const uint32_t head = ep->head, index = head & mask;
         rsm_postbox_t *slot = &ep->in_queue[index];
-        if (atomic_load_explicit(&slot->flag, memory_order_acquire) != head + 1) {
+        /* verbs: nothing past the tail the newest immediate named has landed */
+        if ((ep->remote && head == ep->in_published)
+            || atomic_load_explicit(&slot->flag, memory_order_acquire) != head + 1) {
             break;
         }
         rsm_pb_hdr_t h = rsm_pb_read_hdr(slot);
@@ -72,7 +74,7 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
         snap.nbytes = h.nbytes;     /* the fields as read once above */
         snap.kind = h.kind;
         snap.tag = h.tag;
-        rsm_pb_result_t r = rsm_assembler_feed(&ep->assembler, &c->layout, &snap, index);
+        rsm_pb_result_t r = rsm_assembler_feed(&ep->assembler, ep->in_lay, &snap, index);
         uint32_t n = ep->assembler.postboxes;
         if (r == RSM_PB_MORE) {
             ep->head = head + 1;
@@ -93,7 +95,7 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
         } else {
             c->dropped++;
             c->dropped_malformed++;
-            RSM_VERBOSE(1, "dropped a malformed message from local rank %u (postbox %u, kind 0x%x, "
+            RSM_VERBOSE(1, "dropped a malformed message from local rank %d (postbox %u, kind 0x%x, "
                         "%u bytes/runs); %" PRIu64 " dropped so far", ep->local_rank, head,
                         h.kind, h.nbytes, c->dropped);
         }
@@ -106,7 +108,7 @@ bad_tag:
         ep->assembler.active = false;
         c->dropped++;
         c->dropped_tag++;
-        RSM_VERBOSE(1, "dropped a message with unknown tag %u from local rank %u; %" PRIu64
+        RSM_VERBOSE(1, "dropped a message with unknown tag %u from local rank %d; %" PRIu64
                     " dropped so far", h.tag, ep->local_rank, c->dropped);
         n = h.kind == (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST)
                 ? rsm_inline_postboxes(h.nbytes) : 1;

@@ -55,6 +55,9 @@ inline_reserve(mca_btl_base_endpoint_t *ep, size_t len)
     rsm_pb_publish_hdr(&ep->out_queue[index], 0, RSM_PB_PAD | RSM_PB_FIRST | RSM_PB_LAST, 0,
                        ep->tail);
     ep->slots[index].span = (uint16_t) pad;
+    if (OPAL_UNLIKELY(ep->remote)) {
+        rsm_verbs_post_unit(ep, ep->tail, pad);
+    }
     ep->tail += pad;
     rsm_pb_mark_follow_on(ep->stale, mask, ep->tail, k);
     rsm_pb_clear_stale(ep->out_queue, ep->stale, mask, ep->tail + k);
@@ -71,6 +74,9 @@ static inline void inline_publish(mca_btl_base_endpoint_t *ep, rsm_postbox_t *he
     rsm_pb_publish_hdr(head, (uint16_t) len, RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST, tag,
                        ep->tail);
     ep->slots[ep->tail & mask].span = (uint16_t) k;
+    if (OPAL_UNLIKELY(ep->remote)) {
+        rsm_verbs_post_unit(ep, ep->tail, k);   /* the shadow's group to the peer's queue */
+    }
     ep->tail += k;
     ep->sent_inline++;
     ep->sent_inline_bytes += len;
@@ -102,7 +108,12 @@ static void post_pointer(mca_btl_base_endpoint_t *ep, uint8_t tag, mca_btl_rsm_f
     const uint32_t mask = mca_btl_rsm_component.layout.queue_len - 1;
     uint32_t n = pointer_postboxes(frag);
     for (unsigned r = 0; r < frag->nruns; r++) {
-        if (r == 0 || frag->runs[r].stripe != frag->runs[r - 1].stripe) {
+        if (OPAL_UNLIKELY(ep->remote)) {
+            /* the blocks from the shadow to the peer's pool; the pointer
+             * postboxes' write with immediate, later on the same queue pair,
+             * publishes them (rsm_verbs.h) */
+            rsm_verbs_post_data(ep, frag->segments[r].seg_addr.pval, frag->segments[r].seg_len);
+        } else if (r == 0 || frag->runs[r].stripe != frag->runs[r - 1].stripe) {
             rsm_seg_barrier(&ep->area->seg[frag->runs[r].stripe]);
         }
     }
@@ -135,6 +146,9 @@ static void post_pointer(mca_btl_base_endpoint_t *ep, uint8_t tag, mca_btl_rsm_f
         pb.tag = tag;
         rsm_pb_clear_stale(ep->out_queue, ep->stale, mask, ep->tail + 1);
         rsm_pb_publish(&ep->out_queue[ep->tail & mask], &pb, ep->tail);
+        if (OPAL_UNLIKELY(ep->remote)) {
+            rsm_verbs_post_unit(ep, ep->tail, 1);
+        }
         ep->tail++;
     }
     frag->nruns = 0;
@@ -201,7 +215,11 @@ int rsm_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
     int rc = 1;
     RSM_LOCK();
     frag->tag = tag;
-    if (OPAL_UNLIKELY(!ep->out_connected) && rsm_endpoint_connect(ep) != OPAL_SUCCESS) {
+    int crc = OPAL_LIKELY(ep->out_connected) ? OPAL_SUCCESS : rsm_endpoint_connect(ep);
+    if (OPAL_UNLIKELY(crc == OPAL_ERR_RESOURCE_BUSY)) {
+        pending_append(ep, frag);       /* sent when the connection is up (verbs) */
+        rc = OPAL_SUCCESS;
+    } else if (OPAL_UNLIKELY(crc != OPAL_SUCCESS)) {
         rc = OPAL_ERR_UNREACH;
     } else if (OPAL_UNLIKELY(ep->pending_head != NULL) || !try_post(ep, frag)) {
         pending_append(ep, frag);       /* keeps the order of sends */
@@ -226,9 +244,13 @@ int rsm_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
         *descriptor = NULL;
     }
     RSM_LOCK();
-    if (OPAL_UNLIKELY(!ep->out_connected) && rsm_endpoint_connect(ep) != OPAL_SUCCESS) {
-        rc = OPAL_ERR_UNREACH;
-        goto out;
+    if (OPAL_UNLIKELY(!ep->out_connected)) {
+        int crc = rsm_endpoint_connect(ep);
+        if (crc != OPAL_SUCCESS) {
+            /* still connecting (verbs): ob1 gets a descriptor, queued by rsm_send */
+            rc = crc == OPAL_ERR_RESOURCE_BUSY ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_ERR_UNREACH;
+            goto out;
+        }
     }
     if (OPAL_UNLIKELY(ep->pending_head != NULL)) {
         goto out;

@@ -18,17 +18,23 @@ btl_rsm_mca_btl_rsm_la_SOURCES = \
 	btl_rsm/btl_rsm_send.c \
 	btl_rsm/btl_rsm_recv.c \
 	btl_rsm/btl_rsm_get.c \
-	btl_rsm/btl_rsm_pvar.c
+	btl_rsm/btl_rsm_pvar.c \
+	btl_rsm/btl_rsm_verbs.c btl_rsm/rsm_verbs.h
 btl_rsm_mca_btl_rsm_la_CPPFLAGS = $(XBTL_COMPONENT_CPPFLAGS)
 btl_rsm_mca_btl_rsm_la_CFLAGS = $(XBTL_COMPONENT_CFLAGS) $(XBTL_WARN_CFLAGS) -O3
 btl_rsm_mca_btl_rsm_la_LDFLAGS = -module -avoid-version $(XBTL_COMPONENT_LDFLAGS)
 btl_rsm_mca_btl_rsm_la_LIBADD = common/libxbtl_common.la $(OPAL_LIBS)
+if HAVE_VERBS
+# the RDMA-write back end (btl_rsm_verbs.c); without libibverbs only local peers
+btl_rsm_mca_btl_rsm_la_SOURCES += btl_rsm/rsm_verbs.c
+btl_rsm_mca_btl_rsm_la_LIBADD += -libverbs
+endif
 ompihelp_DATA += btl_rsm/help-btl-rsm.txt
 EXTRA_DIST += btl_rsm/help-btl-rsm.txt test/fuzz test/rsm
 
 # Unit tests of the protocol core (TAP, run by test/run).
 check_PROGRAMS += test/unit/t_rsm_postbox test/unit/t_rsm_pool test/unit/t_rsm_seg test/unit/t_rsm_copy test/unit/t_rsm_help \
-	test/unit/t_rsm_distance
+	test/unit/t_rsm_distance test/unit/t_rsm_vmsg
 test_unit_t_rsm_postbox_SOURCES = test/unit/t_rsm_postbox.c btl_rsm/rsm_postbox.c
 test_unit_t_rsm_postbox_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/unit
 test_unit_t_rsm_postbox_LDADD =
@@ -47,6 +53,10 @@ test_unit_t_rsm_help_LDADD =
 test_unit_t_rsm_distance_SOURCES = test/unit/t_rsm_distance.c btl_rsm/rsm_distance.h
 test_unit_t_rsm_distance_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/unit
 test_unit_t_rsm_distance_LDADD =
+# the verbs handshake's checks, without a device
+test_unit_t_rsm_vmsg_SOURCES = test/unit/t_rsm_vmsg.c btl_rsm/rsm_verbs.c btl_rsm/rsm_verbs.h
+test_unit_t_rsm_vmsg_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/unit -DRSM_VMSG_ONLY
+test_unit_t_rsm_vmsg_LDADD =
 
 # MPI programs the rsm test scripts (test/rsm/t-*.sh) launch.
 check_PROGRAMS += test/rsm/rsm_soak test/rsm/rsm_abort test/rsm/rsm_floor test/rsm/rsm_numa

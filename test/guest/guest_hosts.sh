@@ -14,7 +14,8 @@
 #
 # All hosts share the guest's network namespace, because Linux 6.1's rxe listens only in
 # the initial one.  What makes a NIC a host's own is the environment its agent gives
-# orted, and orted its ranks (/run/xbg/hosts/hI.env): OMPI_MCA_btl_tcp_if_include=xhI and
+# orted, and orted its ranks (/run/xbg/hosts/hI.env): OMPI_MCA_btl_tcp_if_include=xhI,
+# OMPI_MCA_btl_rsm_verbs_devices=rxeI:1 (btl rsm's verbs back end) and
 # UCX_NET_DEVICES=rxeI:1; a job's own --mca / -x settings win over them.  The NICs hang on
 # one bridge, like hosts on a switch.  Two addresses of one namespace would talk over
 # `lo`; policy routing keeps them off it: what a host sends from its address (rxe always
@@ -64,7 +65,8 @@ gh_up() {
     mkdir -p "$GH/hosts"
     for ((i = 0; i < n; i++)); do
         local h=h$i own=$GH/hosts/h$i.tmp
-        printf 'OMPI_MCA_btl_tcp_if_include=xh%d\nUCX_NET_DEVICES=rxe%d:1\n' "$i" "$i" > "$GH/hosts/$h.env"
+        printf 'OMPI_MCA_btl_tcp_if_include=xh%d\nOMPI_MCA_btl_rsm_verbs_devices=rxe%d:1\nUCX_NET_DEVICES=rxe%d:1\n' \
+            "$i" "$i" "$i" > "$GH/hosts/$h.env"
         mkdir -p "$own"
         # the holder: a shell that makes the host (name, mounts) and becomes `sleep`; its
         # namespaces live as long as it does (the guest powers off at the end)

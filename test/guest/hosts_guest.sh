@@ -95,7 +95,7 @@ job() {
     return $rc
 }
 d() { delta "$W/$1.0" "$W/$1.1" "$2"; }
-failed() { not_ok "$1"; tail -15 "$W/$2" "$W/$2.err" | diag; }
+failed() { not_ok "$1"; tail -n 15 "$W/$2" "$W/$2.err" | diag; }
 
 # on-host: ranks 0 and 1 on h0
 if job on 120 -np 4 --host h0:2,h1:2 --mca pml ob1 --mca btl self,vader,tcp \

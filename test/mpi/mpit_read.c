@@ -12,6 +12,10 @@
  *   mpit_read used      prints "rsm: used" when rsm carried this job's
  *                       messages (its pvars exist and count them), "rsm: unused"
  *                       otherwise; for the opt-in test
+ *   mpit_read verbs     2 ranks on two hosts over self,rsm (the verbs back end,
+ *                       test/rsm/rsm_verbs_guest.sh): btl_rsm_verbs_writes,
+ *                       _write_bytes and _connects exist and move with verified
+ *                       eager and rendezvous traffic from rank 0 to 1
  * Rank 0 prints TAP; the exit status is 1 when a check failed.
  */
 #include <mpi.h>
@@ -261,6 +265,79 @@ static void mode_used(bool have)
     failures += bad != 0;
 }
 
+/* The verbs back end's counters, bound one by one so that a missing one is named. */
+static void mode_verbs(void)
+{
+    enum { VW, VWB, VC, NV };
+    static const char *const vn[NV] = {"verbs_writes", "verbs_write_bytes", "verbs_connects"};
+    MPI_T_pvar_session vs[NV];
+    MPI_T_pvar_handle vh[NV];
+    int have[NV], all[NV];
+    for (int i = 0; i < NV; i++) {
+        have[i] = mpit_bind(&vs[i], &vh[i], "btl_rsm_", &vn[i], 1, MPI_T_PVAR_CLASS_COUNTER);
+    }
+    MPI_Allreduce(have, all, NV, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    for (int i = 0; i < NV; i++) {
+        check(all[i], "MPI_T performance variable btl_rsm_%s is there on both ranks%s", vn[i],
+              all[i] ? "" : " (MISSING: MPI_T_pvar_get_index or handle_alloc failed)");
+    }
+    /* read: every counter there is, 0 for a missing one */
+    #define VREAD(v) do { for (int i_ = 0; i_ < NV; i_++) { unsigned long x_ = 0; \
+        if (all[i_] && MPI_T_pvar_read(vs[i_], vh[i_], &x_) != MPI_SUCCESS) { \
+            fprintf(stderr, "rank %d: MPI_T_pvar_read of btl_rsm_%s failed\n", rank, vn[i_]); \
+            MPI_Abort(MPI_COMM_WORLD, 2); } (v)[i_] = x_; } } while (0)
+    static const struct { int n; size_t len; int window; const char *what; } ph[] = {
+        {200, 1000, 1, "eager, 200 x 1000 B"},
+        {8, 1 << 20, 1, "rendezvous, 8 x 1 MiB"},
+    };
+    for (size_t k = 0; k < sizeof ph / sizeof *ph; k++) {
+        uint64_t b[NV], a[NV], d[NV], peer[NV];
+        MPI_Barrier(MPI_COMM_WORLD);
+        VREAD(b);
+        long bad = transfer(ph[k].n, ph[k].len, ph[k].window, 20 + (int) k);
+        VREAD(a);
+        for (int i = 0; i < NV; i++) {
+            d[i] = a[i] - b[i];
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        bad = peer_bad(bad);
+        if (rank == 1) {
+            MPI_Send(d, NV, MPI_UINT64_T, 0, 98, MPI_COMM_WORLD);
+        } else {
+            MPI_Recv(peer, NV, MPI_UINT64_T, 1, 98, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        uint64_t bytes = (uint64_t) ph[k].n * ph[k].len;
+        check(bad == 0, "verbs %s from rank 0 to 1 verified", ph[k].what);
+        if (all[VW] && all[VWB]) {
+            check(d[VW] >= (uint64_t) ph[k].n && d[VWB] >= bytes,
+                  "verbs %s: sender's verbs_writes +%llu (expected >= %d), verbs_write_bytes +%llu "
+                  "(expected >= %llu); receiver's +%llu writes, +%llu bytes", ph[k].what,
+                  (unsigned long long) d[VW], ph[k].n, (unsigned long long) d[VWB],
+                  (unsigned long long) bytes, (unsigned long long) peer[VW],
+                  (unsigned long long) peer[VWB]);
+        }
+    }
+    if (all[VC]) {
+        uint64_t v[NV], pv[NV];
+        VREAD(v);
+        if (rank == 1) {
+            MPI_Send(v, NV, MPI_UINT64_T, 0, 97, MPI_COMM_WORLD);
+        } else {
+            MPI_Recv(pv, NV, MPI_UINT64_T, 1, 97, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        /* one connection per peer on another host a rank sent to: rank 0 sent to rank 1 */
+        check(v[VC] == 1 && pv[VC] <= 1, "verbs_connects: rank 0 %llu (expected 1), rank 1 %llu "
+              "(expected at most 1)", (unsigned long long) v[VC], (unsigned long long) pv[VC]);
+    }
+    #undef VREAD
+    for (int i = 0; i < NV; i++) {
+        if (have[i]) {
+            MPI_T_pvar_handle_free(vs[i], &vh[i]);
+            MPI_T_pvar_session_free(&vs[i]);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     int provided, size;
@@ -278,6 +355,11 @@ int main(int argc, char **argv)
     bool have = bind_all();
     if (strcmp(mode, "used") == 0) {
         mode_used(have);
+    } else if (strcmp(mode, "verbs") == 0) {
+        mode_verbs();
+        if (rank == 0) {
+            printf("1..%d\n", tap_n);
+        }
     } else {
         check(have, "the %d btl_rsm_* performance variables are there (MPI_T_pvar_get_index)",
               NVARS);

@@ -1,0 +1,61 @@
+#!/bin/bash
+# btl rsm between hosts (issue 12): its verbs back end against pml ucx (UCX rc_verbs) over
+# the same soft-RoCE devices, tcp over the same NICs, and the verbs floor (ib_write_lat,
+# ib_write_bw), in one QEMU/TCG guest holding two hosts h0 and h1 (test/guest/).
+#
+#   bench/rsm-verbs-guest.sh [REPEATS] [LAT_SIZES] [BW_SIZES]      (defaults 3 0:512 4K:4M)
+#
+# Each repeat runs, in turn, every transport's ping-pong (xb-latency), streaming (xb-bw,
+# window 64) and bi-directional (xb-bibw) benchmark, 1 rank per host, payloads verified,
+# then perftest's floors; the table gives medians over the repeats and rsm's ratio to ucx
+# and tcp.  Everything is emulated: the guest's two vCPUs run both hosts, their NICs and
+# rxe's packet processing, so these figures compare software paths under TCG, not networks.
+# The guest holds /tmp/xbtl-bench.lock (guest_boot), so nothing else is measured meanwhile.
+# Raw output: $OUT (default build/rsm-verbs-guest/).
+set -u
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+export TOP_SRCDIR=$TOP TOP_BUILDDIR=${TOP_BUILDDIR:-$TOP/build}
+REPEATS=${1:-3} LAT=${2:-0:512} BW=${3:-4K:4M}
+OUT=${OUT:-$TOP_BUILDDIR/rsm-verbs-guest}
+. "$TOP/test/lib.sh"
+. "$TOP/test/guest/guest_lib.sh"
+guest_require veth bridge overlay crc32_generic rdma_rxe
+mkdir -p "$OUT"
+guest_prepare
+guest_boot $((600 + REPEATS * 400)) 3072 2 "$TOP/bench/rsm_verbs_guest_bench.sh" \
+    "$TOP_BUILDDIR" "$REPEATS" "$LAT" "$BW"
+cp "$GUEST_WORK/out" "$OUT/console.txt"
+grep -q '^xbguest-bench-done' "$OUT/console.txt" ||
+    { echo "the guest did not finish (qemu $guest_qrc); see $OUT/console.txt"; grep '^#' "$OUT/console.txt"; exit 1; }
+grep '^# ' "$OUT/console.txt"
+python3 - "$OUT/console.txt" <<'EOF'
+import json, statistics, sys
+rows, floors = {}, {}
+for line in open(sys.argv[1]):
+    p = line.split(None, 3)
+    if len(p) == 4 and p[0] == 'row' and p[3].startswith('{'):
+        r = json.loads(p[3])
+        if not r.get('verified', True):
+            print('UNVERIFIED row:', line.strip()); continue
+        key = (r['bench'], r['size'])
+        val = r.get('latency_us', r.get('mbps'))
+        rows.setdefault(key, {}).setdefault(p[1], []).append(val)
+    elif len(p) == 4 and p[0] == 'floor':
+        floors.setdefault((p[1], int(p[2])), []).append(float(p[3]))
+med = lambda v: statistics.median(v) if v else float('nan')
+for bench, unit in (('xb-latency', 'us (half round trip)'), ('xb-bw', 'MB/s'), ('xb-bibw', 'MB/s')):
+    keys = sorted(k for k in rows if k[0] == bench)
+    if not keys:
+        continue
+    fk = 'lat' if bench == 'xb-latency' else 'bw'
+    print(f'\n{bench}, {unit}, medians of {max(len(v) for k in keys for v in rows[k].values())} repeats')
+    print(f'{"size":>9} {"rsm":>10} {"ucx":>10} {"tcp":>10} {"rsm/ucx":>8} {"rsm/tcp":>8} {"floor":>10}')
+    for k in keys:
+        m = {t: med(rows[k].get(t, [])) for t in ('rsm', 'ucx', 'tcp')}
+        fl = floors.get((fk, k[1]))
+        fs = f'{med(fl):10.2f}' if fl else f'{"":>10}'
+        print(f'{k[1]:>9} {m["rsm"]:10.2f} {m["ucx"]:10.2f} {m["tcp"]:10.2f} '
+              f'{m["rsm"] / m["ucx"]:8.2f} {m["rsm"] / m["tcp"]:8.2f} {fs}')
+print('\nfloor: perftest on the same devices (ib_write_lat typical us; ib_write_bw average MB/s)')
+print('lower is better for latency, higher for bandwidth; ratios are rsm / other')
+EOF

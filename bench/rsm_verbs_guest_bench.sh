@@ -1,0 +1,63 @@
+#!/bin/bash
+# Runs inside the guest of bench/rsm-verbs-guest.sh: the comparison of btl rsm's verbs
+# back end between two hosts (test/guest/guest_hosts.sh: h0 and h1, each with its own
+# soft-RoCE device rxeI on its own NIC) against pml ucx over the same devices (rc_verbs),
+# tcp over the same NICs, and the verbs floor (perftest's ib_write_lat / ib_write_bw).
+# Prints the benchmarks' JSON rows, each prefixed "row TRANSPORT REPEAT ", and the floors
+# as "floor KIND SIZE VALUE"; the machine side takes medians.
+#   BUILDDIR REPEATS LAT_SIZES BW_SIZES
+B=$1 REPEATS=${2:-3} LAT=${3:-0:512} BW=${4:-4K:4M}
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../test/guest/guest_env.sh" xbguest 1536
+. "$here/../test/guest/guest_hosts.sh"
+W=$GH/bench
+mkdir -p "$W"
+gh_up 2 > "$W/up.log" 2>&1 || { echo "# hosts did not come up"; cat "$W/up.log"; exit 1; }
+
+declare -A how
+how[rsm]="--mca pml ob1 --mca btl self,rsm"
+how[ucx]="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,rc_verbs -x UCX_UD_VERBS_ETH_DGID_CHECK=n"
+how[tcp]="--mca pml ob1 --mca btl self,tcp"
+
+# gid_index DEV ADDR: the RoCE v2 GID of an IPv4 address on DEV's port 1
+gid_index() {
+    local g want
+    want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })
+    for g in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+        [ "$(cat "$g")" = "$want" ] && { basename "$g"; return; }
+    done
+}
+# perftest TOOL ARGS...: server on h1 (rxe1), client on h0 (rxe0); the client's output
+perftest() {
+    local tool=$1; shift
+    gh_on h1 timeout 120 "$tool" -d rxe1 -x "$(gid_index rxe1 "$(gh_addr 1)")" "$@" > "$W/pt.srv" 2>&1 &
+    local srv=$!
+    for _ in $(seq 100); do grep -q 'Waiting for client' "$W/pt.srv" 2>/dev/null && break; sleep 0.1; done
+    gh_on h0 timeout 120 "$tool" -d rxe0 -x "$(gid_index rxe0 "$(gh_addr 0)")" "$@" "$(gh_addr 1)" 2>&1
+    wait "$srv"
+}
+
+echo "# placement inside TCG is meaningless: both hosts share the guest's 2 vCPUs"
+for ((r = 1; r <= REPEATS; r++)); do
+    for t in rsm ucx tcp; do
+        for b in xb-latency xb-bw xb-bibw; do
+            sizes=$BW iters=(-i 100 -w 5)
+            [ "$b" = xb-latency ] && sizes=$LAT iters=(-i 1000 -w 50)
+            # shellcheck disable=SC2086
+            run_mpi 300 "${GH_MPIRUN[@]}" -np 2 --host h0:1,h1:1 ${how[$t]} \
+                "$B/bench/$b" -m "$sizes" "${iters[@]}" > "$W/out" 2> "$W/err"
+            rc=$?
+            if [ $rc -ne 0 ]; then
+                echo "# $t $b repeat $r failed (exit $rc):"; tail -5 "$W/err" | sed 's/^/#   /'
+            fi
+            grep '^{' "$W/out" | sed "s/^/row $t $r /"
+        done
+    done
+    for s in 8 64 512; do
+        perftest ib_write_lat -s "$s" -n 1000 | awk -v s="$s" '$1 == s && NF >= 5 { print "floor lat " s " " $5 }'
+    done
+    for s in 4096 65536 1048576 4194304; do
+        perftest ib_write_bw -s "$s" -n 200 | awk -v s="$s" '$1 == s && NF >= 4 { print "floor bw " s " " $4 }'
+    done
+done
+echo "xbguest-bench-done"

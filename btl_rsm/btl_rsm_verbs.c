@@ -1,0 +1,812 @@
+/*
+ * btl rsm between hosts: the RDMA-write back end (seed 000 over InfiniBand, as
+ * its "Futures" section planned).  The postbox protocol is the one-host one,
+ * unchanged (rsm_postbox.h, rsm_pool.h, btl_rsm_send.c / _recv.c): a sender owns
+ * a queue and a block pool in the receiver's memory, writes messages into them,
+ * and the receiver's 1-byte acks give slots and blocks back.  What differs is
+ * how bytes get there:
+ *
+ *   shm    the sender stores into the receiver's mapping; the flag, stored
+ *          last with release, publishes a message.
+ *   verbs  the sender composes in a SHADOW of the receiver's area (its own
+ *          registered memory, same layout) and RDMA-writes each published unit
+ *          to the same offset there, the unit's postboxes WITH IMMEDIATE (the
+ *          queue's new tail); see rsm_verbs.h for why the immediate, not the
+ *          flag, is what the receiver trusts.  The receiver's acks come back as
+ *          RDMA writes into the sender's ack row.
+ *
+ * Connections (seed 000, 3.3) are half duplex and made on first send: the
+ * sender registers its shadow and ack row, creates an RC queue pair and sends a
+ * REQ on the UD queue pair every process has; the receiver registers the area,
+ * connects its end and answers REP with the area's address and key.  Each
+ * direction has its own queue pair, so two peers that start sending to each
+ * other at once never race.  Nothing exists per peer before its first message.
+ *
+ * Memory: one area per (sender, receiver) connection, by default 64 KiB
+ * registered on the receiver's host (btl_rsm_verbs_pool_size plus the queue),
+ * and its shadow on the sender's.  Polling: one completion queue for every
+ * inbound connection; idle peers cost nothing.
+ */
+#include "btl_rsm.h"
+#include "btl_rsm_frag.h"
+
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/show_help.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#if XBTL_HAVE_VERBS
+#define RSM_VERBS_DEVICE_API 1
+#include "rsm_verbs.h"
+
+#include "opal/class/opal_hash_table.h"
+
+#include <arpa/inet.h>
+
+#define RSM_VMODEX_KEY "btl.rsm.verbs.1"
+
+enum { VS_IDLE = 0, VS_CONNECTING, VS_UP, VS_FAILED };
+
+/* One queue pair of a half-duplex connection, and the memory registered for it. */
+typedef struct rsm_vconn {
+    struct ibv_qp *qp;
+    uint32_t psn;
+    uint64_t posted, completed;     /* send work requests: posted, known complete */
+    void *buf;                      /* out: the shadow; in: the area */
+    size_t bytes;
+    struct ibv_mr *mr;
+    uint8_t *acks;                  /* out: the row the receiver writes; in: our ack bytes */
+    struct ibv_mr *ack_mr;
+    uint64_t raddr;                 /* out: the peer's area; in: the peer's ack row */
+    uint32_t rkey;
+    uint32_t peer_qpn;
+    mca_btl_base_endpoint_t *ep;
+} rsm_vconn_t;
+
+struct rsm_vpeer {
+    uint64_t name;
+    rsm_vaddr_t addr;
+    bool have_addr;
+    struct ibv_ah *ah;
+    int state;                      /* of the outbound half */
+    uint64_t req_first_ns, req_last_ns;
+    bool reported;                  /* its failure was shown once */
+    rsm_vconn_t out, in;
+    rsm_area_t out_area;
+    uint32_t acks_pushed;           /* inbound: acks written through this seq (exclusive) */
+    struct rsm_vpeer *next_connecting;
+};
+
+static struct {
+    bool open;
+    bool closing;                   /* finalize: peers tear down too; errors are expected */
+    rsm_vdev_t dev;
+    opal_hash_table_t by_name;      /* process name -> endpoint */
+    opal_hash_table_t by_qpn;       /* inbound queue pair number -> endpoint */
+    mca_btl_base_endpoint_t **eps;  /* every endpoint served by verbs (finalize, pvars) */
+    uint32_t n_eps;
+    uint32_t connecting;            /* outbound connections waiting for a REP */
+    uint64_t my_name;
+    size_t area_bytes;
+} vs;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+static uint64_t name64(const opal_process_name_t *n)
+{
+    return (uint64_t) n->jobid << 32 | n->vpid;
+}
+
+static const char *peer_str(const mca_btl_base_endpoint_t *ep)
+{
+    static char buf[64];
+    if (ep->proc != NULL) {
+        return OPAL_NAME_PRINT(ep->proc->proc_name);
+    }
+    snprintf(buf, sizeof(buf), "[%u,%u]", (unsigned) (ep->v->name >> 32), (unsigned) ep->v->name);
+    return buf;
+}
+
+static const char *peer_host(const mca_btl_base_endpoint_t *ep)
+{
+    return ep->proc != NULL && ep->proc->proc_hostname != NULL ? ep->proc->proc_hostname
+                                                                : "(unknown host)";
+}
+
+/* Page-aligned, zeroed, registered. */
+static void *reg_alloc(size_t bytes, int access, struct ibv_mr **mr)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, RSM_PAGE, bytes) != 0) {
+        return NULL;
+    }
+    memset(p, 0, bytes);
+    *mr = ibv_reg_mr(vs.dev.pd, p, bytes, access);
+    if (*mr == NULL) {
+        int e = errno;
+        free(p);
+        errno = e;
+        return NULL;
+    }
+    mca_btl_rsm_component.v_registered += bytes;
+    return p;
+}
+
+/* Why a registration or queue pair failed, naming the locked-memory limit when
+ * that is the likely cause (an ordinary user's default is often 8 MiB). */
+static const char *reg_error(int err)
+{
+    static char buf[320];
+    struct rlimit rl;
+    if ((err == ENOMEM || err == EPERM || err == EAGAIN) && getrlimit(RLIMIT_MEMLOCK, &rl) == 0
+        && rl.rlim_cur != RLIM_INFINITY) {
+        snprintf(buf, sizeof(buf), "%s; this process may lock %llu KiB (ulimit -l) and has "
+                 "%llu KiB registered: raise the limit (memlock in /etc/security/limits.conf, "
+                 "LimitMEMLOCK for systemd) or lower btl_rsm_verbs_pool_size",
+                 strerror(err), (unsigned long long) rl.rlim_cur / 1024,
+                 (unsigned long long) mca_btl_rsm_component.v_registered / 1024);
+        return buf;
+    }
+    return strerror(err);
+}
+
+static void reg_free(void *p, struct ibv_mr *mr, size_t bytes)
+{
+    if (mr != NULL) {
+        ibv_dereg_mr(mr);
+        mca_btl_rsm_component.v_registered -= bytes;
+    }
+    free(p);
+}
+
+static size_t ack_bytes(void)
+{
+    return rsm_round64(mca_btl_rsm_component.vlayout.queue_len);
+}
+
+static void conn_free(rsm_vconn_t *q)
+{
+    if (q->qp != NULL) {
+        ibv_destroy_qp(q->qp);
+    }
+    reg_free(q->buf, q->mr, q->bytes);
+    reg_free(q->acks, q->ack_mr, ack_bytes());
+    memset(q, 0, sizeof(*q));
+}
+
+/* One message for a failed connection, then ob1 is told (it aborts the job). */
+static void conn_failed(mca_btl_base_endpoint_t *ep, const char *what, const char *detail)
+{
+    struct rsm_vpeer *v = ep->v;
+    if (v->state == VS_CONNECTING) {
+        vs.connecting--;
+    }
+    v->state = VS_FAILED;
+    if (v->reported || vs.closing) {
+        return;
+    }
+    v->reported = true;
+    opal_show_help("help-btl-rsm.txt", "verbs-failed", true, opal_process_info.nodename,
+                   vs.dev.name, peer_str(ep), peer_host(ep), what, detail);
+    rsm_fatal(ep, "btl rsm: an RDMA connection failed");
+}
+
+static int sq_room(rsm_vconn_t *q);
+
+/* Post one RDMA write on Q; every signal-interval-th is signalled, and its
+ * completion vouches for the ones before it (an RC send queue completes in
+ * order). */
+static int vpost(rsm_vconn_t *q, void *src, uint32_t lkey, uint64_t raddr, size_t len, bool imm,
+                 uint32_t imm_data)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    if (OPAL_UNLIKELY(q->posted - q->completed >= vs.dev.sq_depth - 1) && sq_room(q) != 0) {
+        return OPAL_ERROR;
+    }
+    struct ibv_sge sge = {.addr = (uintptr_t) src, .length = (uint32_t) len, .lkey = lkey};
+    struct ibv_send_wr wr = {.wr_id = (uintptr_t) q, .sg_list = &sge, .num_sge = 1}, *bad;
+    wr.opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+    wr.imm_data = htonl(imm_data);
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = q->rkey;
+    if (q->posted % c->verbs_signal == c->verbs_signal - 1) {
+        wr.send_flags |= IBV_SEND_SIGNALED;
+    }
+    if (len <= vs.dev.max_inline) {
+        wr.send_flags |= IBV_SEND_INLINE;
+    }
+    int rc = ibv_post_send(q->qp, &wr, &bad);
+    if (OPAL_UNLIKELY(rc != 0)) {
+        conn_failed(q->ep, "posting an RDMA write", strerror(rc));
+        return OPAL_ERROR;
+    }
+    q->posted++;
+    c->v_writes++;
+    c->v_write_bytes += len;
+    return OPAL_SUCCESS;
+}
+
+/* ---- the sender's pushes (called by btl_rsm_send.c right after it published
+ * into the shadow) ---- */
+
+void rsm_verbs_post_unit(mca_btl_base_endpoint_t *ep, uint32_t seq, uint32_t k)
+{
+    struct rsm_vpeer *v = ep->v;
+    if (OPAL_UNLIKELY(v->state != VS_UP)) {
+        return;
+    }
+    size_t off = (size_t) (seq & (mca_btl_rsm_component.vlayout.queue_len - 1)) * RSM_POSTBOX_SIZE;
+    (void) vpost(&v->out, (char *) v->out.buf + off, v->out.mr->lkey, v->out.raddr + off,
+                 (size_t) k * RSM_POSTBOX_SIZE, true, seq + k);
+}
+
+void rsm_verbs_post_data(mca_btl_base_endpoint_t *ep, const void *addr, size_t len)
+{
+    struct rsm_vpeer *v = ep->v;
+    if (OPAL_UNLIKELY(v->state != VS_UP) || len == 0) {
+        return;
+    }
+    size_t off = (size_t) ((const char *) addr - (const char *) v->out.buf);
+    (void) vpost(&v->out, (char *) v->out.buf + off, v->out.mr->lkey, v->out.raddr + off, len,
+                 false, 0);
+}
+
+/* The receiver: acks of [acks_pushed, unacked) into the sender's row. */
+static void push_acks(mca_btl_base_endpoint_t *ep)
+{
+    struct rsm_vpeer *v = ep->v;
+    const uint32_t qlen = mca_btl_rsm_component.vlayout.queue_len;
+    while (v->acks_pushed != ep->unacked && v->in.qp != NULL) {
+        uint32_t idx = v->acks_pushed & (qlen - 1);
+        uint32_t n = ep->unacked - v->acks_pushed;
+        if (n > qlen - idx) {
+            n = qlen - idx;
+        }
+        if (vpost(&v->in, v->in.acks + idx, v->in.ack_mr->lkey, v->in.raddr + idx, n, false, 0)
+            != OPAL_SUCCESS) {
+            return;
+        }
+        mca_btl_rsm_component.v_ack_writes++;
+        v->acks_pushed += n;
+    }
+}
+
+/* ---- completions ---- */
+
+static int poll_send_cq(void)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    struct ibv_wc wc[16];
+    int n = ibv_poll_cq(vs.dev.scq, 16, wc), done = 0;
+    for (int i = 0; i < n; i++) {
+        rsm_vconn_t *q = (rsm_vconn_t *) (uintptr_t) wc[i].wr_id;
+        if (OPAL_UNLIKELY(wc[i].status != IBV_WC_SUCCESS)) {
+            if (q != NULL && q->ep != NULL && wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+                conn_failed(q->ep, "an RDMA write completed in error",
+                            ibv_wc_status_str(wc[i].status));
+            }
+            continue;
+        }
+        q->completed += c->verbs_signal;
+        done++;
+    }
+    return n < 0 ? -1 : done;
+}
+
+static int sq_room(rsm_vconn_t *q)
+{
+    /* the receiver acked what we sent, so its completions are on their way */
+    uint64_t start = now_ns();
+    while (q->posted - q->completed >= vs.dev.sq_depth - 1) {
+        if (poll_send_cq() < 0 || now_ns() - start > 10000000000ull
+            || (q->ep->v->state == VS_FAILED)) {
+            conn_failed(q->ep, "waiting for send queue room", "no completion for 10 s");
+            return OPAL_ERROR;
+        }
+    }
+    return OPAL_SUCCESS;
+}
+
+static int poll_recv_cq(void)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    const uint32_t qlen = c->vlayout.queue_len;
+    struct ibv_wc wc[16];
+    int n = ibv_poll_cq(vs.dev.rcq, 16, wc), delivered = 0;
+    if (n <= 0) {
+        return n < 0 ? -1 : 0;
+    }
+    vs.dev.srq_posted -= (unsigned) n;
+    for (int i = 0; i < n; i++) {
+        void *p = NULL;
+        if (opal_hash_table_get_value_uint32(&vs.by_qpn, wc[i].qp_num, &p) != OPAL_SUCCESS) {
+            continue;               /* a connection already torn down */
+        }
+        mca_btl_base_endpoint_t *ep = p;
+        if (OPAL_UNLIKELY(wc[i].status != IBV_WC_SUCCESS)) {
+            if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+                conn_failed(ep, "receiving", ibv_wc_status_str(wc[i].status));
+            }
+            continue;
+        }
+        uint32_t tail = ntohl(wc[i].imm_data);
+        if (OPAL_UNLIKELY(wc[i].opcode != IBV_WC_RECV_RDMA_WITH_IMM
+                          || !rsm_vimm_valid(tail, ep->head, ep->in_published, qlen))) {
+            c->dropped++;
+            c->dropped_malformed++;
+            RSM_VERBOSE(1, "dropped a completion from %s with tail %u (head %u, published %u)",
+                        peer_str(ep), tail, ep->head, ep->in_published);
+            continue;
+        }
+        ep->in_published = tail;
+        delivered += rsm_poll_endpoint(ep, UINT32_MAX);
+        push_acks(ep);
+    }
+    if (rsm_vdev_refill(&vs.dev) != 0) {
+        RSM_VERBOSE(1, "could not refill the shared receive queue");
+    }
+    return delivered;
+}
+
+/* ---- connections ---- */
+
+static void msg_init(rsm_vmsg_t *m, int type, uint64_t to)
+{
+    memset(m, 0, sizeof(*m));
+    m->magic = RSM_VMSG_MAGIC;
+    m->version = RSM_VMSG_VERSION;
+    m->type = (uint8_t) type;
+    m->from = vs.my_name;
+    m->to = to;
+    m->params = mca_btl_rsm_component.vparams;
+    m->addr = vs.dev.self;
+}
+
+static int send_req(mca_btl_base_endpoint_t *ep)
+{
+    struct rsm_vpeer *v = ep->v;
+    rsm_vmsg_t m;
+    msg_init(&m, RSM_VMSG_REQ, v->name);
+    m.qpn = v->out.qp->qp_num;
+    m.psn = v->out.psn;
+    m.raddr = (uintptr_t) v->out.acks;
+    m.rkey = v->out.ack_mr->rkey;
+    m.rlen = (uint32_t) ack_bytes();
+    m.conn = v->out.qp->qp_num;
+    v->req_last_ns = now_ns();
+    return rsm_vud_send(&vs.dev, &v->ah, &v->addr, &m);
+}
+
+static uint32_t random_psn(void)
+{
+    return (uint32_t) random() & 0xffffff;
+}
+
+/* The sender's half: everything local is made now (shadow, pool, ack row, the
+ * queue pair in INIT), so ob1 can pack into the shadow at once; the REQ goes
+ * out and messages wait on the pending list until the REP. */
+int rsm_verbs_connect(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    struct rsm_vpeer *v = ep->v;
+    const rsm_layout_t *lay = &c->vlayout;
+    switch (v->state) {
+    case VS_UP:
+        return OPAL_SUCCESS;
+    case VS_CONNECTING:
+        return OPAL_ERR_RESOURCE_BUSY;
+    case VS_FAILED:
+        return OPAL_ERR_UNREACH;
+    }
+    if (!v->have_addr) {
+        conn_failed(ep, "connecting", "the peer published no RDMA address");
+        return OPAL_ERR_UNREACH;
+    }
+    rsm_vconn_t *q = &v->out;
+    q->ep = ep;
+    q->bytes = vs.area_bytes;
+    if ((q->buf = reg_alloc(q->bytes, IBV_ACCESS_LOCAL_WRITE, &q->mr)) == NULL
+        || (q->acks = reg_alloc(ack_bytes(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+                                &q->ack_mr)) == NULL
+        || (q->qp = rsm_vqp_create(&vs.dev)) == NULL) {
+        conn_failed(ep, "registering memory or creating a queue pair", reg_error(errno));
+        return OPAL_ERR_UNREACH;
+    }
+    rsm_area_t *area = &v->out_area;
+    area->lay = lay;
+    area->seg[0].base = q->buf;
+    area->seg[0].size = q->bytes;
+    area->seg[0].direct = false;
+    if (rsm_pool_init(&area->pool[0], lay, 0) != 0
+        || (ep->slots == NULL && (ep->slots = calloc(lay->queue_len, sizeof(rsm_slot_t))) == NULL)
+        || (ep->stale == NULL && (ep->stale = calloc(lay->queue_len, 1)) == NULL)) {
+        conn_failed(ep, "allocating the block pool", strerror(ENOMEM));
+        return OPAL_ERR_UNREACH;
+    }
+    ep->area = area;
+    ep->out_queue = rsm_layout_queue(lay, q->buf, 0);
+    ep->out_acks = (_Atomic uint8_t *) q->acks;
+    ep->tail = ep->reclaimed = ep->slots_with_runs = 0;
+    q->psn = random_psn();
+    v->state = VS_CONNECTING;
+    vs.connecting++;
+    v->req_first_ns = now_ns();
+    int rc = send_req(ep);
+    if (rc != 0) {
+        conn_failed(ep, "sending the connection request", strerror(-rc));
+        return OPAL_ERR_UNREACH;
+    }
+    RSM_VERBOSE(10, "connecting to %s on %s over %s (queue pair %u)", peer_str(ep), peer_host(ep),
+                vs.dev.name, q->qp->qp_num);
+    return OPAL_ERR_RESOURCE_BUSY;
+}
+
+/* An endpoint for process NAME, created on first sight (add_procs, or a REQ
+ * from a peer ob1 has not added yet: receiving needs no ob1 endpoint). */
+static mca_btl_base_endpoint_t *ep_for(uint64_t name)
+{
+    void *p = NULL;
+    if (opal_hash_table_get_value_uint64(&vs.by_name, name, &p) == OPAL_SUCCESS) {
+        return p;
+    }
+    mca_btl_base_endpoint_t *ep = calloc(1, sizeof(*ep));
+    struct rsm_vpeer *v = calloc(1, sizeof(*v));
+    if (ep == NULL || v == NULL || rsm_ep_list_add(&vs.eps, &vs.n_eps, ep) != OPAL_SUCCESS) {
+        free(ep);
+        free(v);
+        return NULL;
+    }
+    ep->remote = true;
+    ep->v = v;
+    ep->local_rank = UINT32_MAX;
+    ep->in_lay = &mca_btl_rsm_component.vlayout;
+    ep->in_mask = mca_btl_rsm_component.vlayout.queue_len - 1;
+    v->name = name;
+    opal_hash_table_set_value_uint64(&vs.by_name, name, ep);
+    return ep;
+}
+
+static void reply(mca_btl_base_endpoint_t *ep, const rsm_vaddr_t *to, int type, int status)
+{
+    struct rsm_vpeer *v = ep->v;
+    rsm_vmsg_t m;
+    msg_init(&m, type, v->name);
+    m.status = (uint16_t) status;
+    if (type == RSM_VMSG_REP) {
+        m.qpn = v->in.qp->qp_num;
+        m.psn = v->in.psn;
+        m.raddr = (uintptr_t) v->in.buf;
+        m.rkey = v->in.mr->rkey;
+        m.rlen = (uint32_t) v->in.bytes;
+        m.conn = v->in.peer_qpn;
+    }
+    int rc = rsm_vud_send(&vs.dev, &v->ah, to, &m);
+    if (rc != 0) {
+        RSM_VERBOSE(1, "could not answer %s's connection request: %s", peer_str(ep), strerror(-rc));
+    }
+}
+
+/* The receiver's half: register the area, connect our end, answer. */
+static void accept_req(const rsm_vmsg_t *m)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    mca_btl_base_endpoint_t *ep = ep_for(m->from);
+    if (ep == NULL) {
+        return;
+    }
+    struct rsm_vpeer *v = ep->v;
+    if (!v->have_addr) {
+        v->addr = m->addr;
+        v->have_addr = true;
+    }
+    if (m->params != c->vparams) {
+        opal_show_help("help-btl-rsm.txt", "params-mismatch", true, opal_process_info.nodename,
+                       peer_str(ep));
+        reply(ep, &m->addr, RSM_VMSG_REJ, RSM_VREJ_PARAMS);
+        return;
+    }
+    rsm_vconn_t *q = &v->in;
+    if (q->qp != NULL) {
+        if (q->peer_qpn == m->qpn) {
+            reply(ep, &m->addr, RSM_VMSG_REP, 0);   /* our REP was lost: again */
+        }
+        return;
+    }
+    q->ep = ep;
+    q->bytes = vs.area_bytes;
+    q->psn = random_psn();
+    q->peer_qpn = m->qpn;
+    q->raddr = m->raddr;
+    q->rkey = m->rkey;
+    int rc = 0;
+    if ((q->buf = reg_alloc(q->bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &q->mr))
+            == NULL
+        || (q->acks = reg_alloc(ack_bytes(), IBV_ACCESS_LOCAL_WRITE, &q->ack_mr)) == NULL
+        || (q->qp = rsm_vqp_create(&vs.dev)) == NULL
+        || (rc = rsm_vqp_connect(&vs.dev, q->qp, &m->addr, m->qpn, m->psn, q->psn)) != 0) {
+        int err = rc ? -rc : errno;
+        opal_show_help("help-btl-rsm.txt", "verbs-failed", true, opal_process_info.nodename,
+                       vs.dev.name, peer_str(ep), peer_host(ep), "accepting a connection",
+                       reg_error(err));
+        conn_free(q);
+        reply(ep, &m->addr, RSM_VMSG_REJ, RSM_VREJ_NOMEM);
+        return;
+    }
+    ep->in_seg[0].base = q->buf;
+    ep->in_seg[0].size = q->bytes;
+    ep->in_queue = rsm_layout_queue(&c->vlayout, q->buf, 0);
+    ep->in_acks = (_Atomic uint8_t *) q->acks;
+    ep->head = ep->unacked = ep->in_published = 0;
+    v->acks_pushed = 0;
+    ep->in_connected = true;
+    opal_hash_table_set_value_uint32(&vs.by_qpn, q->qp->qp_num, ep);
+    c->v_accepts++;
+    reply(ep, &m->addr, RSM_VMSG_REP, 0);
+    RSM_VERBOSE(10, "accepted a connection from %s over %s (queue pair %u, %zu-byte area)",
+                peer_str(ep), vs.dev.name, q->qp->qp_num, q->bytes);
+}
+
+static void take_rep(const rsm_vmsg_t *m)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    void *p = NULL;
+    if (opal_hash_table_get_value_uint64(&vs.by_name, m->from, &p) != OPAL_SUCCESS) {
+        return;
+    }
+    mca_btl_base_endpoint_t *ep = p;
+    struct rsm_vpeer *v = ep->v;
+    if (v->state != VS_CONNECTING || m->conn != v->out.qp->qp_num) {
+        return;                     /* a duplicate, or for an older request */
+    }
+    if (m->type == RSM_VMSG_REJ) {
+        conn_failed(ep, "connecting", m->status == RSM_VREJ_PARAMS
+                    ? "the peer runs with other btl_rsm parameters"
+                    : "the peer could not register memory or create a queue pair");
+        return;
+    }
+    int rc = rsm_vqp_connect(&vs.dev, v->out.qp, &m->addr, m->qpn, m->psn, v->out.psn);
+    if (rc != 0) {
+        conn_failed(ep, "moving the queue pair to ready-to-send", strerror(-rc));
+        return;
+    }
+    v->out.raddr = m->raddr;
+    v->out.rkey = m->rkey;
+    v->out.peer_qpn = m->qpn;
+    v->state = VS_UP;
+    vs.connecting--;
+    c->v_connects++;
+    ep->out_connected = true;
+    if (rsm_ep_list_add(&c->outbound, &c->n_outbound, ep) != OPAL_SUCCESS) {
+        conn_failed(ep, "connecting", "out of memory");
+        return;
+    }
+    RSM_VERBOSE(10, "connected to %s over %s in %.1f ms", peer_str(ep), vs.dev.name,
+                (now_ns() - v->req_first_ns) / 1e6);
+    /* messages that waited for the connection go now */
+    if (ep->pending_head != NULL) {
+        rsm_send_pending(ep);
+    }
+}
+
+static int poll_handshakes(void)
+{
+    union {
+        rsm_vmsg_t m;
+        uint8_t raw[RSM_VUD_SLOT];
+    } u;
+    size_t len = 0;
+    int count = 0, rc;
+    while ((rc = rsm_vud_poll(&vs.dev, u.raw, sizeof(u.raw), &len)) != 0) {
+        if (rc < 0) {
+            continue;
+        }
+        const char *why = rsm_vmsg_check(u.raw, len, vs.my_name,
+                                         u.m.type == RSM_VMSG_REQ ? (uint32_t) ack_bytes()
+                                                                  : (uint32_t) vs.area_bytes);
+        if (why != NULL) {
+            mca_btl_rsm_component.v_bad_handshakes++;
+            RSM_VERBOSE(1, "dropped a handshake message: %s", why);
+            continue;
+        }
+        if (u.m.type == RSM_VMSG_REQ) {
+            accept_req(&u.m);
+        } else {
+            take_rep(&u.m);
+        }
+        count++;
+    }
+    return count;
+}
+
+/* REQs are resent until answered, for btl_rsm_verbs_connect_timeout_ms. */
+static void retry_requests(void)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    uint64_t now = now_ns();
+    for (uint32_t i = 0; i < vs.n_eps && vs.connecting > 0; i++) {
+        mca_btl_base_endpoint_t *ep = vs.eps[i];
+        struct rsm_vpeer *v = ep->v;
+        if (v->state != VS_CONNECTING || now - v->req_last_ns < 200000000ull) {
+            continue;
+        }
+        if (now - v->req_first_ns > (uint64_t) c->verbs_connect_timeout_ms * 1000000ull) {
+            char why[96];
+            snprintf(why, sizeof(why), "no answer to the connection request in %u ms",
+                     c->verbs_connect_timeout_ms);
+            conn_failed(ep, "connecting", why);
+            continue;
+        }
+        (void) send_req(ep);
+    }
+}
+
+int rsm_verbs_progress(void)
+{
+    if (!vs.open) {
+        return 0;
+    }
+    int count = poll_recv_cq();
+    (void) poll_send_cq();
+    count += poll_handshakes();
+    if (OPAL_UNLIKELY(vs.connecting > 0)) {
+        retry_requests();
+    }
+    return count < 0 ? 0 : count;
+}
+
+/* ---- life cycle ---- */
+
+bool rsm_verbs_init(void)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    char err[256] = "";
+    const char *why = NULL;
+    if (c->verbs == 0) {
+        return false;
+    }
+    if (rsm_layout_init(&c->vlayout, 1, c->postboxes, 1, c->verbs_pool_size, c->small_block,
+                        c->large_block, c->inline_max, c->layout.max_msg, &why) != 0) {
+        opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename, why);
+        return false;
+    }
+    c->vparams = rsm_layout_fingerprint(&c->vlayout);
+    vs.area_bytes = c->vlayout.queues_bytes + c->vlayout.pool_bytes;
+    if (rsm_vdev_open(&vs.dev, c->verbs_devices, c->verbs_gid_index, c->verbs_sq_depth,
+                      c->verbs_srq_depth, err, sizeof(err)) != 0) {
+        /* no device: local peers are still served; remote ones are declined */
+        RSM_VERBOSE(c->verbs_devices != NULL && c->verbs_devices[0] != '\0' ? 1 : 10,
+                    "no RDMA back end: %s", err);
+        return false;
+    }
+    vs.my_name = name64(&opal_proc_local_get()->proc_name);
+    OBJ_CONSTRUCT(&vs.by_name, opal_hash_table_t);
+    OBJ_CONSTRUCT(&vs.by_qpn, opal_hash_table_t);
+    opal_hash_table_init(&vs.by_name, 64);
+    opal_hash_table_init(&vs.by_qpn, 64);
+    srandom((unsigned) (now_ns() ^ vs.my_name));
+    int rc;
+    OPAL_MODEX_SEND_STRING(rc, OPAL_PMIX_GLOBAL, RSM_VMODEX_KEY, &vs.dev.self,
+                           sizeof(vs.dev.self));
+    if (rc != OPAL_SUCCESS) {
+        rsm_vdev_close(&vs.dev);
+        OBJ_DESTRUCT(&vs.by_name);
+        OBJ_DESTRUCT(&vs.by_qpn);
+        return false;
+    }
+    vs.open = true;
+    RSM_VERBOSE(10, "RDMA back end on %s (GID index %d, MTU %s, %s): %zu-byte areas, "
+                "%u-deep send queues, %u-deep shared receive queue", vs.dev.name,
+                vs.dev.gid_index, rsm_vmtu_str(vs.dev.self.mtu),
+                vs.dev.self.global ? "RoCE" : "InfiniBand", vs.area_bytes, c->verbs_sq_depth,
+                c->verbs_srq_depth);
+    return true;
+}
+
+bool rsm_verbs_ready(void)
+{
+    return vs.open;
+}
+
+mca_btl_base_endpoint_t *rsm_verbs_add_proc(opal_proc_t *proc)
+{
+    if (!vs.open) {
+        return NULL;
+    }
+    rsm_vaddr_t *addr = NULL;
+    size_t size = 0;
+    int rc;
+    OPAL_MODEX_RECV_STRING(rc, RSM_VMODEX_KEY, &proc->proc_name, (void **) &addr, &size);
+    if (rc != OPAL_SUCCESS || size != sizeof(*addr)) {
+        free(addr);
+        RSM_VERBOSE(10, "peer %s on %s: no RDMA address published: not served",
+                    OPAL_NAME_PRINT(proc->proc_name),
+                    proc->proc_hostname != NULL ? proc->proc_hostname : "?");
+        return NULL;
+    }
+    mca_btl_base_endpoint_t *ep = ep_for(name64(&proc->proc_name));
+    if (ep != NULL) {
+        ep->proc = proc;
+        ep->v->addr = *addr;
+        ep->v->have_addr = true;
+        RSM_VERBOSE(10, "peer %s on %s: verbs (%s)", OPAL_NAME_PRINT(proc->proc_name),
+                    peer_host(ep), vs.dev.name);
+    }
+    free(addr);
+    return ep;
+}
+
+void rsm_verbs_finalize(void)
+{
+    if (!vs.open) {
+        return;
+    }
+    vs.closing = true;
+    for (uint32_t i = 0; i < vs.n_eps; i++) {
+        mca_btl_base_endpoint_t *ep = vs.eps[i];
+        struct rsm_vpeer *v = ep->v;
+        rsm_pvar_retire(ep);
+        while (ep->pending_head != NULL) {
+            mca_btl_rsm_frag_t *frag = ep->pending_head;
+            ep->pending_head = frag->next;
+            rsm_frag_complete(frag, OPAL_ERR_UNREACH);
+        }
+        if (v->out_area.lay != NULL) {
+            rsm_pool_fini(&v->out_area.pool[0]);
+        }
+        conn_free(&v->out);
+        conn_free(&v->in);
+        if (v->ah != NULL) {
+            ibv_destroy_ah(v->ah);
+        }
+        free(ep->slots);
+        free(ep->stale);
+        free(v);
+        free(ep);
+    }
+    free(vs.eps);
+    vs.eps = NULL;
+    vs.n_eps = 0;
+    OBJ_DESTRUCT(&vs.by_name);
+    OBJ_DESTRUCT(&vs.by_qpn);
+    rsm_vdev_close(&vs.dev);
+    vs.open = vs.closing = false;
+}
+
+void rsm_verbs_counters(uint64_t *sent_inline, uint64_t *sent_inline_bytes, uint64_t *sent_pool,
+                        uint64_t *sent_pool_bytes)
+{
+    for (uint32_t i = 0; i < vs.n_eps; i++) {
+        *sent_inline += vs.eps[i]->sent_inline;
+        *sent_inline_bytes += vs.eps[i]->sent_inline_bytes;
+        *sent_pool += vs.eps[i]->sent_pool;
+        *sent_pool_bytes += vs.eps[i]->sent_pool_bytes;
+    }
+}
+
+#else /* no libibverbs at build time: local peers only */
+
+bool rsm_verbs_init(void)
+{
+    RSM_VERBOSE(10, "built without libibverbs: no RDMA back end");
+    return false;
+}
+bool rsm_verbs_ready(void) { return false; }
+mca_btl_base_endpoint_t *rsm_verbs_add_proc(opal_proc_t *proc) { return NULL; }
+int rsm_verbs_connect(mca_btl_base_endpoint_t *ep) { return OPAL_ERR_UNREACH; }
+int rsm_verbs_progress(void) { return 0; }
+void rsm_verbs_post_unit(mca_btl_base_endpoint_t *ep, uint32_t seq, uint32_t k) {}
+void rsm_verbs_post_data(mca_btl_base_endpoint_t *ep, const void *addr, size_t len) {}
+void rsm_verbs_finalize(void) {}
+void rsm_verbs_counters(uint64_t *a, uint64_t *b, uint64_t *c, uint64_t *d) {}
+
+#endif

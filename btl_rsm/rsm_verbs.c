@@ -1,0 +1,427 @@
+/*
+ * Verbs plumbing of rsm's RDMA-write back end (see rsm_verbs.h): the device
+ * port, queue pairs and the UD handshake.  No MPI here; the handshake checker
+ * is unit-tested without a device.
+ */
+#define RSM_VERBS_DEVICE_API 1
+#include "rsm_verbs.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *rsm_vmsg_check(const void *msg, size_t len, uint64_t me, uint32_t expect_len)
+{
+    rsm_vmsg_t m;
+    if (len < sizeof(m)) {
+        return "short message";
+    }
+    memcpy(&m, msg, sizeof(m));
+    if (m.magic != RSM_VMSG_MAGIC || m.version != RSM_VMSG_VERSION) {
+        return "not an rsm handshake (magic or version)";
+    }
+    if (m.type != RSM_VMSG_REQ && m.type != RSM_VMSG_REP && m.type != RSM_VMSG_REJ) {
+        return "unknown message type";
+    }
+    if (m.to != me) {
+        return "addressed to another process";
+    }
+    if (m.type == RSM_VMSG_REJ) {
+        return NULL;
+    }
+    if (m.addr.global > 1 || m.addr.mtu < 1 || m.addr.mtu > 5 || (m.qpn & 0xff000000u) != 0
+        || (m.psn & 0xff000000u) != 0) {
+        return "bad address, queue pair number or packet sequence number";
+    }
+    if (m.rlen < expect_len || m.raddr + m.rlen < m.raddr) {
+        return "remote region too short or wrapping";
+    }
+    return NULL;
+}
+
+#ifndef RSM_VMSG_ONLY
+
+const char *rsm_vmtu_str(uint8_t mtu)
+{
+    static const char *names[] = {"?", "256", "512", "1024", "2048", "4096"};
+    return mtu < 6 ? names[mtu] : "?";
+}
+
+static int err_out(char *err, size_t errlen, int rc, const char *fmt, const char *a)
+{
+    snprintf(err, errlen, fmt, a);
+    return rc;
+}
+
+/* A RoCE v2 GID holding an IPv4 address (::ffff:a.b.c.d), else -1. */
+static int find_gid(struct ibv_context *ctx, uint8_t port, int n)
+{
+    for (int i = 0; i < n; i++) {
+        union ibv_gid gid;
+        struct ibv_gid_entry entry;
+        if (ibv_query_gid(ctx, port, i, &gid) != 0) {
+            continue;
+        }
+        static const uint8_t v4[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (memcmp(gid.raw, v4, sizeof(v4)) != 0) {
+            continue;
+        }
+        if (ibv_query_gid_ex(ctx, port, (uint32_t) i, &entry, 0) == 0
+            && entry.gid_type != IBV_GID_TYPE_ROCE_V2) {
+            continue;
+        }
+        return i;
+    }
+    return -1;
+}
+
+static bool port_usable(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *pa)
+{
+    return ibv_query_port(ctx, port, pa) == 0 && pa->state == IBV_PORT_ACTIVE;
+}
+
+/* Parse one "dev[:port]" token; port 0 = any. */
+static void parse_token(const char *tok, size_t toklen, char *dev, size_t devlen, int *port)
+{
+    const char *colon = memchr(tok, ':', toklen);
+    size_t n = colon != NULL ? (size_t) (colon - tok) : toklen;
+    if (n >= devlen) {
+        n = devlen - 1;
+    }
+    memcpy(dev, tok, n);
+    dev[n] = '\0';
+    *port = colon != NULL ? atoi(colon + 1) : 0;
+}
+
+static int open_port(rsm_vdev_t *d, const char *spec, char *err, size_t errlen)
+{
+    int ndev = 0;
+    struct ibv_device **list = ibv_get_device_list(&ndev);
+    if (list == NULL || ndev == 0) {
+        if (list != NULL) {
+            ibv_free_device_list(list);
+        }
+        return err_out(err, errlen, -1, "%s", "no RDMA device (ibv_get_device_list found none)");
+    }
+    const char *p = spec != NULL ? spec : "";
+    do {
+        char want[64] = "";
+        int want_port = 0;
+        const char *end = strchr(p, ',');
+        size_t toklen = end != NULL ? (size_t) (end - p) : strlen(p);
+        parse_token(p, toklen, want, sizeof(want), &want_port);
+        for (int i = 0; i < ndev && d->ctx == NULL; i++) {
+            const char *name = ibv_get_device_name(list[i]);
+            if (want[0] != '\0' && strcmp(name, want) != 0) {
+                continue;
+            }
+            struct ibv_context *ctx = ibv_open_device(list[i]);
+            struct ibv_device_attr da;
+            if (ctx == NULL || ibv_query_device(ctx, &da) != 0) {
+                if (ctx != NULL) {
+                    ibv_close_device(ctx);
+                }
+                continue;
+            }
+            for (int port = 1; port <= da.phys_port_cnt; port++) {
+                struct ibv_port_attr pa;
+                if ((want_port != 0 && port != want_port) || !port_usable(ctx, (uint8_t) port, &pa)) {
+                    continue;
+                }
+                d->ctx = ctx;
+                d->port = (uint8_t) port;
+                d->self.lid = pa.lid;
+                d->self.mtu = (uint8_t) pa.active_mtu;
+                d->self.global = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
+                snprintf(d->name, sizeof(d->name), "%s:%d", name, port);
+                d->gid_index = pa.gid_tbl_len;     /* the table size, for find_gid */
+                break;
+            }
+            if (d->ctx == NULL) {
+                ibv_close_device(ctx);
+            }
+        }
+        p = end != NULL ? end + 1 : NULL;
+    } while (p != NULL && d->ctx == NULL);
+    ibv_free_device_list(list);
+    if (d->ctx == NULL) {
+        return err_out(err, errlen, -1, "no active port among the devices named by \"%s\"",
+                       spec != NULL && spec[0] != '\0' ? spec : "(any)");
+    }
+    return 0;
+}
+
+int rsm_vdev_refill(rsm_vdev_t *d)
+{
+    while (d->srq_posted < d->srq_depth) {
+        /* WRITE WITH IMMEDIATE places its data by RDMA: the receive needs no buffer */
+        struct ibv_recv_wr wr = {.wr_id = 0, .sg_list = NULL, .num_sge = 0}, *bad;
+        int rc = ibv_post_srq_recv(d->srq, &wr, &bad);
+        if (rc != 0) {
+            return -rc;
+        }
+        d->srq_posted++;
+    }
+    return 0;
+}
+
+static int ud_post_recv(rsm_vdev_t *d, unsigned slot)
+{
+    struct ibv_sge sge = {.addr = (uintptr_t) (d->ud_buf + (size_t) slot * RSM_VUD_SLOT),
+                          .length = RSM_VUD_SLOT, .lkey = d->ud_mr->lkey};
+    struct ibv_recv_wr wr = {.wr_id = slot, .sg_list = &sge, .num_sge = 1}, *bad;
+    return ibv_post_recv(d->ud, &wr, &bad);
+}
+
+static int ud_up(rsm_vdev_t *d)
+{
+    struct ibv_qp_init_attr ia = {
+        .send_cq = d->ucq, .recv_cq = d->ucq, .qp_type = IBV_QPT_UD,
+        .cap = {.max_send_wr = 16, .max_recv_wr = RSM_VUD_RECVS, .max_send_sge = 1,
+                .max_recv_sge = 1},
+    };
+    d->ud = ibv_create_qp(d->pd, &ia);
+    if (d->ud == NULL) {
+        return -1;
+    }
+    struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = d->port,
+                            .qkey = RSM_VQKEY};
+    if (ibv_modify_qp(d->ud, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY)) {
+        return -1;
+    }
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_RTR;
+    if (ibv_modify_qp(d->ud, &a, IBV_QP_STATE)) {
+        return -1;
+    }
+    a.qp_state = IBV_QPS_RTS;
+    a.sq_psn = 0;
+    if (ibv_modify_qp(d->ud, &a, IBV_QP_STATE | IBV_QP_SQ_PSN)) {
+        return -1;
+    }
+    for (unsigned i = 0; i < RSM_VUD_RECVS; i++) {
+        if (ud_post_recv(d, i) != 0) {
+            return -1;
+        }
+    }
+    d->self.ud_qpn = d->ud->qp_num;
+    return 0;
+}
+
+int rsm_vdev_open(rsm_vdev_t *d, const char *spec, int gid_index, unsigned sq_depth,
+                  unsigned srq_depth, char *err, size_t errlen)
+{
+    memset(d, 0, sizeof(*d));
+    if (open_port(d, spec, err, errlen) != 0) {
+        return -1;
+    }
+    int table = d->gid_index;
+    d->gid_index = gid_index >= 0 ? gid_index : d->self.global ? find_gid(d->ctx, d->port, table) : 0;
+    union ibv_gid gid;
+    if (d->gid_index < 0 || ibv_query_gid(d->ctx, d->port, d->gid_index, &gid) != 0) {
+        snprintf(err, errlen, "%s has no usable GID (RoCE v2 with an IPv4 address); is its "
+                 "network interface up with an address?", d->name);
+        rsm_vdev_close(d);
+        return -1;
+    }
+    memcpy(d->self.gid, gid.raw, sizeof(d->self.gid));
+    d->sq_depth = sq_depth;
+    d->srq_depth = srq_depth;
+    size_t ud_bytes = (size_t) (RSM_VUD_RECVS + 1) * RSM_VUD_SLOT;
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = srq_depth, .max_sge = 1}};
+    if ((d->pd = ibv_alloc_pd(d->ctx)) == NULL
+        || (d->scq = ibv_create_cq(d->ctx, 4096, NULL, NULL, 0)) == NULL
+        || (d->rcq = ibv_create_cq(d->ctx, (int) srq_depth + 64, NULL, NULL, 0)) == NULL
+        || (d->ucq = ibv_create_cq(d->ctx, RSM_VUD_RECVS + 32, NULL, NULL, 0)) == NULL
+        || (d->srq = ibv_create_srq(d->pd, &sa)) == NULL
+        || (d->ud_buf = calloc(1, ud_bytes)) == NULL
+        || (d->ud_mr = ibv_reg_mr(d->pd, d->ud_buf, ud_bytes, IBV_ACCESS_LOCAL_WRITE)) == NULL
+        || ud_up(d) != 0 || rsm_vdev_refill(d) != 0) {
+        snprintf(err, errlen, "%s: setting up the protection domain, completion queues, shared "
+                 "receive queue or handshake queue pair failed (%s)", d->name, strerror(errno));
+        rsm_vdev_close(d);
+        return -1;
+    }
+    return 0;
+}
+
+void rsm_vdev_close(rsm_vdev_t *d)
+{
+    if (d->ud != NULL) {
+        ibv_destroy_qp(d->ud);
+    }
+    if (d->ud_mr != NULL) {
+        ibv_dereg_mr(d->ud_mr);
+    }
+    free(d->ud_buf);
+    if (d->srq != NULL) {
+        ibv_destroy_srq(d->srq);
+    }
+    if (d->ucq != NULL) {
+        ibv_destroy_cq(d->ucq);
+    }
+    if (d->rcq != NULL) {
+        ibv_destroy_cq(d->rcq);
+    }
+    if (d->scq != NULL) {
+        ibv_destroy_cq(d->scq);
+    }
+    if (d->pd != NULL) {
+        ibv_dealloc_pd(d->pd);
+    }
+    if (d->ctx != NULL) {
+        ibv_close_device(d->ctx);
+    }
+    memset(d, 0, sizeof(*d));
+}
+
+struct ibv_qp *rsm_vqp_create(rsm_vdev_t *d)
+{
+    struct ibv_qp_init_attr ia = {
+        .send_cq = d->scq, .recv_cq = d->rcq, .srq = d->srq, .qp_type = IBV_QPT_RC,
+        .cap = {.max_send_wr = d->sq_depth, .max_send_sge = 1, .max_inline_data = 256},
+    };
+    struct ibv_qp *qp = ibv_create_qp(d->pd, &ia);
+    if (qp == NULL) {
+        ia.cap.max_inline_data = 0;     /* a device without inline sends */
+        qp = ibv_create_qp(d->pd, &ia);
+    }
+    if (qp == NULL) {
+        return NULL;
+    }
+    d->max_inline = ia.cap.max_inline_data;
+    struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = d->port,
+                            .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
+    if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT
+                                  | IBV_QP_ACCESS_FLAGS) != 0) {
+        ibv_destroy_qp(qp);
+        return NULL;
+    }
+    return qp;
+}
+
+static void fill_ah(const rsm_vdev_t *d, const rsm_vaddr_t *peer, struct ibv_ah_attr *ah)
+{
+    memset(ah, 0, sizeof(*ah));
+    ah->port_num = d->port;
+    ah->dlid = peer->lid;
+    if (peer->global) {
+        ah->is_global = 1;
+        memcpy(ah->grh.dgid.raw, peer->gid, sizeof(peer->gid));
+        ah->grh.sgid_index = (uint8_t) d->gid_index;
+        ah->grh.hop_limit = 64;
+    }
+}
+
+int rsm_vqp_connect(rsm_vdev_t *d, struct ibv_qp *qp, const rsm_vaddr_t *peer, uint32_t peer_qpn,
+                    uint32_t peer_psn, uint32_t my_psn)
+{
+    struct ibv_qp_attr a;
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = (enum ibv_mtu) (peer->mtu < d->self.mtu ? peer->mtu : d->self.mtu);
+    a.dest_qp_num = peer_qpn;
+    a.rq_psn = peer_psn;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 12;           /* 0.64 ms: the shared receive queue ran dry */
+    fill_ah(d, peer, &a.ah_attr);
+    if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN
+                                  | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC
+                                  | IBV_QP_MIN_RNR_TIMER) != 0) {
+        return -errno;
+    }
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;                 /* 4.096 us * 2^14 = 67 ms per try ... */
+    a.retry_cnt = 7;                /* ... 7 tries: a dead path is reported in ~0.5 s */
+    a.rnr_retry = 7;                /* receiver-not-ready: retry for ever (it refills) */
+    a.sq_psn = my_psn;
+    a.max_rd_atomic = 1;
+    if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY
+                                  | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
+        return -errno;
+    }
+    return 0;
+}
+
+int rsm_vud_send(rsm_vdev_t *d, struct ibv_ah **ah, const rsm_vaddr_t *peer, const rsm_vmsg_t *msg)
+{
+    if (*ah == NULL) {
+        struct ibv_ah_attr aa;
+        fill_ah(d, peer, &aa);
+        if ((*ah = ibv_create_ah(d->pd, &aa)) == NULL) {
+            return -errno;
+        }
+    }
+    /* drain the UD send completions first: one send slot, reused */
+    uint8_t *slot = d->ud_buf + (size_t) RSM_VUD_RECVS * RSM_VUD_SLOT;
+    memcpy(slot, msg, sizeof(*msg));
+    struct ibv_sge sge = {.addr = (uintptr_t) slot, .length = sizeof(*msg), .lkey = d->ud_mr->lkey};
+    struct ibv_send_wr wr = {.wr_id = UINT64_MAX, .sg_list = &sge, .num_sge = 1,
+                             .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED}, *bad;
+    wr.wr.ud.ah = *ah;
+    wr.wr.ud.remote_qpn = peer->ud_qpn;
+    wr.wr.ud.remote_qkey = RSM_VQKEY;
+    int rc = ibv_post_send(d->ud, &wr, &bad);
+    if (rc != 0) {
+        return -rc;
+    }
+    /* wait for it to leave: the slot is ours again, and a handshake is rare */
+    for (int spins = 0; spins < 10000000; spins++) {
+        struct ibv_wc wc[4];
+        int n = ibv_poll_cq(d->ucq, 4, wc);
+        for (int i = 0; i < n; i++) {
+            if (wc[i].wr_id == UINT64_MAX) {
+                return wc[i].status == IBV_WC_SUCCESS ? 0 : -EIO;
+            }
+            /* a receive: kept for rsm_vud_poll (its bytes stay in the slot
+             * until the slot is posted again) */
+            if (wc[i].status == IBV_WC_SUCCESS && wc[i].wr_id < RSM_VUD_RECVS) {
+                d->ud_pending[d->ud_npending++ % RSM_VUD_RECVS] =
+                    (uint32_t) wc[i].wr_id | (wc[i].byte_len << 8);
+            } else if (wc[i].wr_id < RSM_VUD_RECVS) {
+                ud_post_recv(d, (unsigned) wc[i].wr_id);
+            }
+        }
+    }
+    return -ETIMEDOUT;
+}
+
+static int take_recv(rsm_vdev_t *d, uint32_t slot, uint32_t byte_len, void *msg, size_t cap,
+                     size_t *len)
+{
+    /* a UD receive starts with the 40-byte GRH slot, present or not */
+    size_t n = byte_len > 40 ? byte_len - 40 : 0;
+    if (n > cap) {
+        n = cap;
+    }
+    memcpy(msg, d->ud_buf + (size_t) slot * RSM_VUD_SLOT + 40, n);
+    *len = n;
+    ud_post_recv(d, slot);
+    return 1;
+}
+
+int rsm_vud_poll(rsm_vdev_t *d, void *msg, size_t cap, size_t *len)
+{
+    if (d->ud_ntaken != d->ud_npending) {
+        uint32_t e = d->ud_pending[d->ud_ntaken++ % RSM_VUD_RECVS];
+        return take_recv(d, e & 0xff, e >> 8, msg, cap, len);
+    }
+    struct ibv_wc wc;
+    int n = ibv_poll_cq(d->ucq, 1, &wc);
+    if (n <= 0) {
+        return n < 0 ? -1 : 0;
+    }
+    if (wc.wr_id >= RSM_VUD_RECVS) {
+        return 0;                   /* a send completion seen late */
+    }
+    if (wc.status != IBV_WC_SUCCESS) {
+        ud_post_recv(d, (unsigned) wc.wr_id);
+        return -1;
+    }
+    return take_recv(d, (uint32_t) wc.wr_id, wc.byte_len, msg, cap, len);
+}
+
+#endif

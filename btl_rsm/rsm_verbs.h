@@ -1,0 +1,137 @@
+/*
+ * The verbs side of rsm's RDMA-write back end, without MPI: one device port per
+ * process (protection domain, completion queues, a shared receive queue), RC
+ * queue pairs for half-duplex connections, and a UD queue pair that carries the
+ * connection handshake after MPI_Init (seed 000, 3.3: connections are made on
+ * first send; nothing per peer exists before).
+ *
+ * Publish rule.  The sender writes a unit (a postbox group, a pointer postbox
+ * after its pool blocks) into the receiver's area with RDMA WRITE, the last
+ * write of the unit WITH IMMEDIATE (the queue's new tail).  The InfiniBand
+ * specification does not order the bytes of one write as they land (so a flag
+ * byte written last may be seen before the data), but it does order an RC queue
+ * pair's requests: when the receive completion of a WRITE WITH IMMEDIATE is
+ * polled, that write and every earlier one on the queue pair are in memory.
+ * The receiver therefore trusts nothing in its area beyond the tail the newest
+ * completion named.  Cost: one receive work request per unit (a shared receive
+ * queue, refilled in batches) and one completion queue poll per progress call
+ * for all peers, instead of a flag scan of every connection's ring.
+ *
+ * The 1-byte acks go the other way as plain RDMA WRITEs of the receiver's ack
+ * bytes into the sender's ack row; a byte cannot tear, and the sender compares
+ * each with the lap it expects, so their order does not matter.
+ *
+ * Handshake messages and everything else a peer sends are checked here before
+ * use (rsm_vmsg_check, unit-tested in test/unit/t_rsm_vmsg.c).
+ */
+#ifndef RSM_VERBS_H
+#define RSM_VERBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RSM_VMSG_MAGIC 0x52534d56u      /* "RSMV" */
+#define RSM_VMSG_VERSION 1
+
+enum { RSM_VMSG_REQ = 1, RSM_VMSG_REP = 2, RSM_VMSG_REJ = 3 };
+
+/* Why a request was refused (REJ's status). */
+enum { RSM_VREJ_PARAMS = 1, RSM_VREJ_NOMEM = 2, RSM_VREJ_QP = 3 };
+
+/* Where a process can be reached: what it publishes in the modex, and what a
+ * handshake message carries of its sender. */
+typedef struct rsm_vaddr {
+    uint8_t gid[16];
+    uint32_t ud_qpn;
+    uint16_t lid;
+    uint8_t mtu;                /* enum ibv_mtu of its port */
+    uint8_t global;             /* 1: address by GID (RoCE), 0: by LID (InfiniBand) */
+} rsm_vaddr_t;
+
+/* A handshake message on the UD queue pair (all fields little endian on the
+ * wire is not needed: both ends are the same build of the same job, and the
+ * fingerprint refuses anything else).  REQ: "connect your area for me on this
+ * queue pair; write acks to this row".  REP: "here is the area".  REJ: refused. */
+typedef struct rsm_vmsg {
+    uint32_t magic;
+    uint8_t version, type;
+    uint16_t status;            /* REJ: RSM_VREJ_* */
+    uint64_t from, to;          /* process names (jobid << 32 | vpid) */
+    uint64_t params;            /* fingerprint of the connection layout */
+    rsm_vaddr_t addr;           /* the sender's UD address (replies go there) */
+    uint32_t qpn, psn;          /* the sender's RC queue pair of this connection */
+    uint64_t raddr;             /* REQ: the ack row; REP: the area */
+    uint32_t rkey;
+    uint32_t rlen;              /* bytes at raddr */
+    uint64_t conn;              /* REQ: the requester's connection number, echoed */
+} rsm_vmsg_t;
+
+/* Is LEN bytes at MSG a well-formed handshake message addressed to ME with
+ * fingerprint PARAMS?  Returns NULL, or why not.  A REQ/REP whose remote
+ * region is shorter than EXPECT_LEN is refused too. */
+const char *rsm_vmsg_check(const void *msg, size_t len, uint64_t me, uint32_t expect_len);
+
+/* The tail named by a unit's immediate: accepted only when it moves the
+ * receiver's view forward by 1..QLEN postboxes past what it has consumed.
+ * Returns false for anything else (a corrupt or hostile peer). */
+static inline bool rsm_vimm_valid(uint32_t imm, uint32_t head, uint32_t published, uint32_t qlen)
+{
+    uint32_t ahead = imm - head, moved = imm - published;
+    return moved >= 1 && moved <= qlen && ahead <= qlen;
+}
+
+#ifdef RSM_VERBS_DEVICE_API
+#include <infiniband/verbs.h>
+
+/* One port of one device, opened once per process. */
+typedef struct rsm_vdev {
+    struct ibv_context *ctx;
+    struct ibv_pd *pd;
+    struct ibv_cq *scq;         /* send completions of every RC queue pair */
+    struct ibv_cq *rcq;         /* receive completions (WRITE WITH IMMEDIATE) */
+    struct ibv_srq *srq;        /* shared by every RC queue pair */
+    struct ibv_cq *ucq;         /* the UD queue pair's, both directions */
+    struct ibv_qp *ud;
+    struct ibv_mr *ud_mr;
+    uint8_t *ud_buf;            /* RSM_VUD_RECVS receive slots, then a send slot */
+    uint32_t ud_pending[64];    /* receives seen while waiting for a send: slot | len << 8 */
+    uint32_t ud_npending, ud_ntaken;
+    unsigned srq_posted, srq_depth, sq_depth;
+    uint32_t max_inline;        /* of the RC queue pairs, as created */
+    uint8_t port;
+    int gid_index;
+    rsm_vaddr_t self;
+    char name[64];              /* "rxe0:1" */
+} rsm_vdev_t;
+
+#define RSM_VUD_SLOT 256         /* a UD receive slot: 40-byte GRH + message */
+#define RSM_VUD_RECVS 64
+#define RSM_VQKEY 0x52534d51u
+
+/* Open the first port named by SPEC ("dev:port,dev:port", empty: the first
+ * active port of any device).  GID_INDEX < 0: an IPv4-mapped RoCE v2 GID,
+ * else any valid one.  0, or -1 with ERR filled. */
+int rsm_vdev_open(rsm_vdev_t *d, const char *spec, int gid_index, unsigned sq_depth,
+                  unsigned srq_depth, char *err, size_t errlen);
+void rsm_vdev_close(rsm_vdev_t *d);
+/* Top the shared receive queue up to its depth; 0 or -errno. */
+int rsm_vdev_refill(rsm_vdev_t *d);
+
+/* An RC queue pair in INIT, remote writes allowed; NULL with errno. */
+struct ibv_qp *rsm_vqp_create(rsm_vdev_t *d);
+/* INIT -> RTR -> RTS towards PEER's queue pair PEER_QPN. */
+int rsm_vqp_connect(rsm_vdev_t *d, struct ibv_qp *qp, const rsm_vaddr_t *peer, uint32_t peer_qpn,
+                    uint32_t peer_psn, uint32_t my_psn);
+
+/* Send a handshake message to PEER's UD queue pair (AH cached in *AH). */
+int rsm_vud_send(rsm_vdev_t *d, struct ibv_ah **ah, const rsm_vaddr_t *peer,
+                 const rsm_vmsg_t *msg);
+/* Poll the UD queue pair: at most one received message copied to *MSG (its
+ * length in *LEN), returns 1; 0: none; -1: a completion in error. */
+int rsm_vud_poll(rsm_vdev_t *d, void *msg, size_t cap, size_t *len);
+
+const char *rsm_vmtu_str(uint8_t mtu);
+#endif
+
+#endif

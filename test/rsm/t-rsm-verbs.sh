@@ -1,0 +1,34 @@
+#!/bin/bash
+# btl rsm between hosts: its verbs (RDMA write) back end over soft-RoCE.  One QEMU guest
+# (test/guest/guest_lib.sh: Debian's kernel under TCG, the machine's root read-only over
+# 9p, 2 vCPUs, 3 GiB) holds two hosts h0 and h1, each with its own host name, /dev/shm,
+# NIC and rxe device (test/guest/guest_hosts.sh; the host's env file names its device,
+# btl_rsm_verbs_devices=rxeI:1); jobs reach them through Open MPI's rsh launcher, one
+# orted per host.  Checked in the guest (rsm_verbs_guest.sh), every job with
+# --mca pml ob1 --mca btl self,rsm: 2 hosts x 1 rank, mpi_p2p up to 16 MiB, the peer
+# over verbs (btl_base_verbose 10), its bytes counted on rxe0/rxe1 and the NICs, not on
+# loopback; the MPI_T counters btl_rsm_verbs_writes/_write_bytes/_connects move with
+# verified traffic (mpit_read verbs); 2 hosts x 2 ranks, mpi_p2p with on-host peers by shm
+# and off-host ones by verbs in one job; the same with btl_rsm_verbs 2 (every peer by
+# verbs); btl_rsm_verbs 0 makes the job fail at once with the peer unreachable, not hang;
+# rsm_soak on 2 x 2; nothing left (processes, the hosts' /dev/shm, verbs resources).
+# Out here: no QEMU process and no temporary file left, on every exit path.  About 2.5
+# minutes (160 s idle).  Skipped (77) without QEMU, the kernel package, its veth/bridge/overlay/
+# rdma_rxe modules, cpio or static libc, or a build without libibverbs.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP_SRCDIR/test/guest/guest_lib.sh"
+guest_require veth bridge overlay crc32_generic rdma_rxe
+grep -q '^#define XBTL_HAVE_VERBS 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null ||
+    { echo "# skipped: btl rsm built without its verbs back end (no libibverbs-dev at configure)"; exit 77; }
+for p in test/mpi/mpi_p2p test/mpi/mpit_read test/rsm/rsm_soak; do
+    [ -x "$TOP_BUILDDIR/$p" ] || { echo "# $TOP_BUILDDIR/$p not built (make check)"; exit 77; }
+done
+for c in nsenter unshare rdma; do
+    command -v $c >/dev/null || { echo "# skipped: no $c (util-linux, iproute2)"; exit 77; }
+done
+t0=$SECONDS
+guest_prepare
+guest_boot 480 3072 2 "$TOP_SRCDIR/test/rsm/rsm_verbs_guest.sh" "$TOP_BUILDDIR"
+guest_report "guest" 40 "rsm verbs: "
+echo "# this test: $((SECONDS - t0)) s in all"
+tap_done

@@ -1,0 +1,74 @@
+/* The verbs back end's checks on what a peer sends (rsm_verbs.h): handshake
+ * messages (length, magic, version, type, addressee, queue pair and packet
+ * numbers, the remote region's length and wrap) and the immediate that names a
+ * queue's new tail (only forward, never past a whole queue). */
+#include <string.h>
+
+#include "rsm_verbs.h"
+#include "tap.h"
+
+static rsm_vmsg_t good(void)
+{
+    rsm_vmsg_t m;
+    memset(&m, 0, sizeof(m));
+    m.magic = RSM_VMSG_MAGIC;
+    m.version = RSM_VMSG_VERSION;
+    m.type = RSM_VMSG_REQ;
+    m.from = 0x100000001ull;
+    m.to = 0x100000002ull;
+    m.addr.mtu = 3;
+    m.addr.global = 1;
+    m.qpn = 0x11;
+    m.psn = 0xabcdef;
+    m.raddr = 0x7f0000001000ull;
+    m.rkey = 5;
+    m.rlen = 128;
+    return m;
+}
+
+int main(void)
+{
+    const uint64_t me = 0x100000002ull;
+    rsm_vmsg_t m = good();
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) == NULL, "a well-formed REQ passes");
+    CHECK(rsm_vmsg_check(&m, sizeof(m) + 40, me, 128) == NULL, "trailing bytes are ignored");
+    CHECK(rsm_vmsg_check(&m, sizeof(m) - 1, me, 128) != NULL, "one byte short: refused");
+    CHECK(rsm_vmsg_check(&m, 0, me, 128) != NULL, "empty: refused");
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me + 1, 128) != NULL, "addressed to another process");
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 129) != NULL, "a region shorter than needed");
+
+    m = good(); m.magic ^= 1;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "bad magic");
+    m = good(); m.version = RSM_VMSG_VERSION + 1;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "another version");
+    m = good(); m.type = 0;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "type 0");
+    m = good(); m.type = 9;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "unknown type");
+    m = good(); m.qpn = 0x1000000;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "queue pair number over 24 bits");
+    m = good(); m.psn = 0x1000000;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "packet sequence number over 24 bits");
+    m = good(); m.addr.mtu = 0;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "MTU 0");
+    m = good(); m.addr.mtu = 6;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "MTU past 4096");
+    m = good(); m.addr.global = 2;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "addressing mode 2");
+    m = good(); m.raddr = UINT64_MAX - 10;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "a region that wraps the address space");
+    m = good(); m.type = RSM_VMSG_REP;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) == NULL, "a well-formed REP passes");
+    m = good(); m.type = RSM_VMSG_REJ; m.rlen = 0; m.qpn = 0xffffffff;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) == NULL, "a REJ carries no region");
+
+    /* immediates: head 10 (consumed through 9), published 12, queue of 16 */
+    CHECK(rsm_vimm_valid(13, 10, 12, 16), "the next unit's tail");
+    CHECK(rsm_vimm_valid(26, 10, 12, 16), "a tail a whole queue past head");
+    CHECK(!rsm_vimm_valid(27, 10, 12, 16), "past a whole queue: refused");
+    CHECK(!rsm_vimm_valid(12, 10, 12, 16), "no movement: refused");
+    CHECK(!rsm_vimm_valid(11, 10, 12, 16), "backwards: refused");
+    CHECK(rsm_vimm_valid(3, 0xfffffffeu, 0xffffffffu, 16), "across the 32-bit wrap");
+    CHECK(!rsm_vimm_valid(0x80000000u, 10, 12, 16), "far away: refused");
+    return tap_done();
+}
