@@ -16,7 +16,7 @@ gh_up 2 > "$W/up.log" 2>&1 || { echo "# hosts did not come up"; cat "$W/up.log";
 
 declare -A how
 how[rsm]="--mca pml ob1 --mca btl self,rsm"
-how[ucx]="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,rc_verbs -x UCX_UD_VERBS_ETH_DGID_CHECK=n"
+how[ucx]="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,rc_verbs,ud_verbs -x UCX_UD_VERBS_ETH_DGID_CHECK=n"
 how[tcp]="--mca pml ob1 --mca btl self,tcp"
 
 # gid_index DEV ADDR: the RoCE v2 GID of an IPv4 address on DEV's port 1
@@ -37,12 +37,19 @@ perftest() {
     wait "$srv"
 }
 
+counters() {
+    local f
+    for f in /sys/class/infiniband/rxe[01]/ports/1/hw_counters/*; do
+        echo "${f#/sys/class/infiniband/}" "$(cat "$f")" | sed 's,/ports/1/hw_counters/,.,'
+    done
+}
 echo "# placement inside TCG is meaningless: both hosts share the guest's 2 vCPUs"
 for ((r = 1; r <= REPEATS; r++)); do
     for t in rsm ucx tcp; do
         for b in xb-latency xb-bw xb-bibw; do
             sizes=$BW iters=(-i 100 -w 5)
             [ "$b" = xb-latency ] && sizes=$LAT iters=(-i 1000 -w 50)
+            counters > "$W/c0"
             # shellcheck disable=SC2086
             run_mpi 300 "${GH_MPIRUN[@]}" -np 2 --host h0:1,h1:1 ${how[$t]} \
                 "$B/bench/$b" -m "$sizes" "${iters[@]}" > "$W/out" 2> "$W/err"
@@ -51,6 +58,10 @@ for ((r = 1; r <= REPEATS; r++)); do
                 echo "# $t $b repeat $r failed (exit $rc):"; tail -5 "$W/err" | sed 's/^/#   /'
             fi
             grep '^{' "$W/out" | sed "s/^/row $t $r /"
+            # what rxe saw: retries, receiver-not-ready NAKs, duplicates (a slow path shows here)
+            counters | awk -v t="$t" -v b="$b" 'FNR == NR { a[$1] = $2; next }
+                $2 != a[$1] { printf "%s %s=%d", (n++ ? "" : "# rxe " t " " b ":"), $1, $2 - a[$1] }
+                END { if (n) print "" }' "$W/c0" -
         done
     done
     for s in 8 64 512; do

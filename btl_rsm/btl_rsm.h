@@ -151,6 +151,7 @@ struct mca_btl_base_endpoint_t {
     rsm_postbox_t *in_queue;
     uint32_t head, unacked;         /* next seq to read; oldest not yet acked */
     uint32_t in_published;          /* verbs: the tail the newest immediate named */
+    uint32_t in_pool_msgs;          /* pointer messages delivered (verbs: when to push acks) */
     uint32_t in_mask;               /* postboxes per queue - 1 */
     const rsm_layout_t *in_lay;     /* the layout of the area we read */
     struct rsm_vpeer *v;            /* verbs: queue pairs, registrations (btl_rsm_verbs.c) */
@@ -184,6 +185,7 @@ typedef struct mca_btl_rsm_component_t {
     size_t verbs_pool_size;
     unsigned int verbs_sq_depth, verbs_srq_depth, verbs_signal, verbs_connect_timeout_ms;
     int verbs_gid_index;
+    unsigned int verbs_timeout, verbs_retry_count;
 
     /* this rank */
     uint32_t my_local_rank, nlocal;

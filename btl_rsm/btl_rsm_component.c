@@ -169,6 +169,18 @@ static int rsm_component_register(void)
     reg("verbs_connect_timeout_ms", "Give up connecting to a peer that has not answered the "
         "connection request (resent every 200 ms) within this many ms",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_connect_timeout_ms, OPAL_INFO_LVL_5);
+    c->verbs_timeout = 18;
+    reg("verbs_timeout", "RC retransmission timeout, InfiniBand encoding: 4.096 us x 2^value "
+        "(0-31; default 18, 1.07 s, as UCX).  Too short and a loaded host (or soft-RoCE under "
+        "emulation: 14, 67 ms, made a stream retransmit its whole window ~100 times a second) "
+        "resends what was only late; a dead link is reported after about timeout x (retry "
+        "count + 1)", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_timeout, OPAL_INFO_LVL_6);
+    c->verbs_retry_count = 6;
+    reg("verbs_retry_count", "RC retransmissions (0-7) before a write fails and the job is "
+        "told the peer is lost.  Not 7: soft-RoCE (rxe) takes 7 as \"retry for ever\" (as the "
+        "specification does only for receiver-not-ready retries), and a job behind a dead "
+        "link then hangs instead of ending with a message", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_retry_count,
+        OPAL_INFO_LVL_6);
     c->verbs_gid_index = -1;
     reg("verbs_gid_index", "GID table index for RoCE addressing; -1: the first RoCE v2 GID "
         "holding an IPv4 address", MCA_BASE_VAR_TYPE_INT, &c->verbs_gid_index, OPAL_INFO_LVL_6);
@@ -259,6 +271,11 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     c->nlocal = (uint32_t) (have_local ? opal_process_info.num_local_peers : 0) + 1;
     c->my_local_rank = (uint32_t) opal_process_info.my_local_rank;
     if (c->my_local_rank >= c->nlocal) {
+        return NULL;
+    }
+    if (c->verbs_timeout > 31 || c->verbs_retry_count > 7) {
+        opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename,
+                       "btl_rsm_verbs_timeout must be 0..31 and btl_rsm_verbs_retry_count 0..7");
         return NULL;
     }
     if (c->verbs_signal == 0 || c->verbs_signal > c->verbs_sq_depth / 2) {

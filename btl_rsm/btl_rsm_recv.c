@@ -86,9 +86,10 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
             continue;
         }
         if (r == RSM_PB_DONE) {
-            bool ok = ep->assembler.type == RSM_PB_INLINE
-                          ? deliver_inline(ep, ep->assembler.tag, slot->u.data, ep->assembler.total)
-                          : deliver_runs(ep);
+            bool pool = ep->assembler.type != RSM_PB_INLINE;
+            ep->in_pool_msgs += pool;   /* verbs: pool blocks are scarce, ack them at once */
+            bool ok = !pool ? deliver_inline(ep, ep->assembler.tag, slot->u.data, ep->assembler.total)
+                            : deliver_runs(ep);
             if (OPAL_UNLIKELY(!ok)) {
                 goto bad_tag;
             }

@@ -79,6 +79,7 @@ struct rsm_vpeer {
     rsm_vconn_t out, in;
     rsm_area_t out_area;
     uint32_t acks_pushed;           /* inbound: acks written through this seq (exclusive) */
+    uint32_t pool_msgs_acked;       /* inbound: ep->in_pool_msgs when acks were last pushed */
     struct rsm_vpeer *next_connecting;
 };
 
@@ -350,9 +351,19 @@ static int poll_recv_cq(void)
         }
         ep->in_published = tail;
         delivered += rsm_poll_endpoint(ep, UINT32_MAX);
-        push_acks(ep);
+        /* Acks cost a write and its RC acknowledgement, doubling the packets of a small
+         * message, so inline traffic is acked every eighth of a queue: the sender can
+         * never wait on those (fewer than 1/8 of its queue are unacked, and a message
+         * takes at most half).  Pool blocks are few and may be fragmented, so a pool
+         * message is acked at once. */
+        if (ep->unacked - ep->v->acks_pushed >= qlen / 8
+            || ep->in_pool_msgs != ep->v->pool_msgs_acked) {
+            ep->v->pool_msgs_acked = ep->in_pool_msgs;
+            push_acks(ep);
+        }
     }
-    if (rsm_vdev_refill(&vs.dev) != 0) {
+    /* refilled in batches: the queue is deep enough for 32 units unanswered */
+    if (vs.dev.srq_posted + 32 <= vs.dev.srq_depth && rsm_vdev_refill(&vs.dev) != 0) {
         RSM_VERBOSE(1, "could not refill the shared receive queue");
     }
     return delivered;
@@ -688,6 +699,8 @@ bool rsm_verbs_init(void)
                     "no RDMA back end: %s", err);
         return false;
     }
+    vs.dev.timeout = (uint8_t) c->verbs_timeout;
+    vs.dev.retry_cnt = (uint8_t) c->verbs_retry_count;
     vs.my_name = name64(&opal_proc_local_get()->proc_name);
     OBJ_CONSTRUCT(&vs.by_name, opal_hash_table_t);
     OBJ_CONSTRUCT(&vs.by_qpn, opal_hash_table_t);

@@ -6,12 +6,15 @@
  * may SIGNAL the owner.  The protocol only ever writes into imported segments
  * (remote writes are cheaper than remote reads) and reads its own exported ones.
  *
- * Back ends: shm (this file's rsm_seg_shm.c: POSIX shared memory, one host,
- * writes are plain stores) and, later, verbs (RDMA write between hosts).  A
- * back end whose imported segments are directly addressable sets `direct`; the
- * protocol then stores through `base` and the inline helpers below skip the
- * indirect call.  A non-direct back end keeps `base` as a local shadow the
- * protocol composes in, and `write` pushes a range of it to the owner.
+ * Back ends: shm (rsm_seg_shm.c: POSIX shared memory, one host, writes are
+ * plain stores) and verbs (btl_rsm_verbs.c: RDMA write between hosts).  A back
+ * end whose imported segments are directly addressable sets `direct`; the
+ * protocol then stores through `base`.  The verbs back end is the non-direct
+ * case: `base` is a local shadow the protocol composes in, and each published
+ * unit is pushed to the owner.  It does not go through these ops: a name cannot
+ * be imported across hosts (a handshake hands over address and key instead), and
+ * publishing needs the unit's extent (a write with immediate), so the send path
+ * calls it directly where it publishes (btl_rsm_send.c, `ep->remote`).
  *
  * No MPI here: unit-tested on its own (test/unit/t_rsm_seg.c).
  */

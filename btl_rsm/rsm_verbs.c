@@ -155,14 +155,20 @@ static int open_port(rsm_vdev_t *d, const char *spec, char *err, size_t errlen)
 
 int rsm_vdev_refill(rsm_vdev_t *d)
 {
+    /* WRITE WITH IMMEDIATE places its data by RDMA: the receives need no buffer,
+     * and go in chains of up to 64 per post */
+    struct ibv_recv_wr wr[64], *bad;
     while (d->srq_posted < d->srq_depth) {
-        /* WRITE WITH IMMEDIATE places its data by RDMA: the receive needs no buffer */
-        struct ibv_recv_wr wr = {.wr_id = 0, .sg_list = NULL, .num_sge = 0}, *bad;
-        int rc = ibv_post_srq_recv(d->srq, &wr, &bad);
+        unsigned n = d->srq_depth - d->srq_posted;
+        n = n < 64 ? n : 64;
+        for (unsigned i = 0; i < n; i++) {
+            wr[i] = (struct ibv_recv_wr){.wr_id = 0, .next = i + 1 < n ? &wr[i + 1] : NULL};
+        }
+        int rc = ibv_post_srq_recv(d->srq, wr, &bad);
         if (rc != 0) {
             return -rc;
         }
-        d->srq_posted++;
+        d->srq_posted += n;
     }
     return 0;
 }
@@ -334,8 +340,8 @@ int rsm_vqp_connect(rsm_vdev_t *d, struct ibv_qp *qp, const rsm_vaddr_t *peer, u
     }
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;                 /* 4.096 us * 2^14 = 67 ms per try ... */
-    a.retry_cnt = 7;                /* ... 7 tries: a dead path is reported in ~0.5 s */
+    a.timeout = d->timeout;         /* 4.096 us * 2^timeout per try (18: 1.07 s) ... */
+    a.retry_cnt = d->retry_cnt;     /* ... then the work request fails: a dead path */
     a.rnr_retry = 7;                /* receiver-not-ready: retry for ever (it refills) */
     a.sq_psn = my_psn;
     a.max_rd_atomic = 1;

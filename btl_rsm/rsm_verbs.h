@@ -99,6 +99,7 @@ typedef struct rsm_vdev {
     uint32_t ud_npending, ud_ntaken;
     unsigned srq_posted, srq_depth, sq_depth;
     uint32_t max_inline;        /* of the RC queue pairs, as created */
+    uint8_t timeout, retry_cnt;     /* RC retransmission: 4.096 us * 2^timeout, retry_cnt times */
     uint8_t port;
     int gid_index;
     rsm_vaddr_t self;

@@ -102,16 +102,37 @@ guest_boot() {
         return
     fi
     t0=$(date +%s.%N)
-    # --foreground: QEMU stays in the test's process group, so a runner that kills the group
-    # kills it too; the lock is not inherited (9>&-): it goes when this shell lets it go
-    timeout --foreground -k 10 "$secs" qemu-system-x86_64 -accel tcg,thread=multi -cpu max \
-        -m "$mib" -smp "$cpus" "${GUEST_QEMU_ARGS[@]}" \
-        -kernel "$GUEST_KERNEL" -initrd "$GUEST_WORK/initrd.gz" \
-        -append "console=ttyS0 quiet panic=-1 -- $*" \
-        -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-        -nodefaults -display none -serial stdio -no-reboot \
-        < /dev/null > "$GUEST_WORK/console" 2>&1 9>&- &
-    guest_pid=$!
+    local try boot_wait=${GUEST_BOOT_WAIT:-150} waited
+    for try in 1 2; do
+        # --foreground: QEMU stays in the test's process group, so a runner that kills the
+        # group kills it too; the lock is not inherited (9>&-): it goes when this shell
+        # lets it go
+        timeout --foreground -k 10 "$secs" qemu-system-x86_64 -accel tcg,thread=multi -cpu max \
+            -m "$mib" -smp "$cpus" "${GUEST_QEMU_ARGS[@]}" \
+            -kernel "$GUEST_KERNEL" -initrd "$GUEST_WORK/initrd.gz" \
+            -append "console=ttyS0 quiet panic=-1 -- $*" \
+            -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+            -nodefaults -display none -serial stdio -no-reboot \
+            < /dev/null > "$GUEST_WORK/console" 2>&1 9>&- &
+        guest_pid=$!
+        # Now and then (about 1 boot in 15 here) TCG hangs before guest_init's first line,
+        # burning system time, and would sit until the time limit: a boot that shows no
+        # sign of life in GUEST_BOOT_WAIT seconds is stopped and tried once more.
+        waited=0
+        while kill -0 "$guest_pid" 2>/dev/null && ! grep -q 'guest_init: root mounted' \
+                "$GUEST_WORK/console" 2>/dev/null && [ "$waited" -lt "$boot_wait" ]; do
+            sleep 1; waited=$((waited + 1))
+        done
+        if [ "$try" = 1 ] && kill -0 "$guest_pid" 2>/dev/null &&
+                ! grep -q 'guest_init: root mounted' "$GUEST_WORK/console"; then
+            kill -TERM "$guest_pid" 2>/dev/null
+            wait "$guest_pid"
+            echo "# guest_boot: no sign of life from the guest in $boot_wait s (a TCG boot hang): booting again" \
+                >&2
+            continue
+        fi
+        break
+    done
     wait "$guest_pid"; guest_qrc=$?
     guest_pid=""
     exec 9>&-

@@ -16,6 +16,12 @@
  *                       test/rsm/rsm_verbs_guest.sh): btl_rsm_verbs_writes,
  *                       _write_bytes and _connects exist and move with verified
  *                       eager and rendezvous traffic from rank 0 to 1
+ *   mpit_read verbs-memory   any number of ranks on two hosts over self,rsm: a
+ *                       verified all-pairs exchange (a 100 B and a 64 KiB message
+ *                       from every rank to every other), then each rank's
+ *                       btl_rsm_verbs_registered_bytes, read before anything else
+ *                       is sent; rank 0 gathers and prints them, one line per rank:
+ *                       "verbs-memory: rank R host H registered_bytes V"
  * Rank 0 prints TAP; the exit status is 1 when a check failed.
  */
 #include <mpi.h>
@@ -25,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mpit_bind.h"
@@ -338,15 +345,112 @@ static void mode_verbs(void)
     }
 }
 
+static double init_secs;    /* MPI_Init's duration on this rank */
+
+/* Every rank sends SMALL and LARGE bytes to every other and receives the same
+ * from each, all at once; the payloads depend on (sender, receiver, tag).
+ * Then the verbs back end's registered bytes: by now every connection this
+ * rank sends or receives on exists.  Rank 0 prints them per rank. */
+static void mode_verbs_memory(int size)
+{
+    enum { SMALL = 100, LARGE = 64 * 1024, TAG_S = 30, TAG_L = 31 };
+    static const char *const vn[1] = {"verbs_registered_bytes"};
+    MPI_T_pvar_session vs;
+    MPI_T_pvar_handle vh;
+    int have = mpit_bind(&vs, &vh, "btl_rsm_", vn, 1, MPI_T_PVAR_CLASS_COUNTER), all_have;
+    MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    check(all_have, "MPI_T performance variable btl_rsm_verbs_registered_bytes is there on "
+          "every rank%s", all_have ? "" : " (MISSING)");
+    const size_t per = SMALL + LARGE;
+    unsigned char *sbuf = malloc(per * (size_t) size), *rbuf = malloc(per * (size_t) size);
+    MPI_Request *req = malloc(4 * (size_t) size * sizeof(*req));
+    int nreq = 0;
+    double t0 = MPI_Wtime();
+    for (int p = 0; p < size; p++) {
+        if (p == rank) {
+            continue;
+        }
+        unsigned char *r = rbuf + per * (size_t) p;
+        MPI_Irecv(r, SMALL, MPI_BYTE, p, TAG_S, MPI_COMM_WORLD, &req[nreq++]);
+        MPI_Irecv(r + SMALL, LARGE, MPI_BYTE, p, TAG_L, MPI_COMM_WORLD, &req[nreq++]);
+    }
+    for (int j = 1; j < size; j++) {
+        int p = (rank + j) % size;      /* every rank starts with a different peer */
+        unsigned char *b = sbuf + per * (size_t) p;
+        xb_fill(b, SMALL, xb_seed(rank, (uint64_t) p, TAG_S));
+        xb_fill(b + SMALL, LARGE, xb_seed(rank, (uint64_t) p, TAG_L));
+        MPI_Isend(b, SMALL, MPI_BYTE, p, TAG_S, MPI_COMM_WORLD, &req[nreq++]);
+        MPI_Isend(b + SMALL, LARGE, MPI_BYTE, p, TAG_L, MPI_COMM_WORLD, &req[nreq++]);
+    }
+    MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+    double t_xchg = MPI_Wtime() - t0;
+    long bad = 0;
+    for (int p = 0; p < size; p++) {
+        if (p == rank) {
+            continue;
+        }
+        const unsigned char *r = rbuf + per * (size_t) p;
+        long m1 = xb_mismatch(r, SMALL, xb_seed(p, (uint64_t) rank, TAG_S));
+        long m2 = xb_mismatch(r + SMALL, LARGE, xb_seed(p, (uint64_t) rank, TAG_L));
+        if (m1 >= 0 || m2 >= 0) {
+            fprintf(stderr, "rank %d: bad data from rank %d (%s at offset %ld)\n", rank, p,
+                    m1 >= 0 ? "100 B message" : "64 KiB message", m1 >= 0 ? m1 : m2);
+            bad++;
+        }
+    }
+    unsigned long reg = 0;
+    if (have && MPI_T_pvar_read(vs, vh, &reg) != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: MPI_T_pvar_read of btl_rsm_verbs_registered_bytes failed\n",
+                rank);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    long all_bad = 0;
+    MPI_Reduce(&bad, &all_bad, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    check(all_bad == 0, "all-pairs exchange among %d ranks: %d B and %d B from every rank to "
+          "every other verified (%ld bad)", size, SMALL, LARGE, all_bad);
+    char host[MPI_MAX_PROCESSOR_NAME] = "";
+    int len = 0;
+    MPI_Get_processor_name(host, &len);
+    uint64_t mine = reg, *vals = malloc((size_t) size * sizeof(*vals));
+    char *hosts = malloc((size_t) size * MPI_MAX_PROCESSOR_NAME);
+    MPI_Gather(&mine, 1, MPI_UINT64_T, vals, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
+               MPI_COMM_WORLD);
+    for (int p = 0; rank == 0 && all_have && p < size; p++) {
+        printf("verbs-memory: rank %d host %s registered_bytes %llu\n", p,
+               hosts + (size_t) p * MPI_MAX_PROCESSOR_NAME, (unsigned long long) vals[p]);
+    }
+    double t[2] = {init_secs, t_xchg}, tmax[2];
+    MPI_Reduce(t, tmax, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("verbs-memory: times MPI_Init up to %.1f s, the exchange up to %.1f s (slowest rank)\n",
+               tmax[0], tmax[1]);
+    }
+    fflush(stdout);
+    free(vals);
+    free(hosts);
+    free(sbuf);
+    free(rbuf);
+    free(req);
+    if (have) {
+        MPI_T_pvar_handle_free(vs, &vh);
+        MPI_T_pvar_session_free(&vs);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int provided, size;
     const char *mode = argc > 1 ? argv[1] : "traffic";
+    struct timespec ts0, ts1;
+    clock_gettime(CLOCK_MONOTONIC, &ts0);
     MPI_Init(&argc, &argv);
+    clock_gettime(CLOCK_MONOTONIC, &ts1);
+    init_secs = (double) (ts1.tv_sec - ts0.tv_sec) + (ts1.tv_nsec - ts0.tv_nsec) / 1e9;
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size != 2) {
+    if (size != 2 && strcmp(mode, "verbs-memory") != 0) {
         if (rank == 0) {
             fprintf(stderr, "mpit_read: run with 2 ranks\n");
         }
@@ -355,8 +459,12 @@ int main(int argc, char **argv)
     bool have = bind_all();
     if (strcmp(mode, "used") == 0) {
         mode_used(have);
-    } else if (strcmp(mode, "verbs") == 0) {
-        mode_verbs();
+    } else if (strcmp(mode, "verbs") == 0 || strcmp(mode, "verbs-memory") == 0) {
+        if (strcmp(mode, "verbs") == 0) {
+            mode_verbs();
+        } else {
+            mode_verbs_memory(size);
+        }
         if (rank == 0) {
             printf("1..%d\n", tap_n);
         }

@@ -9,7 +9,10 @@
 #   RSM_VERBS_MAX1   largest mpi_p2p message, 2 hosts x 1 rank (default 16 MiB)
 #   RSM_VERBS_MAX4   largest mpi_p2p message, 2 hosts x 2 ranks (default 1 MiB)
 #   RSM_VERBS_SOAK   seconds of rsm_soak on 2 hosts x 2 ranks (default 15)
+#   RSM_VERBS_DOWN_SOAK  seconds of the rsm_soak whose link goes down (default 20; it ends sooner)
+# MEM_N ($2, e.g. 2,4): the ranks per host of the registered-memory jobs (default 2,4,8)
 B=$1
+MEM_N=${2:-2,4,8}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../guest/guest_env.sh" xbguest 1536            # 3 GiB guest
 . "$here/../guest/guest_hosts.sh"
@@ -41,9 +44,15 @@ snap() {
     for d in lo xh0 xh1; do
         for c in rx_bytes tx_bytes; do echo "$d.$c $(cat "/sys/class/net/$d/statistics/$c")"; done
     done
-    for d in rxe0 rxe1; do
-        for c in sent_pkts rcvd_pkts; do echo "$d.$c $(cat "/sys/class/infiniband/$d/ports/1/hw_counters/$c")"; done
+    for d in rxe0 rxe1; do      # all of rxe's counters: packets, RNR NAKs, retries, errors
+        for c in /sys/class/infiniband/$d/ports/1/hw_counters/*; do echo "$d.${c##*/} $(cat "$c")"; done
     done
+}
+# rxe_events NAME: rxe's error/retry counters that moved during job NAME, "rxe1.send_rnr_err +3 ..."
+rxe_events() {
+    awk 'FNR == NR { a[$1] = $2; next }
+         $1 ~ /^rxe/ && $1 !~ /(sent_pkts|rcvd_pkts|rdma_sends|rdma_recvs)$/ && $2 != a[$1] {
+             printf "%s%s +%d", sep, $1, $2 - a[$1]; sep = " " }' "$W/$1.0" "$W/$1.1"
 }
 delta() { awk -v k="$3" 'FNR == NR { a[$1] = $2; next } $1 == k { print $2 - a[k] }' "$1" "$2"; }
 # job NAME SECONDS MPIRUN_ARGS...: a job on the hosts, counters before and after, its
@@ -166,7 +175,136 @@ else
     failed "$L: exit $job_rc after $job_secs s: ${line#* - }" soak
 fi
 
-# --- 6. nothing left by the jobs
+# --- 6. registered memory per host: N ranks on each host, all pairs talking
+# Every rank has N peers on the other host; it sends to each (a shadow of the peer's area
+# and an ack row registered: rsm_verbs_connect) and receives from each (the area and its
+# ack bytes: accept_req), each (area + ack) bytes.  The sizes, as rsm_verbs_init and
+# rsm_layout_init make them from the defaults (btl_rsm_postboxes 128, btl_rsm_verbs_pool_size
+# 57344, small/large block 2048/4096, one queue, one stripe):
+PB=128 VPOOL=57344 SBLK=2048 LBLK=4096
+V_QUEUE=$(( (PB * 64 + 4095) / 4096 * 4096 ))       # the postbox queue, whole pages
+V_SMALL=$(( VPOOL / 8 / SBLK * SBLK ))               # an eighth of the pool in small blocks
+V_LARGE=$(( (VPOOL - V_SMALL) / LBLK * LBLK ))       # the rest in large blocks
+V_AREA=$((V_QUEUE + V_SMALL + V_LARGE))
+V_ACK=$(( (PB + 63) / 64 * 64 ))
+echo "# verbs memory per connection (defaults): area $V_AREA B (queue $V_QUEUE + pool $V_SMALL + $V_LARGE), ack row $V_ACK B"
+for n in ${MEM_N//,/ }; do
+    np=$((2 * n))
+    L="2 hosts x $n ranks, self,rsm, mpit_read verbs-memory"
+    job mem$n $((90 + 15 * np)) -np $np --host h0:$n,h1:$n --oversubscribe "${RSM[@]}" \
+        --mca mpi_yield_when_idle 1 "$B/test/mpi/mpit_read" verbs-memory
+    relay_tap "$L: " < "$W/mem$n"
+    sed -n 's/^verbs-memory: times /# '"$L"': /p' "$W/mem$n"
+    ev=$(rxe_events mem$n)
+    echo "# $L: rxe counters moved: ${ev:-none}"
+    if [ "$job_rc" -ne 0 ] || ! grep -q '^1\.\.' "$W/mem$n"; then
+        failed "$L: mpit_read verbs-memory finished and passed (exit $job_rc, $job_secs s)" mem$n
+        dmesg | tail -n 20 | diag
+        continue
+    fi
+    per_rank=$((2 * n * (V_AREA + V_ACK)))
+    per_host=$((n * per_rank))
+    # "verbs-memory: rank R host H registered_bytes V": ranks, sum, smallest and largest per host
+    read -r c0 s0 lo0 hi0 c1 s1 lo1 hi1 other <<< "$(awk '
+        $1 == "verbs-memory:" && $2 == "rank" && $4 == "host" && $6 == "registered_bytes" {
+            h = $5; v = $7; c[h]++; s[h] += v
+            if (!(h in lo) || v < lo[h]) lo[h] = v
+            if (!(h in hi) || v > hi[h]) hi[h] = v
+            if (h != "h0" && h != "h1") other++ }
+        END { printf "%d %.0f %.0f %.0f %d %.0f %.0f %.0f %d\n", c["h0"], s["h0"], lo["h0"], hi["h0"],
+              c["h1"], s["h1"], lo["h1"], hi["h1"], other }' "$W/mem$n")"
+    echo "# registered memory, $n ranks per host ($np in all, $job_secs s): h0 $s0 B, h1 $s1 B per host; per rank h0 $lo0..$hi0 B, h1 $lo1..$hi1 B (formula: $n x $((2 * n)) x ($V_AREA + $V_ACK) = $per_host B per host, $per_rank B per rank)"
+    check "$L: btl_rsm_verbs_registered_bytes summed per host = $n ranks x $((2 * n)) connections x ($V_AREA + $V_ACK) B = $per_host B (h0 $s0 B over $c0 ranks, h1 $s1 B over $c1 ranks)" \
+        [ "$c0" -eq "$n" -a "$c1" -eq "$n" -a "$other" -eq 0 -a "$s0" -eq "$per_host" -a "$s1" -eq "$per_host" ]
+    check "$L: every rank registered $per_rank B ($((2 * n)) x ($V_AREA + $V_ACK)): h0 $lo0..$hi0, h1 $lo1..$hi1" \
+        [ "$lo0" -eq "$per_rank" -a "$hi0" -eq "$per_rank" -a "$lo1" -eq "$per_rank" -a "$hi1" -eq "$per_rank" ]
+done
+
+# --- 7. the link goes down mid-run: h1's NIC (rxe1 sits on it) is taken down under a verified
+# stream; the job must end with the back end's verbs-failed message, not hang, and nothing
+# corrupt may be verified.  Then the NIC comes back (its routes and neighbours too).
+DOWN_SOAK=${RSM_VERBS_DOWN_SOAK:-20}
+L="2 hosts x 1 rank, self,rsm, rsm_soak $DOWN_SOAK s, xh1 down mid-run"
+snap > "$W/down.0"
+rxe0_sent() { cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts; }
+base=$(rxe0_sent)
+t0=$(now)
+( run_mpi 120 "${GH_MPIRUN[@]}" -np 2 --host h0:1,h1:1 "${RSM[@]}" "${VERBOSE[@]}" \
+      "$B/test/rsm/rsm_soak" "$DOWN_SOAK" > "$W/down" 2> "$W/down.err"
+  echo $? > "$W/down.rc"; now > "$W/down.end" ) &
+jpid=$!
+# the stream has started when rxe0 has sent 300 packets (launch and MPI_Init take ~6-10 s)
+while kill -0 $jpid 2>/dev/null && [ $(($(rxe0_sent) - base)) -lt 300 ]; do sleep 0.1; done
+t_traffic=$(now)
+sleep 3.5
+t_down=$(now)
+ip link set xh1 down
+running=no; kill -0 $jpid 2>/dev/null && running=yes
+# a hang: the ranks' stacks 30 s after the link went down, before the time limit ends it
+while kill -0 $jpid 2>/dev/null; do
+    if [ "$(since "$t_down" | cut -d. -f1)" -ge 30 ] && [ ! -e "$W/down.stacks" ]; then
+        for pid in $(pgrep -x rsm_soak); do     # spinning in progress (R) or asleep, and where
+            for t in /proc/$pid/task/*; do
+                echo "rsm_soak $pid thread ${t##*/}: state $(awk '{ print $3 }' "$t/stat"), wchan $(cat "$t/wchan"), $(awk '{ print "utime " $14 " stime " $15 }' "$t/stat")"
+            done
+            timeout 60 gdb -batch -p "$pid" -ex 'thread apply all bt' 2>&1 | grep -E '^(#|Thread)' | grep -v ' in ?? ()'
+        done > "$W/down.stacks" 2>&1
+        rdma resource show qp >> "$W/down.stacks" 2>&1
+    fi
+    sleep 0.1
+done
+wait $jpid
+job_rc=$(cat "$W/down.rc" 2>/dev/null || echo 255)
+t_end=$(cat "$W/down.end" 2>/dev/null || now)
+snap > "$W/down.1"
+traffic_s=$(awk -v a="$t0" -v b="$t_traffic" 'BEGIN { printf "%.1f", b - a }')
+down_s=$(awk -v a="$t_down" -v b="$t_end" 'BEGIN { printf "%.1f", b - a }')
+job_secs=$(awk -v a="$t0" -v b="$t_end" 'BEGIN { printf "%.1f", b - a }')
+echo "# $L: traffic from $traffic_s s after mpirun's start, xh1 down at +3.5 s of it (job running: $running), job ended $down_s s after the link went down (exit $job_rc, $job_secs s in all; rxe0 sent $(d down rxe0.sent_pkts) packets)"
+if [ "$running" = yes ] && [ "$job_rc" -ne 0 ] && [ "$job_rc" -ne 124 ] && [ "$job_rc" -ne 137 ] &&
+        awk -v s="$down_s" 'BEGIN { exit !(s < 30) }'; then
+    ok "$L: the job ended with exit $job_rc $down_s s after the link went down (time limit 120 s), not a hang"
+else
+    failed "$L: want a non-zero exit within 30 s of the link going down, got exit $job_rc $down_s s after (job running at link-down: $running)" down
+    [ -s "$W/down.stacks" ] && diag < "$W/down.stacks"
+fi
+# "On host hA the rsm BTL's RDMA connection over rxeA to [[J,1],B]\n(on hB) failed while WHAT:\n  STATUS."
+cat "$W/down" "$W/down.err" | tr '\n' ' ' | tr -s ' ' |
+    grep -oE "On host h[01] the rsm BTL's RDMA connection over rxe[01](:[0-9]+)? to \[\[[0-9]+,1\],[01]\] \(on h[01]\) failed while [^:]*: [^.]*\." |
+    sed -E 's/^On host (h[01]) .* over (rxe[01](:[0-9]+)?) to \[\[[0-9]+,1\],([01])\] \(on (h[01])\) failed while ([^:]*): (.*)\.$/\1 \2 \4 \5 \6: \7/' > "$W/down.failed"
+# HOST DEVICE PEER_RANK PEER_HOST WHAT: STATUS; rank I runs on hI, and a host uses its own rxeI
+good=$(awk '{ a = substr($1, 2); if ($2 ~ "^rxe" a "(:|$)" && $3 != a && $4 == "h" $3) n++ } END { print n + 0 }' "$W/down.failed")
+if [ "$good" -ge 1 ] && [ "$good" -eq "$(wc -l < "$W/down.failed")" ]; then
+    ok "$L: the back end's verbs-failed message names the peer on the other host: $(head -1 "$W/down.failed")"
+else
+    not_ok "$L: the back end's verbs-failed message (host, its own device, the peer on the other host), $good consistent of $(wc -l < "$W/down.failed")"
+    cat "$W/down.failed" | diag
+    grep -h -B2 -A6 'RDMA connection\|btl:rsm' "$W/down" "$W/down.err" | tail -40 | diag
+fi
+awk '{ w = $5; for (i = 6; i <= NF; i++) w = w " " $i
+       printf "# verbs-failed: on %s over %s, to rank %s (on %s), while %s\n", $1, $2, $3, $4, w }' "$W/down.failed"
+ev=$(rxe_events down)
+echo "# $L: rxe counters moved: ${ev:-none}"
+bad=$(grep -hcE 'differs|, want [0-9]+ tag|^not ok' "$W/down" "$W/down.err" | awk '{ n += $1 } END { print n + 0 }')
+drops=$(grep -hc 'dropped a' "$W/down" "$W/down.err" | awk '{ n += $1 } END { print n + 0 }')
+soak_ok=$(grep -c '^ok 1 - soak' "$W/down")
+check "$L: no message verified wrong (lines of bad payload, count or tag: $bad), no success reported by the soak ($soak_ok), no completion dropped as malformed ($drops)" \
+    [ "$bad" -eq 0 -a "$drops" -eq 0 -a "$soak_ok" -eq 0 ]
+# back up: the link, then the host's route and static neighbour, which went with it
+t=$(now)
+ip link set xh1 up
+ip route replace "$(gh_addr 0)" dev xh1 src "$(gh_addr 1)" table 101
+ip neigh replace "$(gh_addr 0)" lladdr "$(cat /sys/class/net/xh0/address)" dev xh1 nud permanent
+for _ in $(seq 300); do
+    rdma link show rxe1/1 | grep -q 'state ACTIVE' && break
+    sleep 0.1
+done
+check "$L: xh1 up again: rxe1 ACTIVE in $(since "$t") s, h1's route and neighbour back ($(rdma link show rxe1/1 | awk '{ print $3, $4 }'))" bash -c "
+    rdma link show rxe1/1 | grep -q 'state ACTIVE' &&
+    ip route show table 101 | grep -q '^$(gh_addr 0) dev xh1' &&
+    ip neigh show dev xh1 | grep -q '^$(gh_addr 0) .*PERMANENT'"
+
+# --- 8. nothing left by the jobs
 left=$(ps -eo pid=,comm= | awk '$2 ~ /^(orted|mpirun|mpi_p2p|mpit_read|rsm_soak)$/ { printf "%s ", $0 }')
 shm="$(gh_on h0 ls -A /dev/shm)$(gh_on h1 ls -A /dev/shm)"
 check "after the jobs: no orted, rank or mpirun left (${left:-none}); the hosts' /dev/shm empty (${shm:-yes})" \
