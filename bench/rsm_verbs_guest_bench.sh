@@ -19,21 +19,13 @@ how[rsm]="--mca pml ob1 --mca btl self,rsm"
 how[ucx]="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,rc_verbs,ud_verbs -x UCX_UD_VERBS_ETH_DGID_CHECK=n"
 how[tcp]="--mca pml ob1 --mca btl self,tcp"
 
-# gid_index DEV ADDR: the RoCE v2 GID of an IPv4 address on DEV's port 1
-gid_index() {
-    local g want
-    want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })
-    for g in /sys/class/infiniband/"$1"/ports/1/gids/*; do
-        [ "$(cat "$g")" = "$want" ] && { basename "$g"; return; }
-    done
-}
 # perftest TOOL ARGS...: server on h1 (rxe1), client on h0 (rxe0); the client's output
 perftest() {
     local tool=$1; shift
-    gh_on h1 timeout 120 "$tool" -d rxe1 -x "$(gid_index rxe1 "$(gh_addr 1)")" "$@" > "$W/pt.srv" 2>&1 &
+    gh_on h1 timeout 120 "$tool" -d rxe1 -x "$(gh_gid_index rxe1 "$(gh_addr 1)")" "$@" > "$W/pt.srv" 2>&1 &
     local srv=$!
     for _ in $(seq 100); do grep -q 'Waiting for client' "$W/pt.srv" 2>/dev/null && break; sleep 0.1; done
-    gh_on h0 timeout 120 "$tool" -d rxe0 -x "$(gid_index rxe0 "$(gh_addr 0)")" "$@" "$(gh_addr 1)" 2>&1
+    gh_on h0 timeout 120 "$tool" -d rxe0 -x "$(gh_gid_index rxe0 "$(gh_addr 0)")" "$@" "$(gh_addr 1)" 2>&1
     wait "$srv"
 }
 

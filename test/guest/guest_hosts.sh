@@ -92,3 +92,37 @@ gh_up() {
 }
 
 gh_on() { "$GH_AGENT" "$@"; }
+
+# --- what the guest scripts share (TAP from test/lib.sh, sourced by guest_env.sh)
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+# gh_up_tap N: the hosts, reported as the first check; the script ends if they fail
+gh_up_tap() {
+    local t
+    t=$(now)
+    if gh_up "$1" 2> "$GH/up.err"; then
+        ok "$1 hosts up in $(since "$t") s: h0 (NIC xh0 $(gh_addr 0), rxe0) and h1 (NIC xh1 $(gh_addr 1), rxe1)"
+    else
+        not_ok "$1 hosts up"; diag < "$GH/up.err"; tap_done; exit 1
+    fi
+}
+# counters: gh_snap prints one "NAME VALUE" line each (bytes on lo and the NICs, every rxe
+# hardware counter: packets, RNR NAKs, retries, errors); gh_delta A B NAME
+gh_snap() {
+    local d c
+    for d in lo xh0 xh1; do
+        for c in rx_bytes tx_bytes; do echo "$d.$c $(cat "/sys/class/net/$d/statistics/$c")"; done
+    done
+    for d in rxe0 rxe1; do
+        for c in /sys/class/infiniband/$d/ports/1/hw_counters/*; do echo "$d.${c##*/} $(cat "$c")"; done
+    done
+}
+gh_delta() { awk -v k="$3" 'FNR == NR { a[$1] = $2; next } $1 == k { print $2 - a[k] }' "$1" "$2"; }
+# gh_gid_index DEV ADDR: the RoCE v2 GID of an IPv4 address on DEV's port 1 (perftest's -x)
+gh_gid_index() {
+    local g want
+    want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })
+    for g in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+        [ "$(cat "$g")" = "$want" ] && { basename "$g"; return; }
+    done
+}

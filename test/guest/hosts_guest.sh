@@ -9,15 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/guest_hosts.sh"
 W=$GH/test
 mkdir -p "$W"
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-
-t=$(now)
-if gh_up 2 2> "$W/up.err"; then
-    ok "2 hosts up in $(since "$t") s: h0 (NIC xh0 $(gh_addr 0), rxe0) and h1 (NIC xh1 $(gh_addr 1), rxe1)"
-else
-    not_ok "2 hosts up"; diag < "$W/up.err"; tap_done; exit 1
-fi
+gh_up_tap 2
 
 # --- the hosts
 check "h0 and h1 are hosts named h0 and h1 (the guest itself: xbguest)" \
@@ -32,36 +24,19 @@ rdma link > "$W/rdma"
 check "rdma link: rxe0 on xh0 and rxe1 on xh1, both ACTIVE" bash -c "
     grep -q '^link rxe0/1 state ACTIVE .*netdev xh0 ' $W/rdma && grep -q '^link rxe1/1 state ACTIVE .*netdev xh1 ' $W/rdma"
 
-# counters: one "NAME VALUE" line each; delta A B NAME
-snap() {
-    local d c
-    for d in lo xh0 xh1; do
-        for c in rx_bytes tx_bytes; do echo "$d.$c $(cat "/sys/class/net/$d/statistics/$c")"; done
-    done
-    for d in rxe0 rxe1; do
-        for c in sent_pkts rcvd_pkts; do echo "$d.$c $(cat "/sys/class/infiniband/$d/ports/1/hw_counters/$c")"; done
-    done
-}
-delta() { awk -v k="$3" 'FNR == NR { a[$1] = $2; next } $1 == k { print $2 - a[k] }' "$1" "$2"; }
+snap() { gh_snap; }
+delta() { gh_delta "$@"; }
 
 # --- verbs between the two hosts' devices, no MPI
 if command -v ibv_devices >/dev/null; then
     check "ibv_devices lists rxe0 and rxe1" bash -c "ibv_devices | grep -q rxe0 && ibv_devices | grep -q rxe1"
 fi
-# gid_index DEV ADDR: the RoCE v2 GID of an IPv4 address on DEV's port 1
-gid_index() {
-    local g want
-    want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })
-    for g in /sys/class/infiniband/"$1"/ports/1/gids/*; do
-        [ "$(cat "$g")" = "$want" ] && { basename "$g"; return; }
-    done
-}
 if command -v ib_write_lat >/dev/null; then
     snap > "$W/lat.0"
-    gh_on h1 timeout 60 ib_write_lat -d rxe1 -x "$(gid_index rxe1 "$(gh_addr 1)")" -n 500 > "$W/lat.srv" 2>&1 &
+    gh_on h1 timeout 60 ib_write_lat -d rxe1 -x "$(gh_gid_index rxe1 "$(gh_addr 1)")" -n 500 > "$W/lat.srv" 2>&1 &
     srv=$!
     for _ in $(seq 50); do grep -q 'Waiting for client' "$W/lat.srv" 2>/dev/null && break; sleep 0.1; done
-    gh_on h0 timeout 60 ib_write_lat -d rxe0 -x "$(gid_index rxe0 "$(gh_addr 0)")" -n 500 "$(gh_addr 1)" > "$W/lat.cli" 2>&1
+    gh_on h0 timeout 60 ib_write_lat -d rxe0 -x "$(gh_gid_index rxe0 "$(gh_addr 0)")" -n 500 "$(gh_addr 1)" > "$W/lat.cli" 2>&1
     rc=$?
     wait "$srv"
     snap > "$W/lat.1"

@@ -21,15 +21,7 @@ MAX4=${RSM_VERBS_MAX4:-$((1 << 20))}
 SOAK=${RSM_VERBS_SOAK:-15}
 W=$GH/test
 mkdir -p "$W"
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-
-t=$(now)
-if gh_up 2 2> "$W/up.err"; then
-    ok "2 hosts up in $(since "$t") s: h0 (NIC xh0, rxe0) and h1 (NIC xh1, rxe1)"
-else
-    not_ok "2 hosts up"; diag < "$W/up.err"; tap_done; exit 1
-fi
+gh_up_tap 2
 rdma link > "$W/rdma"
 check "rdma link: rxe0 on xh0 and rxe1 on xh1, both ACTIVE" bash -c "
     grep -q '^link rxe0/1 state ACTIVE .*netdev xh0 ' $W/rdma && grep -q '^link rxe1/1 state ACTIVE .*netdev xh1 ' $W/rdma"
@@ -38,23 +30,14 @@ check "h0's env file names its rxe device for btl rsm (OMPI_MCA_btl_rsm_verbs_de
 # the kernel's own verbs resources (GSI QP...): after the jobs, what is left must be this
 rdma resource show > "$W/res.0" 2>&1
 
-# counters: one "NAME VALUE" line each; delta A B NAME
-snap() {
-    local d c
-    for d in lo xh0 xh1; do
-        for c in rx_bytes tx_bytes; do echo "$d.$c $(cat "/sys/class/net/$d/statistics/$c")"; done
-    done
-    for d in rxe0 rxe1; do      # all of rxe's counters: packets, RNR NAKs, retries, errors
-        for c in /sys/class/infiniband/$d/ports/1/hw_counters/*; do echo "$d.${c##*/} $(cat "$c")"; done
-    done
-}
+snap() { gh_snap; }
 # rxe_events NAME: rxe's error/retry counters that moved during job NAME, "rxe1.send_rnr_err +3 ..."
 rxe_events() {
     awk 'FNR == NR { a[$1] = $2; next }
          $1 ~ /^rxe/ && $1 !~ /(sent_pkts|rcvd_pkts|rdma_sends|rdma_recvs)$/ && $2 != a[$1] {
              printf "%s%s +%d", sep, $1, $2 - a[$1]; sep = " " }' "$W/$1.0" "$W/$1.1"
 }
-delta() { awk -v k="$3" 'FNR == NR { a[$1] = $2; next } $1 == k { print $2 - a[k] }' "$1" "$2"; }
+delta() { gh_delta "$@"; }
 # job NAME SECONDS MPIRUN_ARGS...: a job on the hosts, counters before and after, its
 # stdout in $W/NAME, stderr in $W/NAME.err; job_secs, job_rc
 job() {
