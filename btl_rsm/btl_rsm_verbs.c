@@ -310,9 +310,12 @@ static int sq_room(rsm_vconn_t *q)
     /* the receiver acked what we sent, so its completions are on their way */
     uint64_t start = now_ns();
     while (q->posted - q->completed >= vs.dev.sq_depth - 1) {
-        if (poll_send_cq() < 0 || now_ns() - start > 10000000000ull
-            || (q->ep->v->state == VS_FAILED)) {
-            conn_failed(q->ep, "waiting for send queue room", "no completion for 10 s");
+        if (q->ep->v->state == VS_FAILED) {
+            return OPAL_ERROR;      /* already reported */
+        }
+        if (poll_send_cq() < 0 || now_ns() - start > 10000000000ull) {
+            conn_failed(q->ep, "waiting for send queue room",
+                        "no send completion for 10 s, or the completion queue failed");
             return OPAL_ERROR;
         }
     }
@@ -488,21 +491,23 @@ static mca_btl_base_endpoint_t *ep_for(uint64_t name)
     return ep;
 }
 
-static void reply(mca_btl_base_endpoint_t *ep, const rsm_vaddr_t *to, int type, int status)
+/* Answer REQ: a REP or a REJ, either echoing the request's connection number
+ * (the requester ignores answers that do not, as stale). */
+static void reply(mca_btl_base_endpoint_t *ep, const rsm_vmsg_t *req, int type, int status)
 {
     struct rsm_vpeer *v = ep->v;
     rsm_vmsg_t m;
     msg_init(&m, type, v->name);
     m.status = (uint16_t) status;
+    m.conn = req->conn;
     if (type == RSM_VMSG_REP) {
         m.qpn = v->in.qp->qp_num;
         m.psn = v->in.psn;
         m.raddr = (uintptr_t) v->in.buf;
         m.rkey = v->in.mr->rkey;
         m.rlen = (uint32_t) v->in.bytes;
-        m.conn = v->in.peer_qpn;
     }
-    int rc = rsm_vud_send(&vs.dev, &v->ah, to, &m);
+    int rc = rsm_vud_send(&vs.dev, &v->ah, &req->addr, &m);
     if (rc != 0) {
         RSM_VERBOSE(1, "could not answer %s's connection request: %s", peer_str(ep), strerror(-rc));
     }
@@ -524,13 +529,13 @@ static void accept_req(const rsm_vmsg_t *m)
     if (m->params != c->vparams) {
         opal_show_help("help-btl-rsm.txt", "params-mismatch", true, opal_process_info.nodename,
                        peer_str(ep));
-        reply(ep, &m->addr, RSM_VMSG_REJ, RSM_VREJ_PARAMS);
+        reply(ep, m, RSM_VMSG_REJ, RSM_VREJ_PARAMS);
         return;
     }
     rsm_vconn_t *q = &v->in;
     if (q->qp != NULL) {
         if (q->peer_qpn == m->qpn) {
-            reply(ep, &m->addr, RSM_VMSG_REP, 0);   /* our REP was lost: again */
+            reply(ep, m, RSM_VMSG_REP, 0);   /* our REP was lost: again */
         }
         return;
     }
@@ -551,7 +556,7 @@ static void accept_req(const rsm_vmsg_t *m)
                        vs.dev.name, peer_str(ep), peer_host(ep), "accepting a connection",
                        reg_error(err));
         conn_free(q);
-        reply(ep, &m->addr, RSM_VMSG_REJ, RSM_VREJ_NOMEM);
+        reply(ep, m, RSM_VMSG_REJ, RSM_VREJ_NOMEM);
         return;
     }
     ep->in_seg[0].base = q->buf;
@@ -563,7 +568,7 @@ static void accept_req(const rsm_vmsg_t *m)
     ep->in_connected = true;
     opal_hash_table_set_value_uint32(&vs.by_qpn, q->qp->qp_num, ep);
     c->v_accepts++;
-    reply(ep, &m->addr, RSM_VMSG_REP, 0);
+    reply(ep, m, RSM_VMSG_REP, 0);
     RSM_VERBOSE(10, "accepted a connection from %s over %s (queue pair %u, %zu-byte area)",
                 peer_str(ep), vs.dev.name, q->qp->qp_num, q->bytes);
 }

@@ -148,6 +148,19 @@ else
     failed "$L: want a failure naming the unreachable peer within 60 s, got exit $job_rc after $job_secs s" none
 fi
 
+# --- 4b. the two hosts' btl_rsm parameters differ: the receiver refuses the connection
+# (REJ) and the sender says why at once, rather than waiting out the connection timeout
+L="2 hosts x 1 rank, self,rsm, h1 with another btl_rsm_verbs_pool_size"
+job rej 60 --mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_connect_timeout_ms 30000 \
+    -np 1 --host h0:1 "$B/test/mpi/mpi_p2p" -M 1024 : \
+    -np 1 --host h1:1 -x OMPI_MCA_btl_rsm_verbs_pool_size=65536 "$B/test/mpi/mpi_p2p" -M 1024
+if [ "$job_rc" -ne 0 ] && [ "$job_rc" -ne 124 ] && [ "$job_rc" -ne 137 ] &&
+        grep -q 'the peer runs with other btl_rsm parameters' "$W/rej" "$W/rej.err"; then
+    ok "$L: the job failed (exit $job_rc after $job_secs s, connection timeout 30 s) naming the parameter mismatch"
+else
+    failed "$L: want a failure naming the mismatch before the 30 s connection timeout, got exit $job_rc after $job_secs s" rej
+fi
+
 # --- 5. soak: random sizes (0 B..4 MiB), tags and peers, ANY_SOURCE/ANY_TAG, verified
 L="2 hosts x 2 ranks, self,rsm, rsm_soak $SOAK s"
 job soak $((SOAK + 150)) -np 4 --host h0:2,h1:2 "${RSM[@]}" "$B/test/rsm/rsm_soak" "$SOAK"

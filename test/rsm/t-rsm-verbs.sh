@@ -41,6 +41,6 @@ guest_prepare
 MEM_N=${RSM_VERBS_MEM_N:-2,4,8}
 guest_boot 480 3072 2 "$TOP_SRCDIR/test/rsm/rsm_verbs_guest.sh" "$TOP_BUILDDIR" "$MEM_N"
 n_mem=$(tr ',' '\n' <<< "$MEM_N" | grep -c .)
-guest_report "guest" $((44 + 4 * n_mem)) "rsm verbs: "
+guest_report "guest" $((45 + 4 * n_mem)) "rsm verbs: "
 echo "# this test: $((SECONDS - t0)) s in all"
 tap_done
