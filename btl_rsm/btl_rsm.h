@@ -41,6 +41,7 @@
 #include "rsm_distance.h"
 #include "rsm_seg.h"
 
+#define RSM_VPOOL_CHUNKS_MAX 4     /* a verbs pool grows to at most this many chunks */
 #define RSM_CTL_MAGIC 0x52534d43544c3031ull      /* "RSMCTL01" */
 #define RSM_MODEX_VERSION 1
 #define RSM_MAX_NUMA 64
@@ -183,6 +184,7 @@ typedef struct mca_btl_rsm_component_t {
     int verbs;                      /* 0 off, 1 remote peers, 2 every peer (btl_rsm_verbs.c) */
     char *verbs_devices;
     size_t verbs_pool_size;
+    unsigned int verbs_pool_chunks, verbs_grow_after;
     unsigned int verbs_sq_depth, verbs_srq_depth, verbs_signal, verbs_connect_timeout_ms;
     int verbs_gid_index;
     unsigned int verbs_timeout, verbs_retry_count;
@@ -194,6 +196,7 @@ typedef struct mca_btl_rsm_component_t {
     rsm_layout_t layout;
     uint64_t params;
     rsm_layout_t vlayout;           /* a verbs connection's area: one queue, a small pool */
+    rsm_layout_t vlayouts[RSM_VPOOL_CHUNKS_MAX + 1];   /* [k]: that pool grown to k chunks */
     uint64_t vparams;
     rsm_seg_t ctl;
     uint64_t seen_gen;
@@ -226,7 +229,9 @@ typedef struct mca_btl_rsm_component_t {
     uint64_t cleanup_registered;
     /* verbs statistics (MPI_T) */
     uint64_t v_connects, v_accepts, v_writes, v_write_bytes, v_ack_writes, v_bad_handshakes;
+    uint64_t v_grows;               /* pools (per sender and destination host) grown a chunk */
     uint64_t v_registered;          /* bytes registered now */
+    uint64_t v_registered_shared;   /* of those, pools mapped from another local rank's segment */
     bool verbs_open;                /* the RDMA back end is up (progress polls it) */
     bool in_progress;
 } mca_btl_rsm_component_t;
@@ -250,6 +255,7 @@ int rsm_verbs_connect(mca_btl_base_endpoint_t *ep);     /* OPAL_ERR_RESOURCE_BUS
 int rsm_verbs_progress(void);
 void rsm_verbs_post_unit(mca_btl_base_endpoint_t *ep, uint32_t seq, uint32_t k);
 void rsm_verbs_post_data(mca_btl_base_endpoint_t *ep, const void *addr, size_t len);
+void rsm_verbs_pool_full(mca_btl_base_endpoint_t *ep);   /* no blocks for EP's next fragment */
 void rsm_verbs_finalize(void);
 void rsm_verbs_counters(uint64_t *sent_inline, uint64_t *sent_inline_bytes, uint64_t *sent_pool,
                         uint64_t *sent_pool_bytes);

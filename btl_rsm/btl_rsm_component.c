@@ -149,11 +149,22 @@ static int rsm_component_register(void)
         "active one taken (e.g. \"mlx5_0:1\" or \"rxe0\"); empty: the first active port of any "
         "device", MCA_BASE_VAR_TYPE_STRING, &c->verbs_devices, OPAL_INFO_LVL_4);
     c->verbs_pool_size = 56 * 1024;
-    reg("verbs_pool_size", "Bytes of block pool in each RDMA connection's area (one per sender "
-        "and receiver), registered on the receiver's host; with the postbox queue (64 bytes x "
-        "btl_rsm_postboxes, 8 KiB by default) the default stays under 64 KiB per connection.  "
-        "Must hold the largest fragment (btl_rsm_max_send_size)", MCA_BASE_VAR_TYPE_SIZE_T, &c->verbs_pool_size,
+    reg("verbs_pool_size", "Bytes of block pool per remote sender and destination host: the "
+        "receivers a sender reaches on one host share one pool there (a shared-memory segment, "
+        "registered by each of them), and each connection adds its postbox queue (64 bytes x "
+        "btl_rsm_postboxes, 8 KiB by default), so a remote sender that talks to one rank of a "
+        "host costs it under 64 KiB by default.  Must hold the largest fragment "
+        "(btl_rsm_max_send_size)", MCA_BASE_VAR_TYPE_SIZE_T, &c->verbs_pool_size,
         OPAL_INFO_LVL_5);
+    c->verbs_pool_chunks = 3;   /* 1,000 senders streaming to 8 ranks of a host: 222 MiB there */
+    reg("verbs_pool_chunks", "Chunks of btl_rsm_verbs_pool_size a verbs pool (per remote sender "
+        "and destination host) may grow to, 1..4: every pool starts as one chunk, and only a "
+        "sender that keeps finding its pool full (it streams) grows it, one chunk at a time; "
+        "1: never", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_pool_chunks, OPAL_INFO_LVL_5);
+    c->verbs_grow_after = 16;
+    reg("verbs_grow_after", "Fragments that must find a verbs pool full (after its acks are "
+        "collected) before it grows by a chunk", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
+        &c->verbs_grow_after, OPAL_INFO_LVL_6);
     c->verbs_sq_depth = 512;
     reg("verbs_sq_depth", "Send work requests each RDMA queue pair may have outstanding",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_sq_depth, OPAL_INFO_LVL_6);

@@ -91,6 +91,20 @@ static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe
     if (may_stripe && lay->stripes > 1 && len >= (size_t) lay->stripes * 2 * lay->large_block) {
         n = lay->stripes;
     }
+    if (n == 1) {
+        /* one piece: in the first stripe with room (stripe 0 unless it is full;
+         * a verbs pool that grew has several, btl_rsm_verbs.c) */
+        for (unsigned s = 0; s < lay->stripes; s++) {
+            if (rsm_pool_alloc(&area->pool[s], (uint32_t) len + skew, &frag->runs[0]) == 0) {
+                frag->segments[0].seg_addr.pval = (char *) rsm_run_addr(area, &frag->runs[0]) + skew;
+                frag->segments[0].seg_len = len;
+                frag->nruns = 1;
+                frag->base.des_segment_count = 1;
+                return 0;
+            }
+        }
+        return -1;
+    }
     size_t piece = rsm_round64((len + n - 1) / n), done = 0;
     for (unsigned i = 0; i < n; i++) {
         uint32_t this_len = (uint32_t) (len - done < piece ? len - done : piece);
@@ -118,6 +132,9 @@ int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, u
     }
     if (frag->endpoint->area->staged > 0 && frag->kind != RSM_FRAG_STAGED) {
         c->pool_full++;         /* as good as full: */
+        if (OPAL_UNLIKELY(frag->endpoint->remote)) {
+            rsm_verbs_pool_full(frag->endpoint);
+        }
         return -1;              /* staged messages wait for blocks: they go first */
     }
     const rsm_layout_t *lay = frag->endpoint->area->lay;
@@ -138,6 +155,9 @@ int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, u
     }
     /* a staged message retried from progress is one event, counted when staged */
     c->pool_full += frag->kind != RSM_FRAG_STAGED;
+    if (OPAL_UNLIKELY(frag->endpoint->remote)) {
+        rsm_verbs_pool_full(frag->endpoint);  /* a sender that streams: its pool may grow */
+    }
     return -1;
 }
 

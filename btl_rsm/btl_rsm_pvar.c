@@ -18,7 +18,7 @@ enum {
     PV_GETS, PV_GET_BYTES, PV_SPLITS, PV_HALVES, PV_HALF_BYTES, PV_TAKEN_BACK,
     PV_NEAR, PV_FAR, PV_DROP_MALFORMED, PV_DROP_TAG, PV_DROP_HELP, PV_POOL_FULL,
     PV_V_CONNECTS, PV_V_ACCEPTS, PV_V_WRITES, PV_V_WRITE_BYTES, PV_V_ACK_WRITES,
-    PV_V_REGISTERED, PV_V_BAD_HANDSHAKES,
+    PV_V_REGISTERED, PV_V_REGISTERED_SHARED, PV_V_POOL_GROWS, PV_V_BAD_HANDSHAKES,
     PV_COUNT
 };
 
@@ -67,7 +67,16 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
     [PV_V_WRITE_BYTES] = {"verbs_write_bytes", "Bytes of those RDMA writes"},
     [PV_V_ACK_WRITES] = {"verbs_ack_writes", "RDMA writes of ack bytes into senders' ack rows"},
     [PV_V_REGISTERED] = {"verbs_registered_bytes", "Bytes of memory registered with the RDMA "
-                         "device right now (areas, shadows, ack rows; not a running total)"},
+                         "device right now (queues, pools, shadows, ack rows; not a running "
+                         "total)"},
+    [PV_V_REGISTERED_SHARED] = {"verbs_registered_shared_bytes", "Of verbs_registered_bytes, "
+                                "the pools of remote senders this rank mapped from a segment "
+                                "another rank of this host created: pages pinned once per "
+                                "host, so a host's memory is the sum of registered_bytes "
+                                "less the sum of these"},
+    [PV_V_POOL_GROWS] = {"verbs_pool_grows", "Chunks this rank added, as a sender, to its pools "
+                         "on other hosts (one pool per destination host; it grows only while "
+                         "fragments keep finding it full, up to btl_rsm_verbs_pool_chunks)"},
     [PV_V_BAD_HANDSHAKES] = {"verbs_bad_handshakes", "Connection handshake messages dropped "
                              "because they failed the checks"},
 };
@@ -113,6 +122,8 @@ static void rsm_counters_read(uint64_t *v)
     v[PV_V_WRITE_BYTES] = c->v_write_bytes;
     v[PV_V_ACK_WRITES] = c->v_ack_writes;
     v[PV_V_REGISTERED] = c->v_registered;
+    v[PV_V_REGISTERED_SHARED] = c->v_registered_shared;
+    v[PV_V_POOL_GROWS] = c->v_grows;
     v[PV_V_BAD_HANDSHAKES] = c->v_bad_handshakes;
 }
 

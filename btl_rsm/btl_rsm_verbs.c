@@ -17,15 +17,25 @@
  *
  * Connections (seed 000, 3.3) are half duplex and made on first send: the
  * sender registers its shadow and ack row, creates an RC queue pair and sends a
- * REQ on the UD queue pair every process has; the receiver registers the area,
- * connects its end and answers REP with the area's address and key.  Each
- * direction has its own queue pair, so two peers that start sending to each
- * other at once never race.  Nothing exists per peer before its first message.
+ * REQ on the UD queue pair every process has; the receiver registers the queue
+ * and the pool, connects its end and answers REP with their addresses and keys.
+ * Each direction has its own queue pair, so two peers that start sending to
+ * each other at once never race.  Nothing exists per peer before its first
+ * message.
  *
- * Memory: one area per (sender, receiver) connection, by default 64 KiB
- * registered on the receiver's host (btl_rsm_verbs_pool_size plus the queue),
- * and its shadow on the sender's.  Polling: one completion queue for every
- * inbound connection; idle peers cost nothing.
+ * Memory (seed 000, 3.1: the receiver pool is per sender and destination
+ * HOST): a connection has its own postbox queue (8 KiB by default) and ack row,
+ * but its pool blocks come from one pool per (sender, destination host), 54 KiB
+ * by default (btl_rsm_verbs_pool_size).  On the destination host that pool is
+ * one shared-memory segment, created by the first receiver the sender connects
+ * to and mapped by the others it reaches there ("/rsm-<tag>-vp", the tag the
+ * sender's REQ carries; rsm_verbs.h); the sender composes blocks in one shadow
+ * per destination host and writes each message's blocks through its receiver's
+ * queue pair.  So a remote sender costs a host one pool, plus a queue per rank
+ * it talks to, however many ranks that is.  A pool starts as one chunk and
+ * grows, a chunk at a time up to btl_rsm_verbs_pool_chunks, only for a sender
+ * that keeps finding it full (GROW / GROWN, rsm_verbs.h).  Polling: one completion queue for
+ * every inbound connection; idle peers cost nothing.
  */
 #include "btl_rsm.h"
 #include "btl_rsm_frag.h"
@@ -39,6 +49,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #if XBTL_HAVE_VERBS
 #define RSM_VERBS_DEVICE_API 1
@@ -68,6 +79,22 @@ typedef struct rsm_vconn {
     mca_btl_base_endpoint_t *ep;
 } rsm_vconn_t;
 
+/* The sender's side of one pool per (sender, destination host): the shadow its
+ * blocks are composed in and the allocator every connection to that host's
+ * ranks shares (rsm_pool.h; acks from any of them free blocks). */
+typedef struct rsm_vgroup {
+    char *host;                     /* the peers' host name; NULL: a group of one peer */
+    char tag[RSM_VPOOL_TAG + 1];    /* names the pool on that host */
+    unsigned chunks;                /* in use: the area's stripes */
+    unsigned made;                  /* shadows made: chunks + 1 while a growth is under way */
+    unsigned full_events;           /* fragments that found the pool full since it last grew */
+    bool grow_failed;               /* a receiver could not map a new chunk: stay this size */
+    uint64_t grow_ns;               /* when the growth under way started */
+    void *buf[RSM_VPOOL_CHUNKS_MAX];
+    struct ibv_mr *mr[RSM_VPOOL_CHUNKS_MAX];
+    rsm_area_t area;                /* seg[i]: the shadow of chunk i */
+} rsm_vgroup_t;
+
 struct rsm_vpeer {
     uint64_t name;
     rsm_vaddr_t addr;
@@ -76,8 +103,18 @@ struct rsm_vpeer {
     int state;                      /* of the outbound half */
     uint64_t req_first_ns, req_last_ns;
     bool reported;                  /* its failure was shown once */
-    rsm_vconn_t out, in;
-    rsm_area_t out_area;
+    rsm_vconn_t out, in;            /* out.buf: the queue's shadow; in.buf: the queue */
+    rsm_vgroup_t *group;            /* out: the pool we share with this peer's host */
+    unsigned chunks;                /* out: chunks of it the peer has mapped */
+    uint64_t pool_raddr[RSM_VPOOL_CHUNKS_MAX];   /* out: those chunks on the peer */
+    uint32_t pool_rkey[RSM_VPOOL_CHUNKS_MAX];
+    uint64_t grow_last_ns;          /* out: our last GROW to it */
+    unsigned in_chunks;             /* in: chunks of the sender's pool mapped here */
+    char in_tag[RSM_VPOOL_TAG];     /* in: the pool's tag */
+    rsm_seg_t in_pool[RSM_VPOOL_CHUNKS_MAX];
+    struct ibv_mr *in_pool_mr[RSM_VPOOL_CHUNKS_MAX];
+    bool in_pool_shared[RSM_VPOOL_CHUNKS_MAX];   /* mapped from another local rank's segment */
+    bool in_pool_private[RSM_VPOOL_CHUNKS_MAX];  /* not shareable: plain registered memory */
     uint32_t acks_pushed;           /* inbound: acks written through this seq (exclusive) */
     uint32_t pool_msgs_acked;       /* inbound: ep->in_pool_msgs when acks were last pushed */
     struct rsm_vpeer *next_connecting;
@@ -93,7 +130,11 @@ static struct {
     uint32_t n_eps;
     uint32_t connecting;            /* outbound connections waiting for a REP */
     uint64_t my_name;
-    size_t area_bytes;
+    size_t queue_bytes;             /* a connection's postbox queue, whole pages */
+    size_t pool_bytes;              /* a pool per (sender, destination host) */
+    rsm_vgroup_t **groups;          /* as a sender: one per destination host */
+    uint32_t n_groups;
+    uint32_t growing;               /* groups with a growth under way */
     uint32_t ticks;                 /* progress calls: the handshake queue's turn */
 } vs;
 
@@ -156,7 +197,8 @@ static const char *reg_error(int err)
                  "%llu KiB registered: raise the limit (memlock in /etc/security/limits.conf, "
                  "LimitMEMLOCK for systemd) or lower btl_rsm_verbs_pool_size",
                  strerror(err), (unsigned long long) rl.rlim_cur / 1024,
-                 (unsigned long long) mca_btl_rsm_component.v_registered / 1024);
+                 (unsigned long long) (mca_btl_rsm_component.v_registered   /* + UD buffers */
+                                       + (size_t) RSM_VUD_SLOT * (RSM_VUD_RECVS + 1)) / 1024);
         return buf;
     }
     return strerror(err);
@@ -186,6 +228,173 @@ static void conn_free(rsm_vconn_t *q)
     memset(q, 0, sizeof(*q));
 }
 
+/* One more chunk for G's pool: its shadow, registered, and its allocator
+ * (stripe G->made of the area, used once every receiver has mapped it). */
+static int group_add_chunk(rsm_vgroup_t *g)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    unsigned i = g->made;
+    if ((g->buf[i] = reg_alloc(vs.pool_bytes, IBV_ACCESS_LOCAL_WRITE, &g->mr[i])) == NULL) {
+        return -1;
+    }
+    if (rsm_pool_init(&g->area.pool[i], &c->vlayouts[i + 1], (uint8_t) i) != 0) {
+        reg_free(g->buf[i], g->mr[i], vs.pool_bytes);
+        g->buf[i] = NULL;
+        g->mr[i] = NULL;
+        errno = ENOMEM;
+        return -1;
+    }
+    g->area.seg[i].base = g->buf[i];    /* pool_apart: block offsets start here */
+    g->area.seg[i].size = vs.pool_bytes;
+    g->area.seg[i].direct = false;
+    g->made++;
+    return 0;
+}
+
+static void group_drop_chunk(rsm_vgroup_t *g)
+{
+    unsigned i = --g->made;
+    rsm_pool_fini(&g->area.pool[i]);
+    reg_free(g->buf[i], g->mr[i], vs.pool_bytes);
+    g->buf[i] = NULL;
+    g->mr[i] = NULL;
+    memset(&g->area.seg[i], 0, sizeof(g->area.seg[i]));
+}
+
+/* The group (pool) for EP's host, made on the first connection to a rank there. */
+static rsm_vgroup_t *group_for(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    const char *host = ep->proc != NULL ? ep->proc->proc_hostname : NULL;
+    for (uint32_t i = 0; host != NULL && i < vs.n_groups; i++) {
+        if (vs.groups[i]->host != NULL && strcmp(vs.groups[i]->host, host) == 0) {
+            return vs.groups[i];
+        }
+    }
+    rsm_vgroup_t *g = calloc(1, sizeof(*g)), **grown;
+    if (g == NULL || (host != NULL && (g->host = strdup(host)) == NULL)
+        || rsm_seg_random_tag(g->tag) != 0
+        || (grown = realloc(vs.groups, (vs.n_groups + 1) * sizeof(*grown))) == NULL) {
+        goto fail;
+    }
+    vs.groups = grown;
+    if (group_add_chunk(g) != 0) {
+        goto fail;
+    }
+    g->chunks = 1;
+    g->area.lay = &c->vlayouts[1];
+    vs.groups[vs.n_groups++] = g;
+    return g;
+fail:
+    if (g != NULL) {
+        free(g->host);
+        free(g);
+    }
+    errno = errno ? errno : ENOMEM;
+    return NULL;
+}
+
+/* The receiver's view of a sender's pool for this host: the segment its tag
+ * names, created by the first receiver the sender reaches here and mapped by
+ * the others, registered in our protection domain.  Private registered memory
+ * when it cannot be shared (another mount namespace, a name taken by another
+ * user): only the economy is lost.  0, or -1 with errno. */
+static int pool_attach(mca_btl_base_endpoint_t *ep, const char *tag, unsigned i)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    struct rsm_vpeer *v = ep->v;
+    const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+    rsm_seg_t *seg = &v->in_pool[i];
+    char name[RSM_SEG_NAME_MAX];
+    snprintf(name, sizeof(name), "/rsm-%.*s-vp%u", RSM_VPOOL_TAG, tag, i);
+    const uint64_t start = now_ns();
+    int rc;
+    for (;;) {
+        rc = rsm_export_registered(seg, name, vs.pool_bytes, -1);
+        if (rc != -EEXIST) {
+            break;
+        }
+        rc = rsm_seg_shm_ops.seg_import(seg, name, vs.pool_bytes);
+        if (rc == 0) {
+            v->in_pool_shared[i] = true;
+            break;
+        }
+        /* ENOENT: its creator removed it meanwhile; EBADF: still sizing it (or
+         * not ours, which a second's wait will not change) */
+        if ((rc != -ENOENT && rc != -EBADF) || now_ns() - start > 1000000000ull) {
+            break;
+        }
+        usleep(1000);
+    }
+    if (rc == 0) {
+        v->in_pool_mr[i] = ibv_reg_mr(vs.dev.pd, seg->base, vs.pool_bytes, access);
+        if (v->in_pool_mr[i] == NULL) {
+            int e = errno;
+            seg->ops->seg_release(seg);
+            memset(seg, 0, sizeof(*seg));
+            v->in_pool_shared[i] = false;
+            errno = e;
+            return -1;
+        }
+        c->v_registered += vs.pool_bytes;
+        c->v_registered_shared += v->in_pool_shared[i] ? vs.pool_bytes : 0;
+        return 0;
+    }
+    RSM_VERBOSE(1, "chunk %u of the pool of %s could not be shared with this host's other "
+                "ranks (%s): private memory", i, peer_str(ep), strerror(-rc));
+    memset(seg, 0, sizeof(*seg));
+    if ((seg->base = reg_alloc(vs.pool_bytes, access, &v->in_pool_mr[i])) == NULL) {
+        return -1;
+    }
+    seg->size = vs.pool_bytes;
+    v->in_pool_private[i] = true;
+    return 0;
+}
+
+static void pool_detach(struct rsm_vpeer *v)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    for (unsigned i = 0; i < RSM_VPOOL_CHUNKS_MAX; i++) {
+        if (v->in_pool_private[i]) {
+            reg_free(v->in_pool[i].base, v->in_pool_mr[i], vs.pool_bytes);
+        } else if (v->in_pool[i].ops != NULL) {
+            if (v->in_pool_mr[i] != NULL) {
+                ibv_dereg_mr(v->in_pool_mr[i]);
+                c->v_registered -= vs.pool_bytes;
+                c->v_registered_shared -= v->in_pool_shared[i] ? vs.pool_bytes : 0;
+            }
+            v->in_pool[i].ops->seg_release(&v->in_pool[i]);   /* the creator removes the name */
+        }
+        memset(&v->in_pool[i], 0, sizeof(v->in_pool[i]));
+        v->in_pool_mr[i] = NULL;
+        v->in_pool_shared[i] = v->in_pool_private[i] = false;
+    }
+    v->in_chunks = 0;
+}
+
+/* Map chunks up to N of the sender's pool TAG for EP (accept_req, a GROW), and
+ * read incoming runs against a layout of N stripes from now on.  0 or -1. */
+static int pool_attach_chunks(mca_btl_base_endpoint_t *ep, const char *tag, unsigned n)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    struct rsm_vpeer *v = ep->v;
+    if (n > c->verbs_pool_chunks) {
+        errno = EINVAL;
+        return -1;
+    }
+    for (unsigned i = v->in_chunks; i < n; i++) {
+        if (pool_attach(ep, tag, i) != 0) {
+            return -1;
+        }
+        ep->in_seg[i].base = v->in_pool[i].base;   /* pool_apart: stripe i is chunk i */
+        ep->in_seg[i].size = vs.pool_bytes;
+        v->in_chunks = i + 1;
+        ep->in_lay = &c->vlayouts[i + 1];
+    }
+    memcpy(v->in_tag, tag, RSM_VPOOL_TAG);
+    return 0;
+}
+
 /* One message for a failed connection, then ob1 is told (it aborts the job). */
 static void conn_failed(mca_btl_base_endpoint_t *ep, const char *what, const char *detail)
 {
@@ -208,8 +417,8 @@ static int sq_room(rsm_vconn_t *q);
 /* Post one RDMA write on Q; every signal-interval-th is signalled, and its
  * completion vouches for the ones before it (an RC send queue completes in
  * order). */
-static int vpost(rsm_vconn_t *q, void *src, uint32_t lkey, uint64_t raddr, size_t len, bool imm,
-                 uint32_t imm_data)
+static int vpost(rsm_vconn_t *q, void *src, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+                 size_t len, bool imm, uint32_t imm_data)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     if (OPAL_UNLIKELY(q->posted - q->completed >= vs.dev.sq_depth - 1) && sq_room(q) != 0) {
@@ -220,7 +429,7 @@ static int vpost(rsm_vconn_t *q, void *src, uint32_t lkey, uint64_t raddr, size_
     wr.opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
     wr.imm_data = htonl(imm_data);
     wr.wr.rdma.remote_addr = raddr;
-    wr.wr.rdma.rkey = q->rkey;
+    wr.wr.rdma.rkey = rkey;
     if (q->posted % c->verbs_signal == c->verbs_signal - 1) {
         wr.send_flags |= IBV_SEND_SIGNALED;
     }
@@ -249,7 +458,7 @@ void rsm_verbs_post_unit(mca_btl_base_endpoint_t *ep, uint32_t seq, uint32_t k)
     }
     size_t off = (size_t) (seq & (mca_btl_rsm_component.vlayout.queue_len - 1)) * RSM_POSTBOX_SIZE;
     (void) vpost(&v->out, (char *) v->out.buf + off, v->out.mr->lkey, v->out.raddr + off,
-                 (size_t) k * RSM_POSTBOX_SIZE, true, seq + k);
+                 v->out.rkey, (size_t) k * RSM_POSTBOX_SIZE, true, seq + k);
 }
 
 void rsm_verbs_post_data(mca_btl_base_endpoint_t *ep, const void *addr, size_t len)
@@ -258,9 +467,18 @@ void rsm_verbs_post_data(mca_btl_base_endpoint_t *ep, const void *addr, size_t l
     if (OPAL_UNLIKELY(v->state != VS_UP) || len == 0) {
         return;
     }
-    size_t off = (size_t) ((const char *) addr - (const char *) v->out.buf);
-    (void) vpost(&v->out, (char *) v->out.buf + off, v->out.mr->lkey, v->out.raddr + off, len,
-                 false, 0);
+    /* pool blocks: from the host's shadow pool to this receiver's view of the
+     * pool, on this connection's queue pair, so the pointer postbox that names
+     * them (later on the same queue pair) publishes them */
+    rsm_vgroup_t *g = v->group;
+    unsigned i = 0;
+    while (i + 1 < g->chunks && !((const char *) addr >= (const char *) g->buf[i]
+                                  && (const char *) addr < (const char *) g->buf[i] + vs.pool_bytes)) {
+        i++;
+    }
+    size_t off = (size_t) ((const char *) addr - (const char *) g->buf[i]);
+    (void) vpost(&v->out, (char *) g->buf[i] + off, g->mr[i]->lkey, v->pool_raddr[i] + off,
+                 v->pool_rkey[i], len, false, 0);
 }
 
 /* The receiver: acks of [acks_pushed, unacked) into the sender's row. */
@@ -274,8 +492,8 @@ static void push_acks(mca_btl_base_endpoint_t *ep)
         if (n > qlen - idx) {
             n = qlen - idx;
         }
-        if (vpost(&v->in, v->in.acks + idx, v->in.ack_mr->lkey, v->in.raddr + idx, n, false, 0)
-            != OPAL_SUCCESS) {
+        if (vpost(&v->in, v->in.acks + idx, v->in.ack_mr->lkey, v->in.raddr + idx, v->in.rkey, n,
+                  false, 0) != OPAL_SUCCESS) {
             return;
         }
         mca_btl_rsm_component.v_ack_writes++;
@@ -398,6 +616,8 @@ static int send_req(mca_btl_base_endpoint_t *ep)
     m.rkey = v->out.ack_mr->rkey;
     m.rlen = (uint32_t) ack_bytes();
     m.conn = v->out.qp->qp_num;
+    memcpy(m.pool_tag, v->group->tag, RSM_VPOOL_TAG);
+    m.pool_chunks = (uint8_t) v->group->made;   /* a chunk being grown too */
     v->req_last_ns = now_ns();
     return rsm_vud_send(&vs.dev, &v->ah, &v->addr, &m);
 }
@@ -429,26 +649,21 @@ int rsm_verbs_connect(mca_btl_base_endpoint_t *ep)
     }
     rsm_vconn_t *q = &v->out;
     q->ep = ep;
-    q->bytes = vs.area_bytes;
-    if ((q->buf = reg_alloc(q->bytes, IBV_ACCESS_LOCAL_WRITE, &q->mr)) == NULL
+    q->bytes = vs.queue_bytes;
+    if ((v->group = group_for(ep)) == NULL
+        || (q->buf = reg_alloc(q->bytes, IBV_ACCESS_LOCAL_WRITE, &q->mr)) == NULL
         || (q->acks = reg_alloc(ack_bytes(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
                                 &q->ack_mr)) == NULL
         || (q->qp = rsm_vqp_create(&vs.dev)) == NULL) {
         conn_failed(ep, "registering memory or creating a queue pair", reg_error(errno));
         return OPAL_ERR_UNREACH;
     }
-    rsm_area_t *area = &v->out_area;
-    area->lay = lay;
-    area->seg[0].base = q->buf;
-    area->seg[0].size = q->bytes;
-    area->seg[0].direct = false;
-    if (rsm_pool_init(&area->pool[0], lay, 0) != 0
-        || (ep->slots == NULL && (ep->slots = calloc(lay->queue_len, sizeof(rsm_slot_t))) == NULL)
+    if ((ep->slots == NULL && (ep->slots = calloc(lay->queue_len, sizeof(rsm_slot_t))) == NULL)
         || (ep->stale == NULL && (ep->stale = calloc(lay->queue_len, 1)) == NULL)) {
-        conn_failed(ep, "allocating the block pool", strerror(ENOMEM));
+        conn_failed(ep, "allocating the queue's bookkeeping", strerror(ENOMEM));
         return OPAL_ERR_UNREACH;
     }
-    ep->area = area;
+    ep->area = &v->group->area;
     ep->out_queue = rsm_layout_queue(lay, q->buf, 0);
     ep->out_acks = (_Atomic uint8_t *) q->acks;
     ep->tail = ep->reclaimed = ep->slots_with_runs = 0;
@@ -461,8 +676,9 @@ int rsm_verbs_connect(mca_btl_base_endpoint_t *ep)
         conn_failed(ep, "sending the connection request", strerror(-rc));
         return OPAL_ERR_UNREACH;
     }
-    RSM_VERBOSE(10, "connecting to %s on %s over %s (queue pair %u)", peer_str(ep), peer_host(ep),
-                vs.dev.name, q->qp->qp_num);
+    RSM_VERBOSE(10, "connecting to %s on %s over %s (queue pair %u, pool %.8s shared with %s)",
+                peer_str(ep), peer_host(ep), vs.dev.name, q->qp->qp_num, v->group->tag,
+                v->group->host != NULL ? v->group->host : "this peer only");
     return OPAL_ERR_RESOURCE_BUSY;
 }
 
@@ -500,12 +716,18 @@ static void reply(mca_btl_base_endpoint_t *ep, const rsm_vmsg_t *req, int type, 
     msg_init(&m, type, v->name);
     m.status = (uint16_t) status;
     m.conn = req->conn;
-    if (type == RSM_VMSG_REP) {
+    if (type == RSM_VMSG_REP || type == RSM_VMSG_GROWN) {
         m.qpn = v->in.qp->qp_num;
         m.psn = v->in.psn;
         m.raddr = (uintptr_t) v->in.buf;
         m.rkey = v->in.mr->rkey;
         m.rlen = (uint32_t) v->in.bytes;
+        m.pool_chunks = (uint8_t) v->in_chunks;
+        for (unsigned i = 0; i < v->in_chunks; i++) {
+            m.pool_raddr[i] = (uintptr_t) v->in_pool[i].base;
+            m.pool_rkey[i] = v->in_pool_mr[i]->rkey;
+        }
+        m.pool_len = (uint32_t) vs.pool_bytes;
     }
     int rc = rsm_vud_send(&vs.dev, &v->ah, &req->addr, &m);
     if (rc != 0) {
@@ -540,7 +762,7 @@ static void accept_req(const rsm_vmsg_t *m)
         return;
     }
     q->ep = ep;
-    q->bytes = vs.area_bytes;
+    q->bytes = vs.queue_bytes;
     q->psn = random_psn();
     q->peer_qpn = m->qpn;
     q->raddr = m->raddr;
@@ -549,6 +771,7 @@ static void accept_req(const rsm_vmsg_t *m)
     if ((q->buf = reg_alloc(q->bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &q->mr))
             == NULL
         || (q->acks = reg_alloc(ack_bytes(), IBV_ACCESS_LOCAL_WRITE, &q->ack_mr)) == NULL
+        || pool_attach_chunks(ep, m->pool_tag, m->pool_chunks) != 0
         || (q->qp = rsm_vqp_create(&vs.dev)) == NULL
         || (rc = rsm_vqp_connect(&vs.dev, q->qp, &m->addr, m->qpn, m->psn, q->psn)) != 0) {
         int err = rc ? -rc : errno;
@@ -556,11 +779,10 @@ static void accept_req(const rsm_vmsg_t *m)
                        vs.dev.name, peer_str(ep), peer_host(ep), "accepting a connection",
                        reg_error(err));
         conn_free(q);
+        pool_detach(v);
         reply(ep, m, RSM_VMSG_REJ, RSM_VREJ_NOMEM);
         return;
     }
-    ep->in_seg[0].base = q->buf;
-    ep->in_seg[0].size = q->bytes;
     ep->in_queue = rsm_layout_queue(&c->vlayout, q->buf, 0);
     ep->in_acks = (_Atomic uint8_t *) q->acks;
     ep->head = ep->unacked = ep->in_published = 0;
@@ -569,8 +791,175 @@ static void accept_req(const rsm_vmsg_t *m)
     opal_hash_table_set_value_uint32(&vs.by_qpn, q->qp->qp_num, ep);
     c->v_accepts++;
     reply(ep, m, RSM_VMSG_REP, 0);
-    RSM_VERBOSE(10, "accepted a connection from %s over %s (queue pair %u, %zu-byte area)",
-                peer_str(ep), vs.dev.name, q->qp->qp_num, q->bytes);
+    RSM_VERBOSE(10, "accepted a connection from %s over %s (queue pair %u, %zu-byte queue, "
+                "pool %.8s of %u x %zu bytes, chunk 0 %s)", peer_str(ep), vs.dev.name,
+                q->qp->qp_num, q->bytes, m->pool_tag, v->in_chunks, vs.pool_bytes,
+                v->in_pool_shared[0] ? "mapped from another rank here"
+                : v->in_pool_private[0] ? "in private memory" : "created");
+}
+
+/* ---- growing a pool (a sender that streams) ---- */
+
+static void send_grow(mca_btl_base_endpoint_t *ep)
+{
+    struct rsm_vpeer *v = ep->v;
+    rsm_vmsg_t m;
+    msg_init(&m, RSM_VMSG_GROW, v->name);
+    m.qpn = v->out.qp->qp_num;
+    m.psn = v->out.psn;
+    m.raddr = (uintptr_t) v->out.acks;
+    m.rkey = v->out.ack_mr->rkey;
+    m.rlen = (uint32_t) ack_bytes();
+    m.conn = v->out.qp->qp_num;
+    memcpy(m.pool_tag, v->group->tag, RSM_VPOOL_TAG);
+    m.pool_chunks = (uint8_t) v->group->made;
+    v->grow_last_ns = now_ns();
+    (void) rsm_vud_send(&vs.dev, &v->ah, &v->addr, &m);
+}
+
+/* The group's connections that count: up, or still connecting (their REP says
+ * how many chunks their receiver mapped). */
+static bool in_group(const mca_btl_base_endpoint_t *ep, const rsm_vgroup_t *g)
+{
+    return ep->v->group == g && (ep->v->state == VS_UP || ep->v->state == VS_CONNECTING);
+}
+
+static void group_growth_done(rsm_vgroup_t *g)
+{
+    vs.growing--;
+    g->full_events = 0;
+}
+
+/* Once every receiver has mapped the new chunk, allocations may use it. */
+static void group_check_grown(rsm_vgroup_t *g)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    if (g->made == g->chunks) {
+        return;
+    }
+    for (uint32_t i = 0; i < vs.n_eps; i++) {
+        if (in_group(vs.eps[i], g) && vs.eps[i]->v->chunks < g->made) {
+            return;
+        }
+    }
+    g->chunks = g->made;
+    g->area.lay = &c->vlayouts[g->chunks];
+    c->v_grows++;
+    group_growth_done(g);
+    RSM_VERBOSE(10, "the pool for %s grew to %u chunks (%zu bytes) in %.1f ms",
+                g->host != NULL ? g->host : "one peer", g->chunks, g->chunks * vs.pool_bytes,
+                (now_ns() - g->grow_ns) / 1e6);
+}
+
+/* A receiver could not map the new chunk, or did not answer: the pool keeps
+ * its size for the rest of the job (it works as it is). */
+static void group_abandon_growth(rsm_vgroup_t *g, const char *why)
+{
+    if (g->made == g->chunks) {
+        return;
+    }
+    group_drop_chunk(g);
+    g->grow_failed = true;
+    group_growth_done(g);
+    RSM_VERBOSE(1, "the pool for %s stays at %u chunks: %s", g->host != NULL ? g->host : "one peer",
+                g->chunks, why);
+}
+
+void rsm_verbs_pool_full(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    rsm_vgroup_t *g = ep->v->group;
+    if (g == NULL || g->made > g->chunks || g->made >= c->verbs_pool_chunks || g->grow_failed
+        || ++g->full_events < c->verbs_grow_after) {
+        return;
+    }
+    if (group_add_chunk(g) != 0) {
+        g->grow_failed = true;
+        RSM_VERBOSE(1, "the pool for %s stays at %u chunks: %s",
+                    g->host != NULL ? g->host : "one peer", g->chunks, reg_error(errno));
+        return;
+    }
+    vs.growing++;
+    g->grow_ns = now_ns();
+    for (uint32_t i = 0; i < vs.n_eps; i++) {
+        if (vs.eps[i]->v->group == g && vs.eps[i]->v->state == VS_UP) {
+            send_grow(vs.eps[i]);
+        }
+    }
+    group_check_grown(g);
+}
+
+/* The receiver: map the chunks a GROW names, answer GROWN with what we have. */
+static void take_grow(const rsm_vmsg_t *m)
+{
+    void *p = NULL;
+    if (opal_hash_table_get_value_uint64(&vs.by_name, m->from, &p) != OPAL_SUCCESS) {
+        return;
+    }
+    mca_btl_base_endpoint_t *ep = p;
+    struct rsm_vpeer *v = ep->v;
+    if (v->in.qp == NULL || v->in.peer_qpn != m->qpn
+        || memcmp(v->in_tag, m->pool_tag, RSM_VPOOL_TAG) != 0) {
+        return;                     /* not for the connection we have */
+    }
+    if (v->in_chunks < m->pool_chunks && pool_attach_chunks(ep, m->pool_tag, m->pool_chunks) != 0) {
+        RSM_VERBOSE(1, "could not map chunk %u of the pool of %s: %s", v->in_chunks, peer_str(ep),
+                    reg_error(errno));
+    }
+    reply(ep, m, RSM_VMSG_GROWN, 0);     /* how many we have: the sender decides */
+}
+
+static void take_grown(const rsm_vmsg_t *m)
+{
+    void *p = NULL;
+    if (opal_hash_table_get_value_uint64(&vs.by_name, m->from, &p) != OPAL_SUCCESS) {
+        return;
+    }
+    mca_btl_base_endpoint_t *ep = p;
+    struct rsm_vpeer *v = ep->v;
+    rsm_vgroup_t *g = v->group;
+    if (v->state != VS_UP || m->conn != v->out.qp->qp_num || g == NULL || g->made == g->chunks) {
+        return;                     /* a duplicate, or for another connection */
+    }
+    unsigned n = m->pool_chunks < g->made ? m->pool_chunks : g->made;
+    for (unsigned i = v->chunks; i < n; i++) {
+        v->pool_raddr[i] = m->pool_raddr[i];
+        v->pool_rkey[i] = m->pool_rkey[i];
+    }
+    if (n > v->chunks) {
+        v->chunks = n;
+    }
+    if (m->pool_chunks < g->made) {
+        group_abandon_growth(g, "a receiver could not map the new chunk");
+        return;
+    }
+    group_check_grown(g);
+}
+
+/* GROWs are resent until answered; a growth that takes longer than a
+ * connection may is given up (the pool keeps its size). */
+static void retry_grows(void)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    uint64_t now = now_ns();
+    for (uint32_t j = 0; j < vs.n_groups; j++) {
+        rsm_vgroup_t *g = vs.groups[j];
+        if (g->made == g->chunks) {
+            continue;
+        }
+        if (now - g->grow_ns > (uint64_t) c->verbs_connect_timeout_ms * 1000000ull) {
+            group_abandon_growth(g, "a receiver did not answer");
+            continue;
+        }
+        for (uint32_t i = 0; i < vs.n_eps; i++) {
+            struct rsm_vpeer *v = vs.eps[i]->v;
+            if (v->group == g && v->state == VS_UP && v->chunks < g->made
+                && now - v->grow_last_ns > 200000000ull) {
+                send_grow(vs.eps[i]);
+            }
+        }
+        group_check_grown(g);   /* a member that failed no longer holds it back */
+    }
 }
 
 static void take_rep(const rsm_vmsg_t *m)
@@ -599,6 +988,11 @@ static void take_rep(const rsm_vmsg_t *m)
     v->out.raddr = m->raddr;
     v->out.rkey = m->rkey;
     v->out.peer_qpn = m->qpn;
+    v->chunks = m->pool_chunks < v->group->made ? m->pool_chunks : v->group->made;
+    for (unsigned i = 0; i < v->chunks; i++) {
+        v->pool_raddr[i] = m->pool_raddr[i];
+        v->pool_rkey[i] = m->pool_rkey[i];
+    }
     v->state = VS_UP;
     vs.connecting--;
     c->v_connects++;
@@ -609,6 +1003,12 @@ static void take_rep(const rsm_vmsg_t *m)
     }
     RSM_VERBOSE(10, "connected to %s over %s in %.1f ms", peer_str(ep), vs.dev.name,
                 (now_ns() - v->req_first_ns) / 1e6);
+    if (v->group->made > v->group->chunks) {
+        if (v->chunks < v->group->made) {
+            send_grow(ep);          /* the growth started after our REQ went out */
+        }
+        group_check_grown(v->group);
+    }
     /* messages that waited for the connection go now */
     if (ep->pending_head != NULL) {
         rsm_send_pending(ep);
@@ -627,17 +1027,26 @@ static int poll_handshakes(void)
         if (rc < 0) {
             continue;
         }
+        bool req = u.m.type == RSM_VMSG_REQ || u.m.type == RSM_VMSG_GROW;
         const char *why = rsm_vmsg_check(u.raw, len, vs.my_name,
-                                         u.m.type == RSM_VMSG_REQ ? (uint32_t) ack_bytes()
-                                                                  : (uint32_t) vs.area_bytes);
+                                         (uint32_t) (req ? ack_bytes() : vs.queue_bytes),
+                                         req ? 0 : (uint32_t) vs.pool_bytes);
         if (why != NULL) {
             mca_btl_rsm_component.v_bad_handshakes++;
             RSM_VERBOSE(1, "dropped a handshake message: %s", why);
             continue;
         }
-        if (u.m.type == RSM_VMSG_REQ) {
+        switch (u.m.type) {
+        case RSM_VMSG_REQ:
             accept_req(&u.m);
-        } else {
+            break;
+        case RSM_VMSG_GROW:
+            take_grow(&u.m);
+            break;
+        case RSM_VMSG_GROWN:
+            take_grown(&u.m);
+            break;
+        default:
             take_rep(&u.m);
         }
         count++;
@@ -678,10 +1087,13 @@ int rsm_verbs_progress(void)
         count = poll_recv_cq();
         (void) poll_send_cq();
     }
-    if ((++vs.ticks & 63) == 0 || OPAL_UNLIKELY(vs.connecting > 0)) {
+    if ((++vs.ticks & 63) == 0 || OPAL_UNLIKELY(vs.connecting + vs.growing > 0)) {
         count += poll_handshakes();
         if (vs.connecting > 0) {
             retry_requests();
+        }
+        if (vs.growing > 0) {
+            retry_grows();
         }
     }
     return count < 0 ? 0 : count;
@@ -697,13 +1109,25 @@ bool rsm_verbs_init(void)
     if (c->verbs == 0) {
         return false;
     }
-    if (rsm_layout_init(&c->vlayout, 1, c->postboxes, 1, c->verbs_pool_size, c->small_block,
-                        c->large_block, c->inline_max, c->layout.max_msg, &why) != 0) {
-        opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename, why);
+    if (c->verbs_pool_chunks < 1 || c->verbs_pool_chunks > RSM_VPOOL_CHUNKS_MAX) {
+        opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename,
+                       "btl_rsm_verbs_pool_chunks must be 1..4");
         return false;
     }
-    c->vparams = rsm_layout_fingerprint(&c->vlayout);
-    vs.area_bytes = c->vlayout.queues_bytes + c->vlayout.pool_bytes;
+    /* [k]: one queue and a pool of k chunks (stripes) of verbs_pool_size each */
+    for (unsigned k = 1; k <= c->verbs_pool_chunks; k++) {
+        if (rsm_layout_init(&c->vlayouts[k], 1, c->postboxes, k, k * c->verbs_pool_size,
+                            c->small_block, c->large_block, c->inline_max, c->layout.max_msg,
+                            &why) != 0) {
+            opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename, why);
+            return false;
+        }
+        c->vlayouts[k].pool_apart = true;
+    }
+    c->vlayout = c->vlayouts[1];
+    c->vparams = rsm_layout_fingerprint(&c->vlayout) * 31 + c->verbs_pool_chunks;
+    vs.queue_bytes = c->vlayout.queues_bytes;
+    vs.pool_bytes = c->vlayout.pool_bytes;
     if (rsm_vdev_open(&vs.dev, c->verbs_devices, c->verbs_gid_index, c->verbs_sq_depth,
                       c->verbs_srq_depth, err, sizeof(err)) != 0) {
         /* no device: local peers are still served; remote ones are declined */
@@ -729,11 +1153,11 @@ bool rsm_verbs_init(void)
         return false;
     }
     vs.open = true;
-    RSM_VERBOSE(10, "RDMA back end on %s (GID index %d, MTU %s, %s): %zu-byte areas, "
-                "%u-deep send queues, %u-deep shared receive queue", vs.dev.name,
-                vs.dev.gid_index, rsm_vmtu_str(vs.dev.self.mtu),
-                vs.dev.self.global ? "RoCE" : "InfiniBand", vs.area_bytes, c->verbs_sq_depth,
-                c->verbs_srq_depth);
+    RSM_VERBOSE(10, "RDMA back end on %s (GID index %d, MTU %s, %s): %zu-byte queues, "
+                "%zu-byte pools per sender and host, %u-deep send queues, %u-deep shared "
+                "receive queue", vs.dev.name, vs.dev.gid_index, rsm_vmtu_str(vs.dev.self.mtu),
+                vs.dev.self.global ? "RoCE" : "InfiniBand", vs.queue_bytes, vs.pool_bytes,
+                c->verbs_sq_depth, c->verbs_srq_depth);
     return true;
 }
 
@@ -785,11 +1209,9 @@ void rsm_verbs_finalize(void)
             ep->pending_head = frag->next;
             rsm_frag_complete(frag, OPAL_ERR_UNREACH);
         }
-        if (v->out_area.lay != NULL) {
-            rsm_pool_fini(&v->out_area.pool[0]);
-        }
         conn_free(&v->out);
         conn_free(&v->in);
+        pool_detach(v);
         if (v->ah != NULL) {
             ibv_destroy_ah(v->ah);
         }
@@ -801,6 +1223,18 @@ void rsm_verbs_finalize(void)
     free(vs.eps);
     vs.eps = NULL;
     vs.n_eps = 0;
+    for (uint32_t i = 0; i < vs.n_groups; i++) {
+        rsm_vgroup_t *g = vs.groups[i];
+        while (g->made > 0) {
+            group_drop_chunk(g);
+        }
+        free(g->host);
+        free(g);
+    }
+    free(vs.groups);
+    vs.groups = NULL;
+    vs.n_groups = 0;
+    vs.growing = 0;
     OBJ_DESTRUCT(&vs.by_name);
     OBJ_DESTRUCT(&vs.by_qpn);
     rsm_vdev_close(&vs.dev);
@@ -831,6 +1265,7 @@ int rsm_verbs_connect(mca_btl_base_endpoint_t *ep) { return OPAL_ERR_UNREACH; }
 int rsm_verbs_progress(void) { return 0; }
 void rsm_verbs_post_unit(mca_btl_base_endpoint_t *ep, uint32_t seq, uint32_t k) {}
 void rsm_verbs_post_data(mca_btl_base_endpoint_t *ep, const void *addr, size_t len) {}
+void rsm_verbs_pool_full(mca_btl_base_endpoint_t *ep) {}
 void rsm_verbs_finalize(void) {}
 void rsm_verbs_counters(uint64_t *a, uint64_t *b, uint64_t *c, uint64_t *d) {}
 

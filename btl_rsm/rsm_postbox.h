@@ -104,6 +104,9 @@ typedef struct rsm_layout {
     uint32_t max_msg;           /* largest pointer message */
     size_t queues_bytes;        /* queue region of stripe 0, page aligned */
     size_t pool_bytes;          /* per stripe */
+    bool pool_apart;            /* the pool is a segment of its own, not after the queues
+                                 * (verbs: one pool per sender and destination host, shared
+                                 * by the receivers there; each queue is per connection) */
 } rsm_layout_t;
 
 /* Fill in the derived sizes; returns 0, or -1 with *why set when the
@@ -114,7 +117,7 @@ int rsm_layout_init(rsm_layout_t *lay, uint32_t nqueues, uint32_t queue_len, uin
 
 static inline size_t rsm_layout_pool_base(const rsm_layout_t *lay, unsigned stripe)
 {
-    return stripe == 0 ? lay->queues_bytes : 0;
+    return stripe == 0 && !lay->pool_apart ? lay->queues_bytes : 0;
 }
 
 static inline size_t rsm_layout_seg_size(const rsm_layout_t *lay, unsigned stripe)

@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *rsm_vmsg_check(const void *msg, size_t len, uint64_t me, uint32_t expect_len)
+const char *rsm_vmsg_check(const void *msg, size_t len, uint64_t me, uint32_t expect_len,
+                           uint32_t expect_pool_len)
 {
     rsm_vmsg_t m;
     if (len < sizeof(m)) {
@@ -22,7 +23,7 @@ const char *rsm_vmsg_check(const void *msg, size_t len, uint64_t me, uint32_t ex
     if (m.magic != RSM_VMSG_MAGIC || m.version != RSM_VMSG_VERSION) {
         return "not an rsm handshake (magic or version)";
     }
-    if (m.type != RSM_VMSG_REQ && m.type != RSM_VMSG_REP && m.type != RSM_VMSG_REJ) {
+    if (m.type < RSM_VMSG_REQ || m.type > RSM_VMSG_GROWN) {
         return "unknown message type";
     }
     if (m.to != me) {
@@ -37,6 +38,26 @@ const char *rsm_vmsg_check(const void *msg, size_t len, uint64_t me, uint32_t ex
     }
     if (m.rlen < expect_len || m.raddr + m.rlen < m.raddr) {
         return "remote region too short or wrapping";
+    }
+    if (m.pool_chunks < 1 || m.pool_chunks > RSM_VMSG_CHUNKS) {
+        return "pool chunk count out of range";
+    }
+    if (m.type == RSM_VMSG_REQ || m.type == RSM_VMSG_GROW) {
+        for (int i = 0; i < RSM_VPOOL_TAG; i++) {
+            char ch = m.pool_tag[i];
+            if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) {
+                return "the pool's tag is not hex digits";   /* it becomes a file name */
+            }
+        }
+        return NULL;
+    }
+    if (m.pool_len < expect_pool_len) {
+        return "remote pool too short";
+    }
+    for (unsigned i = 0; i < m.pool_chunks; i++) {
+        if (m.pool_raddr[i] + m.pool_len < m.pool_raddr[i]) {
+            return "remote pool chunk wrapping";
+        }
     }
     return NULL;
 }

@@ -32,9 +32,12 @@
 #include <stdint.h>
 
 #define RSM_VMSG_MAGIC 0x52534d56u      /* "RSMV" */
-#define RSM_VMSG_VERSION 1
+#define RSM_VMSG_VERSION 3
 
-enum { RSM_VMSG_REQ = 1, RSM_VMSG_REP = 2, RSM_VMSG_REJ = 3 };
+enum { RSM_VMSG_REQ = 1, RSM_VMSG_REP = 2, RSM_VMSG_REJ = 3, RSM_VMSG_GROW = 4, RSM_VMSG_GROWN = 5 };
+
+#define RSM_VPOOL_TAG 32        /* hex digits of a pool's tag (128 random bits) */
+#define RSM_VMSG_CHUNKS 4       /* most chunks a pool may grow to */
 
 /* Why a request was refused (REJ's status). */
 enum { RSM_VREJ_PARAMS = 1, RSM_VREJ_NOMEM = 2, RSM_VREJ_QP = 3 };
@@ -51,8 +54,24 @@ typedef struct rsm_vaddr {
 
 /* A handshake message on the UD queue pair (all fields little endian on the
  * wire is not needed: both ends are the same build of the same job, and the
- * fingerprint refuses anything else).  REQ: "connect your area for me on this
- * queue pair; write acks to this row".  REP: "here is the area".  REJ: refused. */
+ * fingerprint refuses anything else).  REQ: "connect a queue for me on this
+ * queue pair, and the pool I share among your host's ranks (named by POOL_TAG);
+ * write acks to this row".  REP: "here are the queue and the pool".  REJ: refused.
+ *
+ * The pool is per (sender, destination host) as in seed 000: the sender picks a
+ * random tag for each host it sends to, and every receiver there maps the same
+ * shared-memory segment for it ("/rsm-<tag>-vp"), so a remote sender costs a
+ * host one pool however many of its ranks it talks to.  Sharing is an economy,
+ * never a premise: a receiver that cannot map the segment another created uses
+ * private memory, and the protocol is unchanged (each message's blocks are
+ * written through the queue pair of its receiver, before its pointer postbox).
+ *
+ * A pool starts as one chunk and grows by chunks of the same size, up to
+ * RSM_VMSG_CHUNKS, for a sender that keeps finding it full (one that streams):
+ * GROW "map chunks up to N of the pool with this tag for the connection of my
+ * queue pair QPN", GROWN "mapped: here they are".  Chunk i is the segment
+ * "/rsm-<tag>-vp<i>" and stripe i of the layout (rsm_postbox.h): a run names
+ * its chunk, and the receiver checks it against the chunks it has mapped. */
 typedef struct rsm_vmsg {
     uint32_t magic;
     uint8_t version, type;
@@ -61,16 +80,25 @@ typedef struct rsm_vmsg {
     uint64_t params;            /* fingerprint of the connection layout */
     rsm_vaddr_t addr;           /* the sender's UD address (replies go there) */
     uint32_t qpn, psn;          /* the sender's RC queue pair of this connection */
-    uint64_t raddr;             /* REQ: the ack row; REP: the area */
+    uint64_t raddr;             /* REQ: the ack row; REP: the queue */
     uint32_t rkey;
     uint32_t rlen;              /* bytes at raddr */
     uint64_t conn;              /* REQ: the requester's connection number, echoed */
+    uint64_t pool_raddr[RSM_VMSG_CHUNKS];   /* REP, GROWN: the pool's chunks */
+    uint32_t pool_rkey[RSM_VMSG_CHUNKS];
+    uint32_t pool_len;          /* REP, GROWN: bytes of each chunk */
+    uint8_t pool_chunks;        /* REQ, GROW: chunks to map; REP, GROWN: chunks mapped (1..4) */
+    uint8_t pad[3];
+    char pool_tag[RSM_VPOOL_TAG];   /* REQ, GROW: names the pool (lowercase hex digits) */
 } rsm_vmsg_t;
 
-/* Is LEN bytes at MSG a well-formed handshake message addressed to ME with
- * fingerprint PARAMS?  Returns NULL, or why not.  A REQ/REP whose remote
- * region is shorter than EXPECT_LEN is refused too. */
-const char *rsm_vmsg_check(const void *msg, size_t len, uint64_t me, uint32_t expect_len);
+/* Is LEN bytes at MSG a well-formed handshake message addressed to ME?
+ * Returns NULL, or why not.  A REQ or GROW whose ack row, or a REP or GROWN
+ * whose queue, is shorter than EXPECT_LEN is refused, and so is a REP or GROWN
+ * whose pool chunks are shorter than EXPECT_POOL_LEN or wrap, a REQ or GROW
+ * whose pool tag is not hex digits, and a chunk count outside 1..4. */
+const char *rsm_vmsg_check(const void *msg, size_t len, uint64_t me, uint32_t expect_len,
+                           uint32_t expect_pool_len);
 
 /* The tail named by a unit's immediate: accepted only when it moves the
  * receiver's view forward by 1..QLEN postboxes past what it has consumed.

@@ -19,11 +19,22 @@
  *   mpit_read verbs-memory   any number of ranks on two hosts over self,rsm: a
  *                       verified all-pairs exchange (a 100 B and a 64 KiB message
  *                       from every rank to every other), then each rank's
- *                       btl_rsm_verbs_registered_bytes, read before anything else
- *                       is sent; rank 0 gathers and prints them, one line per rank:
- *                       "verbs-memory: rank R host H registered_bytes V"
+ *                       btl_rsm_verbs_registered_bytes and _registered_shared_bytes,
+ *                       read before anything else is sent; rank 0 gathers and
+ *                       prints them, one line per rank, with the verbs pools this
+ *                       rank sees in /dev/shm (count and bytes; every rank of a host
+ *                       sees the same ones):
+ *                       "verbs-memory: rank R host H registered_bytes V shared_bytes S
+ *                        pool_files F pool_file_bytes B pool_grows G"
+ *   mpit_read verbs-grow     4 ranks, 0 and 1 on one host, 2 and 3 on another: a
+ *                       verified all-pairs exchange of 100 B (every connection made,
+ *                       every pool one chunk), then rank 0 streams 24 verified
+ *                       messages of 256 KiB to ranks 2 and 3 (its pool on their host
+ *                       may grow); then the same lines as verbs-memory, and rank 0's
+ *                       "verbs-grow: stream S bytes in T s"
  * Rank 0 prints TAP; the exit status is 1 when a check failed.
  */
+#include <glob.h>
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -32,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mpit_bind.h"
@@ -351,17 +363,20 @@ static double init_secs;    /* MPI_Init's duration on this rank */
  * from each, all at once; the payloads depend on (sender, receiver, tag).
  * Then the verbs back end's registered bytes: by now every connection this
  * rank sends or receives on exists.  Rank 0 prints them per rank. */
-static void mode_verbs_memory(int size)
+static void mode_verbs_memory(int size, bool grow)
 {
-    enum { SMALL = 100, LARGE = 64 * 1024, TAG_S = 30, TAG_L = 31 };
-    static const char *const vn[1] = {"verbs_registered_bytes"};
+    enum { SMALL = 100, LARGE = 64 * 1024, TAG_S = 30, TAG_L = 31, TAG_G = 32 };
+    enum { NSTREAM = 24, STREAM = 256 * 1024, WINDOW = 4 };
+    static const char *const vn[3] = {"verbs_registered_bytes", "verbs_registered_shared_bytes",
+                                      "verbs_pool_grows"};
     MPI_T_pvar_session vs;
-    MPI_T_pvar_handle vh;
-    int have = mpit_bind(&vs, &vh, "btl_rsm_", vn, 1, MPI_T_PVAR_CLASS_COUNTER), all_have;
+    MPI_T_pvar_handle vh[3];
+    int have = mpit_bind(&vs, vh, "btl_rsm_", vn, 3, MPI_T_PVAR_CLASS_COUNTER), all_have;
     MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    check(all_have, "MPI_T performance variable btl_rsm_verbs_registered_bytes is there on "
-          "every rank%s", all_have ? "" : " (MISSING)");
-    const size_t per = SMALL + LARGE;
+    check(all_have, "MPI_T performance variables btl_rsm_verbs_registered_bytes, "
+          "_registered_shared_bytes and _pool_grows are there on every rank%s",
+          all_have ? "" : " (MISSING)");
+    const size_t large = grow ? 0 : LARGE, per = SMALL + large;
     unsigned char *sbuf = malloc(per * (size_t) size), *rbuf = malloc(per * (size_t) size);
     MPI_Request *req = malloc(4 * (size_t) size * sizeof(*req));
     int nreq = 0;
@@ -372,15 +387,19 @@ static void mode_verbs_memory(int size)
         }
         unsigned char *r = rbuf + per * (size_t) p;
         MPI_Irecv(r, SMALL, MPI_BYTE, p, TAG_S, MPI_COMM_WORLD, &req[nreq++]);
-        MPI_Irecv(r + SMALL, LARGE, MPI_BYTE, p, TAG_L, MPI_COMM_WORLD, &req[nreq++]);
+        if (large > 0) {
+            MPI_Irecv(r + SMALL, LARGE, MPI_BYTE, p, TAG_L, MPI_COMM_WORLD, &req[nreq++]);
+        }
     }
     for (int j = 1; j < size; j++) {
         int p = (rank + j) % size;      /* every rank starts with a different peer */
         unsigned char *b = sbuf + per * (size_t) p;
         xb_fill(b, SMALL, xb_seed(rank, (uint64_t) p, TAG_S));
-        xb_fill(b + SMALL, LARGE, xb_seed(rank, (uint64_t) p, TAG_L));
         MPI_Isend(b, SMALL, MPI_BYTE, p, TAG_S, MPI_COMM_WORLD, &req[nreq++]);
-        MPI_Isend(b + SMALL, LARGE, MPI_BYTE, p, TAG_L, MPI_COMM_WORLD, &req[nreq++]);
+        if (large > 0) {
+            xb_fill(b + SMALL, LARGE, xb_seed(rank, (uint64_t) p, TAG_L));
+            MPI_Isend(b + SMALL, LARGE, MPI_BYTE, p, TAG_L, MPI_COMM_WORLD, &req[nreq++]);
+        }
     }
     MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
     double t_xchg = MPI_Wtime() - t0;
@@ -391,34 +410,96 @@ static void mode_verbs_memory(int size)
         }
         const unsigned char *r = rbuf + per * (size_t) p;
         long m1 = xb_mismatch(r, SMALL, xb_seed(p, (uint64_t) rank, TAG_S));
-        long m2 = xb_mismatch(r + SMALL, LARGE, xb_seed(p, (uint64_t) rank, TAG_L));
+        long m2 = large > 0 ? xb_mismatch(r + SMALL, LARGE, xb_seed(p, (uint64_t) rank, TAG_L)) : -1;
         if (m1 >= 0 || m2 >= 0) {
             fprintf(stderr, "rank %d: bad data from rank %d (%s at offset %ld)\n", rank, p,
                     m1 >= 0 ? "100 B message" : "64 KiB message", m1 >= 0 ? m1 : m2);
             bad++;
         }
     }
-    unsigned long reg = 0;
-    if (have && MPI_T_pvar_read(vs, vh, &reg) != MPI_SUCCESS) {
-        fprintf(stderr, "rank %d: MPI_T_pvar_read of btl_rsm_verbs_registered_bytes failed\n",
-                rank);
-        MPI_Abort(MPI_COMM_WORLD, 2);
+    double t_stream = 0;
+    if (grow) {
+        /* rank 0 to ranks 2 and 3 in turn, WINDOW messages in flight, each verified */
+        unsigned char *sb = malloc((size_t) WINDOW * STREAM);
+        MPI_Request sr[WINDOW];
+        long sbad = 0;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double ts = MPI_Wtime();
+        for (int k = 0; k < NSTREAM; k += WINDOW) {
+            int n = 0;
+            for (int j = k; j < k + WINDOW && j < NSTREAM; j++) {
+                int peer = 2 + j % 2;
+                unsigned char *b = sb + (size_t) (j - k) * STREAM;
+                if (rank == 0) {
+                    xb_fill(b, STREAM, xb_seed(0, (uint64_t) j, TAG_G));
+                    MPI_Isend(b, STREAM, MPI_BYTE, peer, TAG_G, MPI_COMM_WORLD, &sr[n++]);
+                } else if (rank == peer) {
+                    MPI_Irecv(b, STREAM, MPI_BYTE, 0, TAG_G, MPI_COMM_WORLD, &sr[n++]);
+                }
+            }
+            MPI_Waitall(n, sr, MPI_STATUSES_IGNORE);
+            for (int j = k; rank >= 2 && j < k + WINDOW && j < NSTREAM; j++) {
+                if (2 + j % 2 == rank
+                    && xb_mismatch(sb + (size_t) (j - k) * STREAM, STREAM, xb_seed(0, (uint64_t) j, TAG_G)) >= 0) {
+                    sbad++;
+                }
+            }
+        }
+        t_stream = MPI_Wtime() - ts;
+        long all_sbad = 0;
+        MPI_Reduce(&sbad, &all_sbad, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+        check(all_sbad == 0, "rank 0 streamed %d messages of %d B to ranks 2 and 3, all verified "
+              "(%ld bad)", NSTREAM, STREAM, all_sbad);
+        if (rank == 0) {
+            printf("verbs-grow: stream %d bytes in %.2f s\n", NSTREAM * STREAM, t_stream);
+        }
+        free(sb);
+    }
+    unsigned long reg[3] = {0, 0, 0};
+    for (int i = 0; have && i < 3; i++) {
+        if (MPI_T_pvar_read(vs, vh[i], &reg[i]) != MPI_SUCCESS) {
+            fprintf(stderr, "rank %d: MPI_T_pvar_read of btl_rsm_%s failed\n", rank, vn[i]);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
     }
     long all_bad = 0;
     MPI_Reduce(&bad, &all_bad, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    check(all_bad == 0, "all-pairs exchange among %d ranks: %d B and %d B from every rank to "
-          "every other verified (%ld bad)", size, SMALL, LARGE, all_bad);
+    if (large > 0) {
+        check(all_bad == 0, "all-pairs exchange among %d ranks: %d B and %d B from every rank to "
+              "every other verified (%ld bad)", size, SMALL, LARGE, all_bad);
+    } else {
+        check(all_bad == 0, "all-pairs exchange among %d ranks: %d B from every rank to every "
+              "other verified (%ld bad)", size, SMALL, all_bad);
+    }
     char host[MPI_MAX_PROCESSOR_NAME] = "";
     int len = 0;
     MPI_Get_processor_name(host, &len);
-    uint64_t mine = reg, *vals = malloc((size_t) size * sizeof(*vals));
+    /* the pools of remote senders on this host, as files: one per sender if shared */
+    uint64_t files = 0, file_bytes = 0;
+    glob_t g;
+    if (glob("/dev/shm/rsm-*-vp[0-9]", 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            struct stat st;
+            if (stat(g.gl_pathv[i], &st) == 0) {
+                files++;
+                file_bytes += (uint64_t) st.st_size;
+            }
+        }
+        globfree(&g);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);    /* nobody finalizes (and removes its pools) before all looked */
+    uint64_t mine[5] = {reg[0], reg[1], files, file_bytes, reg[2]};
+    uint64_t *vals = malloc(5 * (size_t) size * sizeof(*vals));
     char *hosts = malloc((size_t) size * MPI_MAX_PROCESSOR_NAME);
-    MPI_Gather(&mine, 1, MPI_UINT64_T, vals, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    MPI_Gather(mine, 5, MPI_UINT64_T, vals, 5, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
                MPI_COMM_WORLD);
     for (int p = 0; rank == 0 && all_have && p < size; p++) {
-        printf("verbs-memory: rank %d host %s registered_bytes %llu\n", p,
-               hosts + (size_t) p * MPI_MAX_PROCESSOR_NAME, (unsigned long long) vals[p]);
+        printf("verbs-memory: rank %d host %s registered_bytes %llu shared_bytes %llu "
+               "pool_files %llu pool_file_bytes %llu pool_grows %llu\n", p,
+               hosts + (size_t) p * MPI_MAX_PROCESSOR_NAME, (unsigned long long) vals[5 * p],
+               (unsigned long long) vals[5 * p + 1], (unsigned long long) vals[5 * p + 2],
+               (unsigned long long) vals[5 * p + 3], (unsigned long long) vals[5 * p + 4]);
     }
     double t[2] = {init_secs, t_xchg}, tmax[2];
     MPI_Reduce(t, tmax, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -433,7 +514,9 @@ static void mode_verbs_memory(int size)
     free(rbuf);
     free(req);
     if (have) {
-        MPI_T_pvar_handle_free(vs, &vh);
+        for (int i = 0; i < 3; i++) {
+            MPI_T_pvar_handle_free(vs, &vh[i]);
+        }
         MPI_T_pvar_session_free(&vs);
     }
 }
@@ -450,20 +533,21 @@ int main(int argc, char **argv)
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size != 2 && strcmp(mode, "verbs-memory") != 0) {
+    bool verbs_mem = strcmp(mode, "verbs-memory") == 0, verbs_grow = strcmp(mode, "verbs-grow") == 0;
+    if (verbs_grow ? size != 4 : size != 2 && !verbs_mem) {
         if (rank == 0) {
-            fprintf(stderr, "mpit_read: run with 2 ranks\n");
+            fprintf(stderr, "mpit_read: run with %d ranks\n", verbs_grow ? 4 : 2);
         }
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     bool have = bind_all();
     if (strcmp(mode, "used") == 0) {
         mode_used(have);
-    } else if (strcmp(mode, "verbs") == 0 || strcmp(mode, "verbs-memory") == 0) {
+    } else if (strcmp(mode, "verbs") == 0 || verbs_mem || verbs_grow) {
         if (strcmp(mode, "verbs") == 0) {
             mode_verbs();
         } else {
-            mode_verbs_memory(size);
+            mode_verbs_memory(size, verbs_grow);
         }
         if (rank == 0) {
             printf("1..%d\n", tap_n);

@@ -172,23 +172,28 @@ else
 fi
 
 # --- 6. registered memory per host: N ranks on each host, all pairs talking
-# Every rank has N peers on the other host; it sends to each (a shadow of the peer's area
-# and an ack row registered: rsm_verbs_connect) and receives from each (the area and its
-# ack bytes: accept_req), each (area + ack) bytes.  The sizes, as rsm_verbs_init and
+# Every rank has N peers on the other host.  As a sender it registers, per peer, the shadow of
+# the peer's queue and an ack row (rsm_verbs_connect), and one shadow pool for the peer's host
+# (group_for); as a receiver, per peer, the queue and its ack bytes (accept_req) and a mapping
+# of that sender's pool for this host (pool_attach): one of the N receivers creates the pool's
+# segment, the other N-1 map it, and each registers it.  The sizes, as rsm_verbs_init and
 # rsm_layout_init make them from the defaults (btl_rsm_postboxes 128, btl_rsm_verbs_pool_size
-# 57344, small/large block 2048/4096, one queue, one stripe):
+# 57344, small/large block 2048/4096, one stripe):
 PB=128 VPOOL=57344 SBLK=2048 LBLK=4096
 V_QUEUE=$(( (PB * 64 + 4095) / 4096 * 4096 ))       # the postbox queue, whole pages
 V_SMALL=$(( VPOOL / 8 / SBLK * SBLK ))               # an eighth of the pool in small blocks
 V_LARGE=$(( (VPOOL - V_SMALL) / LBLK * LBLK ))       # the rest in large blocks
-V_AREA=$((V_QUEUE + V_SMALL + V_LARGE))
+V_POOL=$((V_SMALL + V_LARGE))
 V_ACK=$(( (PB + 63) / 64 * 64 ))
-echo "# verbs memory per connection (defaults): area $V_AREA B (queue $V_QUEUE + pool $V_SMALL + $V_LARGE), ack row $V_ACK B"
+V_CONN=$((V_QUEUE + V_ACK))
+echo "# verbs memory (defaults): per connection and side, queue $V_QUEUE + ack row $V_ACK B; per (sender, destination host) a pool of $V_POOL B ($V_SMALL + $V_LARGE) on each side"
 for n in ${MEM_N//,/ }; do
     np=$((2 * n))
+    # every pool one chunk (btl_rsm_verbs_pool_chunks 1): the share of a sender that does not
+    # stream; the all-pairs burst could otherwise grow some pools (shown apart below)
     L="2 hosts x $n ranks, self,rsm, mpit_read verbs-memory"
     job mem$n $((90 + 15 * np)) -np $np --host h0:$n,h1:$n --oversubscribe "${RSM[@]}" \
-        --mca mpi_yield_when_idle 1 "$B/test/mpi/mpit_read" verbs-memory
+        --mca btl_rsm_verbs_pool_chunks 1 --mca mpi_yield_when_idle 1 "$B/test/mpi/mpit_read" verbs-memory
     relay_tap "$L: " < "$W/mem$n"
     sed -n 's/^verbs-memory: times /# '"$L"': /p' "$W/mem$n"
     ev=$(rxe_events mem$n)
@@ -198,22 +203,70 @@ for n in ${MEM_N//,/ }; do
         dmesg | tail -n 20 | diag
         continue
     fi
-    per_rank=$((2 * n * (V_AREA + V_ACK)))
-    per_host=$((n * per_rank))
-    # "verbs-memory: rank R host H registered_bytes V": ranks, sum, smallest and largest per host
-    read -r c0 s0 lo0 hi0 c1 s1 lo1 hi1 other <<< "$(awk '
-        $1 == "verbs-memory:" && $2 == "rank" && $4 == "host" && $6 == "registered_bytes" {
-            h = $5; v = $7; c[h]++; s[h] += v
+    per_rank=$((2 * n * V_CONN + (n + 1) * V_POOL))
+    shared_host=$((n * (n - 1) * V_POOL))
+    pinned_host=$((2 * n * n * V_CONN + 2 * n * V_POOL))
+    old_host=$((2 * n * n * (V_CONN + V_POOL)))         # one area per (sender, receiver): stop 18
+    # "verbs-memory: rank R host H registered_bytes V shared_bytes S pool_files F
+    # pool_file_bytes B": per host the ranks, the sums, the smallest and largest
+    # registered_bytes, and the pool files its ranks saw (the most any of them saw)
+    read -r c0 s0 x0 lo0 hi0 f0 fb0 c1 s1 x1 lo1 hi1 f1 fb1 other <<< "$(awk '
+        $1 == "verbs-memory:" && $2 == "rank" && $4 == "host" && $6 == "registered_bytes" \
+            && $8 == "shared_bytes" && $10 == "pool_files" && $12 == "pool_file_bytes" {
+            h = $5; v = $7; c[h]++; s[h] += v; x[h] += $9
             if (!(h in lo) || v < lo[h]) lo[h] = v
             if (!(h in hi) || v > hi[h]) hi[h] = v
+            if ($11 > f[h]) f[h] = $11
+            if ($13 > fb[h]) fb[h] = $13
             if (h != "h0" && h != "h1") other++ }
-        END { printf "%d %.0f %.0f %.0f %d %.0f %.0f %.0f %d\n", c["h0"], s["h0"], lo["h0"], hi["h0"],
-              c["h1"], s["h1"], lo["h1"], hi["h1"], other }' "$W/mem$n")"
-    echo "# registered memory, $n ranks per host ($np in all, $job_secs s): h0 $s0 B, h1 $s1 B per host; per rank h0 $lo0..$hi0 B, h1 $lo1..$hi1 B (formula: $n x $((2 * n)) x ($V_AREA + $V_ACK) = $per_host B per host, $per_rank B per rank)"
-    check "$L: btl_rsm_verbs_registered_bytes summed per host = $n ranks x $((2 * n)) connections x ($V_AREA + $V_ACK) B = $per_host B (h0 $s0 B over $c0 ranks, h1 $s1 B over $c1 ranks)" \
-        [ "$c0" -eq "$n" -a "$c1" -eq "$n" -a "$other" -eq 0 -a "$s0" -eq "$per_host" -a "$s1" -eq "$per_host" ]
-    check "$L: every rank registered $per_rank B ($((2 * n)) x ($V_AREA + $V_ACK)): h0 $lo0..$hi0, h1 $lo1..$hi1" \
-        [ "$lo0" -eq "$per_rank" -a "$hi0" -eq "$per_rank" -a "$lo1" -eq "$per_rank" -a "$hi1" -eq "$per_rank" ]
+        END { printf "%d %.0f %.0f %.0f %.0f %d %.0f %d %.0f %.0f %.0f %.0f %d %.0f %d\n",
+              c["h0"], s["h0"], x["h0"], lo["h0"], hi["h0"], f["h0"], fb["h0"],
+              c["h1"], s["h1"], x["h1"], lo["h1"], hi["h1"], f["h1"], fb["h1"], other }' "$W/mem$n")"
+    echo "# registered memory, $n ranks per host ($np in all, $job_secs s): registered h0 $s0 B, h1 $s1 B; of it pools mapped twice h0 $x0 B, h1 $x1 B; pinned per host h0 $((s0 - x0)) B, h1 $((s1 - x1)) B (formula $pinned_host B; per (sender, receiver) areas would be $old_host B)"
+    check "$L: every rank registered 2 x $n x ($V_QUEUE + $V_ACK) + ($n + 1) x $V_POOL = $per_rank B (h0 $lo0..$hi0 B over $c0 ranks, h1 $lo1..$hi1 B over $c1)" \
+        [ "$c0" -eq "$n" -a "$c1" -eq "$n" -a "$other" -eq 0 -a "$lo0" -eq "$per_rank" -a "$hi0" -eq "$per_rank" \
+          -a "$lo1" -eq "$per_rank" -a "$hi1" -eq "$per_rank" ]
+    check "$L: each remote sender's pool is one segment per host, mapped by the other $((n - 1)) receivers: shared bytes per host = $n x $((n - 1)) x $V_POOL = $shared_host B (h0 $x0, h1 $x1)" \
+        [ "$x0" -eq "$shared_host" -a "$x1" -eq "$shared_host" ]
+    check "$L: /dev/shm of each host holds one pool per remote sender, $n x $V_POOL B (h0 $f0 files, $fb0 B; h1 $f1 files, $fb1 B)" \
+        [ "$f0" -eq "$n" -a "$fb0" -eq "$((n * V_POOL))" -a "$f1" -eq "$n" -a "$fb1" -eq "$((n * V_POOL))" ]
+    check "$L: pinned per host = 2 x $n^2 x $V_CONN + 2 x $n x $V_POOL = $pinned_host B, grows with senders x pool, not pairs x pool ($old_host B before)" \
+        [ "$((s0 - x0))" -eq "$pinned_host" -a "$((s1 - x1))" -eq "$pinned_host" ]
+done
+
+# --- 6b. a sender that streams grows its pool, the others keep one chunk: all pairs of
+# 2 x 2 ranks exchange 100 B (every connection made), then rank 0 (h0) streams 24 x 256 KiB
+# to ranks 2 and 3 (h1).  Its pool on h1 grows chunk by chunk to btl_rsm_verbs_pool_chunks
+# (3, the default); rank 1's pool on h1 and ranks 2 and 3's on h0 stay at one.  Then registered memory per
+# rank, the pool files per host and the growth counters are exactly the formula's; the same
+# job with pool_chunks 1 gives the stream's time without growth, beside it.
+for chunks in 3 1; do
+    L="2 hosts x 2 ranks, self,rsm, btl_rsm_verbs_pool_chunks $chunks, mpit_read verbs-grow"
+    job grow$chunks 150 -np 4 --host h0:2,h1:2 "${RSM[@]}" --mca btl_rsm_verbs_pool_chunks $chunks \
+        --mca mpi_yield_when_idle 1 "$B/test/mpi/mpit_read" verbs-grow
+    relay_tap "$L: " < "$W/grow$chunks"
+    if [ "$job_rc" -ne 0 ] || ! grep -q '^1\.\.' "$W/grow$chunks"; then
+        failed "$L: mpit_read verbs-grow finished and passed (exit $job_rc, $job_secs s)" grow$chunks
+        continue
+    fi
+    t_stream=$(sed -n 's/^verbs-grow: stream [0-9]* bytes in \([0-9.]*\) s$/\1/p' "$W/grow$chunks")
+    echo "# $L: the stream of 6 MiB took $t_stream s"
+    # rank: registered shared files file_bytes grows
+    vals=$(awk '$1 == "verbs-memory:" && $2 == "rank" { printf "%s:%s:%s:%s:%s:%s ", $3, $7, $9, $11, $13, $15 }' "$W/grow$chunks")
+    echo "# $L: rank:registered:shared:pool_files:pool_file_bytes:pool_grows $vals"
+    g=$((chunks - 1))
+    want="0:$((4 * V_CONN + (3 + g) * V_POOL)):X:2:$((2 * V_POOL)):$g 1:$((4 * V_CONN + 3 * V_POOL)):X:2:$((2 * V_POOL)):0 2:$((4 * V_CONN + (3 + g) * V_POOL)):X:$((2 + g)):$(((2 + g) * V_POOL)):0 3:$((4 * V_CONN + (3 + g) * V_POOL)):X:$((2 + g)):$(((2 + g) * V_POOL)):0 "
+    # the shared bytes fall to whichever receiver of a host did not create a chunk (they race);
+    # per host they sum to one mapping of every pool chunk there
+    got=$(awk -v RS=' ' -F: 'NF == 6 { sh[($1 < 2) ? "h0" : "h1"] += $3
+            printf "%s:%s:X:%s:%s:%s ", $1, $2, $4, $5, $6 }
+            END { printf "| %d %d", sh["h0"], sh["h1"] }' <<< "$vals")
+    shared=${got#*| }
+    got=${got%%|*}
+    check "$L: rank 0's pool on h1 grew $g times to $chunks chunks, the other pools stayed at one; registered bytes per rank, the pool files each host holds and their bytes as the formula (got $got)" \
+        [ "$got" = "$want" ]
+    check "$L: each pool chunk is registered twice on its host, once from another rank's segment: shared bytes h0 $((2 * V_POOL)), h1 $(((2 + g) * V_POOL)) (got ${shared/ /, })" \
+        [ "$shared" = "$((2 * V_POOL)) $(((2 + g) * V_POOL))" ]
 done
 
 # --- 7. the link goes down mid-run: h1's NIC (rxe1 sits on it) is taken down under a verified
@@ -300,7 +353,31 @@ check "$L: xh1 up again: rxe1 ACTIVE in $(since "$t") s, h1's route and neighbou
     ip route show table 101 | grep -q '^$(gh_addr 0) dev xh1' &&
     ip neigh show dev xh1 | grep -q '^$(gh_addr 0) .*PERMANENT'"
 
-# --- 8. nothing left by the jobs
+# --- 8. as an ordinary user: orted and ranks of nobody, no capabilities, locked memory as a
+# login gets it (test/guest/guest_agent, XBG_AS / XBG_MEMLOCK_KB).  With Debian's default
+# 8 MiB a 2 x 2 job over verbs registers what it needs (about 350 KiB a rank); with 32 KiB
+# the first connection cannot register its pool and the job ends at once with one message
+# that names the limit and how to raise it, not a hang.  Each rank prints who it runs as.
+AS_NOBODY=(/bin/sh -c 'echo "user: $(id -un) memlock $(ulimit -l)" >&2; exec "$0" "$@"')
+L="2 hosts x 2 ranks as nobody, memlock 8 MiB, self,rsm, mpi_p2p up to 64 KiB"
+XBG_AS=nobody XBG_MEMLOCK_KB=8192 job user 180 -np 4 --host h0:2,h1:2 "${RSM[@]}" "${VERBOSE[@]}" \
+    "${AS_NOBODY[@]}" "$B/test/mpi/mpi_p2p" -M 65536
+p2p user "$L"
+peer_check user 4 1 "$L"
+who=$(grep -c '^user: nobody memlock 8192$' "$W/user.err")
+check "$L: all 4 ranks ran as nobody with 8192 KiB locked memory ($who said so)" [ "$who" -eq 4 ]
+L="2 hosts x 1 rank as nobody, memlock 32 KiB, self,rsm, mpi_p2p"
+XBG_AS=nobody XBG_MEMLOCK_KB=32 job lowlock 120 -np 2 --host h0:1,h1:1 "${RSM[@]}" \
+    "${AS_NOBODY[@]}" "$B/test/mpi/mpi_p2p" -M 65536
+msg=$(cat "$W/lowlock" "$W/lowlock.err" | tr '\n' ' ' | tr -s ' ' |
+      grep -oE "this process may lock 32 KiB \(ulimit -l\)[^:]*: raise the limit \(memlock in /etc/security/limits.conf[^)]*\)" | head -1)
+check "$L: the job fails (exit $job_rc) in $job_secs s with the locked-memory message: ${msg:-none}" \
+    [ "$job_rc" -ne 0 -a -n "$msg" ]
+if [ -z "$msg" ]; then
+    tail -n 25 "$W/lowlock" "$W/lowlock.err" | diag
+fi
+
+# --- 9. nothing left by the jobs
 left=$(ps -eo pid=,comm= | awk '$2 ~ /^(orted|mpirun|mpi_p2p|mpit_read|rsm_soak)$/ { printf "%s ", $0 }')
 shm="$(gh_on h0 ls -A /dev/shm)$(gh_on h1 ls -A /dev/shm)"
 check "after the jobs: no orted, rank or mpirun left (${left:-none}); the hosts' /dev/shm empty (${shm:-yes})" \

@@ -13,8 +13,10 @@
 # verbs); btl_rsm_verbs 0 makes the job fail at once with the peer unreachable, not hang;
 # rsm_soak on 2 x 2; btl_rsm_verbs_registered_bytes summed per host after a verified
 # all-pairs exchange (mpit_read verbs-memory) at 2, 4 and 8 ranks per host (4, 8, 16 ranks;
-# RSM_VERBS_MEM_N=2,4 leaves out the 16-rank job, ~22 s) equals N ranks x 2N connections x
-# (area + ack row) exactly;
+# RSM_VERBS_MEM_N=2,4 leaves out the 16-rank job, ~22 s) equals the formula exactly: per
+# connection and side a queue and an ack row, per (sender, destination host) one pool that
+# the host's receivers share (btl_rsm_verbs_registered_shared_bytes, and the pool files in
+# each host's /dev/shm: one per remote sender);
 # h1's NIC taken down under a verified rsm_soak on 2 x 1: the job ends (non-zero, seconds
 # later, not a hang) with the back end's verbs-failed message naming the peer and nothing
 # verified wrong, then the NIC, its route and neighbour come back; nothing left (processes,
@@ -41,6 +43,6 @@ guest_prepare
 MEM_N=${RSM_VERBS_MEM_N:-2,4,8}
 guest_boot 480 3072 2 "$TOP_SRCDIR/test/rsm/rsm_verbs_guest.sh" "$TOP_BUILDDIR" "$MEM_N"
 n_mem=$(tr ',' '\n' <<< "$MEM_N" | grep -c .)
-guest_report "guest" $((45 + 4 * n_mem)) "rsm verbs: "
+guest_report "guest" $((45 + 5 * n_mem)) "rsm verbs: "
 echo "# this test: $((SECONDS - t0)) s in all"
 tap_done

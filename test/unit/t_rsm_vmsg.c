@@ -1,6 +1,6 @@
 /* The verbs back end's checks on what a peer sends (rsm_verbs.h): handshake
  * messages (length, magic, version, type, addressee, queue pair and packet
- * numbers, the remote region's length and wrap) and the immediate that names a
+ * numbers, the remote region's length and wrap, the pool's tag and length) and the immediate that names a
  * queue's new tail (only forward, never past a whole queue). */
 #include <string.h>
 
@@ -23,6 +23,19 @@ static rsm_vmsg_t good(void)
     m.raddr = 0x7f0000001000ull;
     m.rkey = 5;
     m.rlen = 128;
+    memcpy(m.pool_tag, "0123456789abcdef0123456789abcdef", RSM_VPOOL_TAG);
+    m.pool_chunks = 1;
+    return m;
+}
+
+static rsm_vmsg_t good_rep(void)
+{
+    rsm_vmsg_t m = good();
+    m.type = RSM_VMSG_REP;
+    memset(m.pool_tag, 0, sizeof(m.pool_tag));
+    m.pool_raddr[0] = 0x7f0000100000ull;
+    m.pool_rkey[0] = 6;
+    m.pool_len = 4096;
     return m;
 }
 
@@ -30,37 +43,62 @@ int main(void)
 {
     const uint64_t me = 0x100000002ull;
     rsm_vmsg_t m = good();
-    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) == NULL, "a well-formed REQ passes");
-    CHECK(rsm_vmsg_check(&m, sizeof(m) + 40, me, 128) == NULL, "trailing bytes are ignored");
-    CHECK(rsm_vmsg_check(&m, sizeof(m) - 1, me, 128) != NULL, "one byte short: refused");
-    CHECK(rsm_vmsg_check(&m, 0, me, 128) != NULL, "empty: refused");
-    CHECK(rsm_vmsg_check(&m, sizeof(m), me + 1, 128) != NULL, "addressed to another process");
-    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 129) != NULL, "a region shorter than needed");
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) == NULL, "a well-formed REQ passes");
+    CHECK(rsm_vmsg_check(&m, sizeof(m) + 40, me, 128, 4096) == NULL, "trailing bytes are ignored");
+    CHECK(rsm_vmsg_check(&m, sizeof(m) - 1, me, 128, 4096) != NULL, "one byte short: refused");
+    CHECK(rsm_vmsg_check(&m, 0, me, 128, 4096) != NULL, "empty: refused");
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me + 1, 128, 4096) != NULL, "addressed to another process");
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 129, 4096) != NULL, "a region shorter than needed");
 
     m = good(); m.magic ^= 1;
-    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "bad magic");
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "bad magic");
     m = good(); m.version = RSM_VMSG_VERSION + 1;
-    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "another version");
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "another version");
     m = good(); m.type = 0;
-    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "type 0");
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "type 0");
     m = good(); m.type = 9;
-    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "unknown type");
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "unknown type");
     m = good(); m.qpn = 0x1000000;
-    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "queue pair number over 24 bits");
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "queue pair number over 24 bits");
     m = good(); m.psn = 0x1000000;
-    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "packet sequence number over 24 bits");
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "packet sequence number over 24 bits");
     m = good(); m.addr.mtu = 0;
-    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "MTU 0");
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "MTU 0");
     m = good(); m.addr.mtu = 6;
-    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "MTU past 4096");
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "MTU past 4096");
     m = good(); m.addr.global = 2;
-    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "addressing mode 2");
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "addressing mode 2");
     m = good(); m.raddr = UINT64_MAX - 10;
-    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) != NULL, "a region that wraps the address space");
-    m = good(); m.type = RSM_VMSG_REP;
-    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) == NULL, "a well-formed REP passes");
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a region that wraps the address space");
+    m = good_rep();
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) == NULL, "a well-formed REP passes");
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4097) != NULL, "a REP with a pool too short");
+    m = good_rep(); m.pool_raddr[0] = UINT64_MAX - 100;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a REP whose pool wraps");
+    m = good_rep(); m.pool_chunks = 2; m.pool_raddr[1] = UINT64_MAX - 100;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a REP whose second chunk wraps");
+    m = good_rep(); m.pool_chunks = 4; m.pool_raddr[3] = 0x7f0000200000ull;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) == NULL, "a REP of 4 chunks passes");
+    m.type = RSM_VMSG_GROWN;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) == NULL, "a GROWN of 4 chunks passes");
+    m = good_rep(); m.pool_chunks = 5;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a REP of 5 chunks: refused");
+    m = good(); m.pool_chunks = 0;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a REQ of 0 chunks: refused");
+    m = good(); m.type = RSM_VMSG_GROW; m.pool_chunks = 3;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) == NULL, "a well-formed GROW passes");
+    m.pool_tag[7] = '.';
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a GROW whose pool tag has a '.'");
+    m = good(); m.type = RSM_VMSG_GROWN + 1;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "type 6: refused");
+    m = good(); m.pool_tag[5] = '/';
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a REQ whose pool tag has a '/'");
+    m = good(); m.pool_tag[31] = 'A';
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a REQ whose pool tag has upper case");
+    m = good(); m.pool_tag[0] = 0;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a REQ whose pool tag is short");
     m = good(); m.type = RSM_VMSG_REJ; m.rlen = 0; m.qpn = 0xffffffff;
-    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128) == NULL, "a REJ carries no region");
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) == NULL, "a REJ carries no region");
 
     /* immediates: head 10 (consumed through 9), published 12, queue of 16 */
     CHECK(rsm_vimm_valid(13, 10, 12, 16), "the next unit's tail");
