@@ -135,6 +135,7 @@ static struct {
     rsm_vgroup_t **groups;          /* as a sender: one per destination host */
     uint32_t n_groups;
     uint32_t growing;               /* groups with a growth under way */
+    uint64_t port_down_ns;          /* when our port went down (0: it is up) */
     uint32_t ticks;                 /* progress calls: the handshake queue's turn */
 } vs;
 
@@ -605,11 +606,13 @@ static void msg_init(rsm_vmsg_t *m, int type, uint64_t to)
     m->addr = vs.dev.self;
 }
 
-static int send_req(mca_btl_base_endpoint_t *ep)
+/* A REQ or a GROW: what the sender offers of this connection (its queue pair,
+ * its ack row) and the pool, named by its tag, with every chunk made so far. */
+static int send_offer(mca_btl_base_endpoint_t *ep, int type)
 {
     struct rsm_vpeer *v = ep->v;
     rsm_vmsg_t m;
-    msg_init(&m, RSM_VMSG_REQ, v->name);
+    msg_init(&m, type, v->name);
     m.qpn = v->out.qp->qp_num;
     m.psn = v->out.psn;
     m.raddr = (uintptr_t) v->out.acks;
@@ -618,8 +621,13 @@ static int send_req(mca_btl_base_endpoint_t *ep)
     m.conn = v->out.qp->qp_num;
     memcpy(m.pool_tag, v->group->tag, RSM_VPOOL_TAG);
     m.pool_chunks = (uint8_t) v->group->made;   /* a chunk being grown too */
-    v->req_last_ns = now_ns();
     return rsm_vud_send(&vs.dev, &v->ah, &v->addr, &m);
+}
+
+static int send_req(mca_btl_base_endpoint_t *ep)
+{
+    ep->v->req_last_ns = now_ns();
+    return send_offer(ep, RSM_VMSG_REQ);
 }
 
 static uint32_t random_psn(void)
@@ -802,19 +810,8 @@ static void accept_req(const rsm_vmsg_t *m)
 
 static void send_grow(mca_btl_base_endpoint_t *ep)
 {
-    struct rsm_vpeer *v = ep->v;
-    rsm_vmsg_t m;
-    msg_init(&m, RSM_VMSG_GROW, v->name);
-    m.qpn = v->out.qp->qp_num;
-    m.psn = v->out.psn;
-    m.raddr = (uintptr_t) v->out.acks;
-    m.rkey = v->out.ack_mr->rkey;
-    m.rlen = (uint32_t) ack_bytes();
-    m.conn = v->out.qp->qp_num;
-    memcpy(m.pool_tag, v->group->tag, RSM_VPOOL_TAG);
-    m.pool_chunks = (uint8_t) v->group->made;
-    v->grow_last_ns = now_ns();
-    (void) rsm_vud_send(&vs.dev, &v->ah, &v->addr, &m);
+    ep->v->grow_last_ns = now_ns();
+    (void) send_offer(ep, RSM_VMSG_GROW);
 }
 
 /* The group's connections that count: up, or still connecting (their REP says
@@ -1076,6 +1073,61 @@ static void retry_requests(void)
     }
 }
 
+/* The device's asynchronous events: our port going down or up, a queue pair in
+ * error.  A dead link does not always come back as a write completed in error:
+ * in the guest, with rxe, the queue pairs of a job once stayed ready to send
+ * and its ranks spun for 100 s after the link went down.  So a port that stays
+ * down for longer than the RC retry budget (timeout x (retries + 1), 7.5 s by
+ * default) fails every connection, with the message; one back up before that
+ * costs nothing (the queue pairs' retries carry on). */
+static void poll_events(void)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    rsm_vevent_t ev;
+    while (rsm_vdev_event(&vs.dev, &ev)) {
+        if (ev.type == IBV_EVENT_PORT_ERR && ev.port == vs.dev.port) {
+            if (vs.port_down_ns == 0) {
+                vs.port_down_ns = now_ns();
+                RSM_VERBOSE(1, "%s went down", vs.dev.name);
+            }
+        } else if (ev.type == IBV_EVENT_PORT_ACTIVE && ev.port == vs.dev.port) {
+            if (vs.port_down_ns != 0) {
+                RSM_VERBOSE(1, "%s is up again after %.1f ms", vs.dev.name,
+                            (now_ns() - vs.port_down_ns) / 1e6);
+                vs.port_down_ns = 0;
+            }
+        } else if (ev.qp_num != 0) {
+            for (uint32_t i = 0; i < vs.n_eps; i++) {
+                struct rsm_vpeer *v = vs.eps[i]->v;
+                if ((v->out.qp != NULL && v->out.qp->qp_num == ev.qp_num)
+                    || (v->in.qp != NULL && v->in.qp->qp_num == ev.qp_num)) {
+                    conn_failed(vs.eps[i], "the device reported the queue pair in error",
+                                ibv_event_type_str((enum ibv_event_type) ev.type));
+                }
+            }
+        }
+    }
+    if (vs.port_down_ns == 0) {
+        return;
+    }
+    uint64_t budget = (4096ull << c->verbs_timeout) * (c->verbs_retry_count + 1);
+    if (c->verbs_timeout == 0 || budget > (uint64_t) c->verbs_connect_timeout_ms * 1000000ull) {
+        budget = (uint64_t) c->verbs_connect_timeout_ms * 1000000ull;
+    }
+    uint64_t down = now_ns() - vs.port_down_ns;
+    if (down <= budget) {
+        return;
+    }
+    char why[96];
+    snprintf(why, sizeof(why), "the port went down %.1f s ago and is still down", down / 1e9);
+    for (uint32_t i = 0; i < vs.n_eps; i++) {
+        struct rsm_vpeer *v = vs.eps[i]->v;
+        if (v->state != VS_FAILED && (v->state != VS_IDLE || v->in.qp != NULL)) {
+            conn_failed(vs.eps[i], "its port was down", why);
+        }
+    }
+}
+
 /* Progress costs the shm path nothing measurable: the completion queues are
  * polled only once a connection exists, and the handshake queue every 64th call
  * (a handshake waits at most 64 progress calls; a REQ is resent after 200 ms). */
@@ -1088,6 +1140,7 @@ int rsm_verbs_progress(void)
         (void) poll_send_cq();
     }
     if ((++vs.ticks & 63) == 0 || OPAL_UNLIKELY(vs.connecting + vs.growing > 0)) {
+        poll_events();
         count += poll_handshakes();
         if (vs.connecting > 0) {
             retry_requests();

@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,7 +272,43 @@ int rsm_vdev_open(rsm_vdev_t *d, const char *spec, int gid_index, unsigned sq_de
         rsm_vdev_close(d);
         return -1;
     }
+    /* asynchronous events (a port going down) are polled from progress */
+    int fl = fcntl(d->ctx->async_fd, F_GETFL);
+    if (fl < 0 || fcntl(d->ctx->async_fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+        snprintf(err, errlen, "%s: the asynchronous event channel (%s)", d->name, strerror(errno));
+        rsm_vdev_close(d);
+        return -1;
+    }
     return 0;
+}
+
+int rsm_vdev_event(rsm_vdev_t *d, rsm_vevent_t *ev)
+{
+    struct ibv_async_event e;
+    if (ibv_get_async_event(d->ctx, &e) != 0) {
+        return 0;                   /* EAGAIN: none */
+    }
+    ev->type = e.event_type;
+    ev->qp_num = 0;
+    ev->port = 0;
+    switch (e.event_type) {
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_PATH_MIG_ERR:
+        ev->qp_num = e.element.qp->qp_num;
+        break;
+    case IBV_EVENT_PORT_ERR:
+    case IBV_EVENT_PORT_ACTIVE:
+    case IBV_EVENT_LID_CHANGE:
+    case IBV_EVENT_GID_CHANGE:
+        ev->port = (uint8_t) e.element.port_num;
+        break;
+    default:
+        break;
+    }
+    ibv_ack_async_event(&e);
+    return 1;
 }
 
 void rsm_vdev_close(rsm_vdev_t *d)

@@ -160,6 +160,15 @@ int rsm_vud_send(rsm_vdev_t *d, struct ibv_ah **ah, const rsm_vaddr_t *peer,
  * length in *LEN), returns 1; 0: none; -1: a completion in error. */
 int rsm_vud_poll(rsm_vdev_t *d, void *msg, size_t cap, size_t *len);
 
+/* An asynchronous event of the device (a port going down or up, a queue pair
+ * in error), without blocking.  1 with *EV filled, 0: none. */
+typedef struct rsm_vevent {
+    int type;                   /* enum ibv_event_type */
+    uint32_t qp_num;            /* queue pair events */
+    uint8_t port;               /* port events */
+} rsm_vevent_t;
+int rsm_vdev_event(rsm_vdev_t *d, rsm_vevent_t *ev);
+
 const char *rsm_vmtu_str(uint8_t mtu);
 #endif
 
