@@ -26,6 +26,10 @@
  *                       sees the same ones):
  *                       "verbs-memory: rank R host H registered_bytes V shared_bytes S
  *                        pool_files F pool_file_bytes B pool_grows G"
+ *   mpit_read verbs-idle     2 ranks on two hosts: 100 B each way, verified (the
+ *                       connections are made), "verbs-idle: connected", then both
+ *                       wait in MPI_Recv for a message nobody sends: a job that is
+ *                       connected and idle, for the port-down check
  *   mpit_read verbs-grow     4 ranks, 0 and 1 on one host, 2 and 3 on another: a
  *                       verified all-pairs exchange of 100 B (every connection made,
  *                       every pool one chunk), then rank 0 streams 24 verified
@@ -359,6 +363,23 @@ static void mode_verbs(void)
 
 static double init_secs;    /* MPI_Init's duration on this rank */
 
+static void mode_verbs_idle(void)
+{
+    enum { N = 100, TAG = 40 };
+    unsigned char out[N], in[N];
+    int peer = 1 - rank;
+    xb_fill(out, N, xb_seed(rank, (uint64_t) peer, TAG));
+    MPI_Sendrecv(out, N, MPI_BYTE, peer, TAG, in, N, MPI_BYTE, peer, TAG, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    check(xb_mismatch(in, N, xb_seed(peer, (uint64_t) rank, TAG)) < 0,
+          "%d B each way verified", N);
+    if (rank == 0) {
+        printf("verbs-idle: connected\n");
+        fflush(stdout);
+    }
+    MPI_Recv(in, N, MPI_BYTE, peer, TAG + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);  /* never sent */
+}
+
 /* Every rank sends SMALL and LARGE bytes to every other and receives the same
  * from each, all at once; the payloads depend on (sender, receiver, tag).
  * Then the verbs back end's registered bytes: by now every connection this
@@ -543,8 +564,11 @@ int main(int argc, char **argv)
     bool have = bind_all();
     if (strcmp(mode, "used") == 0) {
         mode_used(have);
-    } else if (strcmp(mode, "verbs") == 0 || verbs_mem || verbs_grow) {
-        if (strcmp(mode, "verbs") == 0) {
+    } else if (strcmp(mode, "verbs") == 0 || verbs_mem || verbs_grow
+               || strcmp(mode, "verbs-idle") == 0) {
+        if (strcmp(mode, "verbs-idle") == 0) {
+            mode_verbs_idle();
+        } else if (strcmp(mode, "verbs") == 0) {
             mode_verbs();
         } else {
             mode_verbs_memory(size, verbs_grow);

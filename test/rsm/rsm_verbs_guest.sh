@@ -340,18 +340,49 @@ soak_ok=$(grep -c '^ok 1 - soak' "$W/down")
 check "$L: no message verified wrong (lines of bad payload, count or tag: $bad), no success reported by the soak ($soak_ok), no completion dropped as malformed ($drops)" \
     [ "$bad" -eq 0 -a "$drops" -eq 0 -a "$soak_ok" -eq 0 ]
 # back up: the link, then the host's route and static neighbour, which went with it
-t=$(now)
-ip link set xh1 up
-ip route replace "$(gh_addr 0)" dev xh1 src "$(gh_addr 1)" table 101
-ip neigh replace "$(gh_addr 0)" lladdr "$(cat /sys/class/net/xh0/address)" dev xh1 nud permanent
-for _ in $(seq 300); do
-    rdma link show rxe1/1 | grep -q 'state ACTIVE' && break
+xh1_up() {
+    local t
+    t=$(now)
+    ip link set xh1 up
+    ip route replace "$(gh_addr 0)" dev xh1 src "$(gh_addr 1)" table 101
+    ip neigh replace "$(gh_addr 0)" lladdr "$(cat /sys/class/net/xh0/address)" dev xh1 nud permanent
+    for _ in $(seq 300); do
+        rdma link show rxe1/1 | grep -q 'state ACTIVE' && break
+        sleep 0.1
+    done
+    check "$L: xh1 up again: rxe1 ACTIVE in $(since "$t") s, h1's route and neighbour back ($(rdma link show rxe1/1 | awk '{ print $3, $4 }'))" bash -c "
+        rdma link show rxe1/1 | grep -q 'state ACTIVE' &&
+        ip route show table 101 | grep -q '^$(gh_addr 0) dev xh1' &&
+        ip neigh show dev xh1 | grep -q '^$(gh_addr 0) .*PERMANENT'"
+}
+xh1_up
+
+# --- 7a. the link goes down under a job that is connected and idle: no write is in flight,
+# so none can complete in error; the port's asynchronous event (IBV_EVENT_PORT_ERR) must end
+# the job, after the RC retry budget (1.07 s x 7 = 7.5 s), with the message
+L="2 hosts x 1 rank, self,rsm, connected and idle (mpit_read verbs-idle), xh1 down"
+( run_mpi 90 "${GH_MPIRUN[@]}" -np 2 --host h0:1,h1:1 "${RSM[@]}" --mca btl_base_verbose 1 \
+      "$B/test/mpi/mpit_read" verbs-idle > "$W/idle" 2> "$W/idle.err"
+  echo $? > "$W/idle.rc"; now > "$W/idle.end" ) &
+jpid=$!
+while kill -0 $jpid 2>/dev/null && ! grep -q '^verbs-idle: connected' "$W/idle" 2>/dev/null; do
     sleep 0.1
 done
-check "$L: xh1 up again: rxe1 ACTIVE in $(since "$t") s, h1's route and neighbour back ($(rdma link show rxe1/1 | awk '{ print $3, $4 }'))" bash -c "
-    rdma link show rxe1/1 | grep -q 'state ACTIVE' &&
-    ip route show table 101 | grep -q '^$(gh_addr 0) dev xh1' &&
-    ip neigh show dev xh1 | grep -q '^$(gh_addr 0) .*PERMANENT'"
+sleep 1
+t_down=$(now)
+ip link set xh1 down
+running=no; kill -0 $jpid 2>/dev/null && running=yes
+wait $jpid
+rc=$(cat "$W/idle.rc"); secs=$(awk -v a="$t_down" -v b="$(cat "$W/idle.end")" 'BEGIN { printf "%.1f", b - a }')
+msg=$(cat "$W/idle" "$W/idle.err" | tr '\n' ' ' | tr -s ' ' |
+      grep -oE "RDMA connection over rxe1(:1)? to \[\[[0-9]+,1\],0\] \(on h0\) failed while its port was down: the port went down [0-9.]+ s ago and is still down" | head -1)
+in_budget=$(awk -v s="$secs" 'BEGIN { print (s >= 7 && s < 30) ? "yes" : "no" }')
+check "$L: the job (running at link-down: $running) ended with exit $rc $secs s after (7-30 s: $in_budget), with the port-down message: ${msg:-none}" \
+    [ "$running" = yes -a "$rc" -ne 0 -a -n "$msg" -a "$in_budget" = yes ]
+if [ -z "$msg" ]; then
+    tail -n 20 "$W/idle" "$W/idle.err" | diag
+fi
+xh1_up
 
 # --- 7b. mpi4py's own suite, the part that fits in bounded time under emulation: point to
 # point (buffers and pickled objects), collectives on buffers, message specifications; 1 rank
@@ -360,13 +391,15 @@ check "$L: xh1 up again: rxe1 ACTIVE in $(since "$t") s, h1's route and neighbou
 M4PY=$B/ext/mpi4py-3.1.4
 if [ -f "$M4PY/test/runtests.py" ]; then
     L="2 hosts x 1 rank, self,rsm, mpi4py 3.1.4 test_p2p_obj, test_p2p_buf, test_cco_buf, test_msgspec"
-    job m4py 420 -np 2 --host h0:1,h1:1 "${RSM[@]}" --wdir "$M4PY" /usr/bin/python3 test/runtests.py \
-        --no-builddir -i test_p2p_obj -i test_p2p_buf -i test_cco_buf -i test_msgspec
-    ran=$(grep -oE '^Ran [0-9]+ tests' "$W/m4py.err" "$W/m4py" 2>/dev/null | awk '{ print $2 }' | sort -u | paste -sd,)
-    oks=$(cat "$W/m4py" "$W/m4py.err" | grep -cE '^OK( \(skipped=[0-9]+\))?$')
-    bad=$(cat "$W/m4py" "$W/m4py.err" | grep -cE '^(FAILED|ERROR:|FAIL:)')
+    # --tag-output: each line whole, "[job,rank]<stderr>:...", so the ranks' lines cannot mix
+    job m4py 420 -np 2 --host h0:1,h1:1 "${RSM[@]}" --tag-output --wdir "$M4PY" /usr/bin/python3 \
+        test/runtests.py --no-builddir -i test_p2p_obj -i test_p2p_buf -i test_cco_buf -i test_msgspec
+    cat "$W/m4py" "$W/m4py.err" | sed -nE 's/^\[[0-9]+,([0-9]+)\]<std(out|err)>:/\1 /p' > "$W/m4py.lines"
+    ran=$(grep -oE '^[01] Ran [0-9]+ tests' "$W/m4py.lines" | awk '{ print $3 }' | sort -u | paste -sd,)
+    oks=$(grep -E '^[01] OK( \(skipped=[0-9]+\))?$' "$W/m4py.lines" | awk '{ print $1 }' | sort -u | wc -l)
+    bad=$(grep -cE '^[01] (FAILED|ERROR:|FAIL:)' "$W/m4py.lines")
     check "$L: both ranks ran ${ran:-no} tests and ended OK (exit $job_rc in $job_secs s; $oks OK, $bad failures or errors; tests $(
-        grep -oE '^Ran [0-9]+ tests in [0-9.]+s' "$W/m4py.err" "$W/m4py" 2>/dev/null | head -1 | sed 's/.*in //')" \
+        grep -oE 'Ran [0-9]+ tests in [0-9.]+s' "$W/m4py.lines" | head -1 | sed 's/.*in //')" \
         [ "$job_rc" -eq 0 -a -n "$ran" -a "${ran//[0-9]/}" = "" -a "$oks" -eq 2 -a "$bad" -eq 0 ]
     [ "$oks" -eq 2 ] || tail -n 30 "$W/m4py.err" | diag
 else
