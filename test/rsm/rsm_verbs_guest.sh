@@ -391,17 +391,18 @@ xh1_up
 M4PY=$B/ext/mpi4py-3.1.4
 if [ -f "$M4PY/test/runtests.py" ]; then
     L="2 hosts x 1 rank, self,rsm, mpi4py 3.1.4 test_p2p_obj, test_p2p_buf, test_cco_buf, test_msgspec"
-    # --tag-output: each line whole, "[job,rank]<stderr>:...", so the ranks' lines cannot mix
-    job m4py 420 -np 2 --host h0:1,h1:1 "${RSM[@]}" --tag-output --wdir "$M4PY" /usr/bin/python3 \
-        test/runtests.py --no-builddir -i test_p2p_obj -i test_p2p_buf -i test_cco_buf -i test_msgspec
-    cat "$W/m4py" "$W/m4py.err" | sed -nE 's/^\[[0-9]+,([0-9]+)\]<std(out|err)>:/\1 /p' > "$W/m4py.lines"
-    ran=$(grep -oE '^[01] Ran [0-9]+ tests' "$W/m4py.lines" | awk '{ print $3 }' | sort -u | paste -sd,)
-    oks=$(grep -E '^[01] OK( \(skipped=[0-9]+\))?$' "$W/m4py.lines" | awk '{ print $1 }' | sort -u | wc -l)
-    bad=$(grep -cE '^[01] (FAILED|ERROR:|FAIL:)' "$W/m4py.lines")
+    # each rank's output to a file of its own ($W/m4py.rankR): the ranks' lines cannot mix
+    rm -f "$W"/m4py.rank*
+    job m4py 420 -np 2 --host h0:1,h1:1 "${RSM[@]}" --wdir "$M4PY" /bin/sh -c \
+        'exec /usr/bin/python3 test/runtests.py --no-builddir -i test_p2p_obj -i test_p2p_buf \
+         -i test_cco_buf -i test_msgspec > "$0.rank$OMPI_COMM_WORLD_RANK" 2>&1' "$W/m4py"
+    ran=$(cat "$W"/m4py.rank* 2>/dev/null | grep -oE '^Ran [0-9]+ tests' | awk '{ print $2 }' | sort -u | paste -sd,)
+    oks=$(grep -lE '^OK( \(skipped=[0-9]+\))?$' "$W"/m4py.rank* 2>/dev/null | wc -l)
+    bad=$(cat "$W"/m4py.rank* 2>/dev/null | grep -cE '^(FAILED|ERROR:|FAIL:)')
     check "$L: both ranks ran ${ran:-no} tests and ended OK (exit $job_rc in $job_secs s; $oks OK, $bad failures or errors; tests $(
-        grep -oE 'Ran [0-9]+ tests in [0-9.]+s' "$W/m4py.lines" | head -1 | sed 's/.*in //')" \
+        cat "$W"/m4py.rank* 2>/dev/null | grep -oE '^Ran [0-9]+ tests in [0-9.]+s' | head -1 | sed 's/.*in //')" \
         [ "$job_rc" -eq 0 -a -n "$ran" -a "${ran//[0-9]/}" = "" -a "$oks" -eq 2 -a "$bad" -eq 0 ]
-    [ "$oks" -eq 2 ] || tail -n 30 "$W/m4py.err" | diag
+    [ "$oks" -eq 2 ] || tail -n 30 "$W/m4py.err" "$W"/m4py.rank* | diag
 else
     echo "# mpi4py suite missing in $M4PY (contrib/setup fetches it): not run"
 fi
