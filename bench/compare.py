@@ -237,6 +237,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bench", default="latency,bw,bibw", help=f"comma list of {','.join(BENCHES)}")
     ap.add_argument("--transports", help="comma list (default: every bench transport in contrib/transports.conf)")
+    ap.add_argument("--transport", action="append", default=[], metavar="NAME=ARGS",
+                    help="an extra transport for this invocation, e.g. "
+                         "\"rsm-q512=--mca pml ob1 --mca btl self,rsm --mca btl_rsm_postboxes 512\" "
+                         "(repeatable; used like the ones of contrib/transports.conf)")
     ap.add_argument("--baseline", default="vader", help="transport the ratios divide by (default vader)")
     ap.add_argument("--repeats", type=int, default=5, help="timed runs per transport (default 5)")
     ap.add_argument("--np", type=int, default=2, help="ranks (default 2, bound to the 2 cores)")
@@ -260,6 +264,13 @@ def main():
 
     conf = os.path.join(TOP, "contrib", "transports.conf")
     known = read_transports(conf, ("cluster",) if args.cluster else ("bench", "both"))
+    for spec in args.transport:
+        name, eq, targs = spec.partition("=")
+        if not eq or not name or not targs.split():
+            sys.exit(f"compare: --transport wants NAME=ARGS, not {spec!r}")
+        known[name] = targs.split()
+        if args.transports:
+            args.transports += "," + name
     if args.cluster and args.baseline == "vader":
         args.baseline = "tcp-eth"
     names = args.transports.split(",") if args.transports else list(known)

@@ -129,12 +129,18 @@ struct mca_btl_base_endpoint_t {
     char tag[33];
     rsm_seg_t peer_ctl;             /* its control segment (doorbell, our ack row) */
 
+    /* both directions: a node's queues and a verbs connection's may differ in length */
+    uint32_t q_mask;                /* postboxes per queue - 1 */
+    uint32_t q_shift;               /* log2(postboxes per queue) */
+    uint32_t inline_max;            /* largest inline message, ob1 header included */
+
     /* outbound: us -> peer */
     bool out_connected, out_listed;
     bool remote;                    /* served by the verbs back end (btl_rsm_verbs.c) */
     rsm_area_t *area;
     rsm_postbox_t *out_queue;
     uint32_t tail, reclaimed;       /* next seq to write; oldest not yet acked */
+    uint32_t collect_at;            /* tail at which acks are collected though there is room */
     /* MPI_T statistics (btl_rsm_pvar.c), beside tail: the send paths that bump
      * them write tail anyway, so they touch no other cache line */
     uint64_t sent_inline, sent_inline_bytes;  /* inline groups (ob1 headers included) */
@@ -153,7 +159,6 @@ struct mca_btl_base_endpoint_t {
     uint32_t head, unacked;         /* next seq to read; oldest not yet acked */
     uint32_t in_published;          /* verbs: the tail the newest immediate named */
     uint32_t in_pool_msgs;          /* pointer messages delivered (verbs: when to push acks) */
-    uint32_t in_mask;               /* postboxes per queue - 1 */
     const rsm_layout_t *in_lay;     /* the layout of the area we read */
     struct rsm_vpeer *v;            /* verbs: queue pairs, registrations (btl_rsm_verbs.c) */
     _Atomic uint8_t *in_acks;       /* our acks for it: a row of ITS control segment */
@@ -165,10 +170,14 @@ typedef struct mca_btl_rsm_component_t {
     mca_btl_base_component_3_0_0_t super;
 
     /* parameters (btl_rsm_component.c registers them all) */
-    unsigned int postboxes;         /* per queue */
+    unsigned int postboxes;         /* per queue, as set (0: sized to the node / 128 remote) */
+    uint32_t local_postboxes;       /* per queue of the node's layout */
+    uint32_t remote_postboxes;      /* per queue of a verbs connection */
     size_t pool_size;               /* per area, all stripes */
     unsigned int small_block, large_block;
-    unsigned int inline_max;
+    unsigned int inline_max;        /* as set (0: auto); after init the larger of the two: */
+    uint32_t local_inline_max;      /* inline limit on the node */
+    uint32_t remote_inline_max;     /* inline limit to ranks on other hosts */
     unsigned int pipeline_size;
     size_t nt_min;                  /* fragments this large are streamed into the pool ... */
     unsigned int nt_far_ns;         /* ... for receivers whose acks take this long to arrive */
@@ -313,7 +322,7 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget);
 /* Ack postboxes unacked..last: one byte each, the slot's lap tag. */
 static inline void rsm_ack_through(mca_btl_base_endpoint_t *ep, uint32_t last)
 {
-    const uint32_t mask = ep->in_mask, shift = mca_btl_rsm_component.layout.queue_shift;
+    const uint32_t mask = ep->q_mask, shift = ep->q_shift;
     for (uint32_t seq = ep->unacked; seq != last + 1; seq++) {
         /* release: our reads of the message are done before the sender reuses it */
         atomic_store_explicit(&ep->in_acks[seq & mask], rsm_lap_tag(seq, shift),
@@ -328,10 +337,10 @@ static inline void rsm_ack_through(mca_btl_base_endpoint_t *ep, uint32_t last)
  * on the postboxes, and the acks.  Anything else goes to rsm_poll_endpoint. */
 static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
 {
-    const uint32_t qlen = ep->in_mask + 1;
+    const uint32_t qlen = ep->q_mask + 1;
     unsigned delivered = 0;
     while (delivered < budget) {
-        const uint32_t head = ep->head, index = head & ep->in_mask;
+        const uint32_t head = ep->head, index = head & ep->q_mask;
         rsm_postbox_t *slot = &ep->in_queue[index];
         if (atomic_load_explicit(&slot->flag, memory_order_acquire) != head + 1) {
             return (int) delivered;
@@ -340,7 +349,7 @@ static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
         uint32_t k = rsm_inline_postboxes(h.nbytes);
         const mca_btl_active_message_callback_t *reg;
         if (OPAL_UNLIKELY(h.kind != (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST)
-                          || ep->assembler.active || h.nbytes > mca_btl_rsm_component.inline_max
+                          || ep->assembler.active || h.nbytes > ep->inline_max
                           || k > qlen - index || h.tag >= MCA_BTL_TAG_MAX
                           || (reg = &mca_btl_base_active_message_trigger[h.tag])->cbfunc == NULL)) {
             return (int) delivered + rsm_poll_endpoint(ep, budget - delivered);

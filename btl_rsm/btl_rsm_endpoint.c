@@ -146,6 +146,7 @@ int rsm_endpoint_connect(mca_btl_base_endpoint_t *ep)
     ep->out_queue = rsm_layout_queue(lay, ep->area->seg[0].base, ep->local_rank);
     ep->out_acks = rsm_ctl_ack_row(lay, c->ctl.base, ep->local_rank);
     ep->tail = ep->reclaimed = ep->slots_with_runs = 0;
+    rsm_seg_prefault(ep->out_queue, (size_t) lay->queue_len * RSM_POSTBOX_SIZE, true);
     /* ring the doorbell: our byte, then the generation the receiver polls */
     rsm_ctl_t *peer = ep->peer_ctl.base;
     ((volatile uint8_t *) peer + rsm_ctl_connect_off())[c->my_local_rank] = 1;
@@ -180,7 +181,7 @@ static int accept_one(mca_btl_base_endpoint_t *ep)
     ep->in_queue = rsm_layout_queue(lay, ep->in_seg[0].base, c->my_local_rank);
     ep->in_acks = rsm_ctl_ack_row(lay, ep->peer_ctl.base, c->my_local_rank);
     ep->head = ep->unacked = 0;
-    ep->in_mask = lay->queue_len - 1;
+    rsm_seg_prefault(ep->in_queue, (size_t) lay->queue_len * RSM_POSTBOX_SIZE, false);
     ep->in_lay = lay;
     ep->in_connected = true;
     RSM_VERBOSE(10, "accepted a connection from local rank %u", ep->local_rank);
@@ -245,8 +246,7 @@ static void distance_sample(mca_btl_base_endpoint_t *ep, uint64_t cycles)
 
 void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep)
 {
-    const uint32_t mask = mca_btl_rsm_component.layout.queue_len - 1;
-    const uint32_t shift = mca_btl_rsm_component.layout.queue_shift;
+    const uint32_t mask = ep->q_mask, shift = ep->q_shift;
     if (ep->reclaimed == ep->tail) {
         return;
     }

@@ -92,6 +92,9 @@ static int rsm_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t 
             ep->local_rank = modex->local_rank;
             ep->pid = modex->pid;
             ep->numa_node = modex->numa_node;
+            ep->q_mask = c->layout.queue_len - 1;
+            ep->q_shift = c->layout.queue_shift;
+            ep->inline_max = c->local_inline_max;
             memcpy(ep->tag, modex->tag, sizeof(ep->tag));
             ep->tag[sizeof(ep->tag) - 1] = '\0';
             c->by_local_rank[modex->local_rank] = ep;
@@ -167,7 +170,7 @@ mca_btl_rsm_frag_t *rsm_frag_for(mca_btl_base_endpoint_t *ep, size_t size, uint3
     if (OPAL_UNLIKELY(!ep->out_connected) && !rsm_endpoint_can_pack(ep)) {
         return NULL;
     }
-    if (size <= c->inline_max) {
+    if (size <= ep->inline_max) {
         frag = rsm_frag_get(ep, RSM_FRAG_INLINE);
         if (frag != NULL) {
             frag->segments[0].seg_len = size;
@@ -228,7 +231,7 @@ static mca_btl_base_descriptor_t *rsm_prepare_src(mca_btl_base_module_t *btl,
         *size = c->layout.max_msg - reserve;
     }
     max_data = *size;
-    if (reserve + *size <= c->inline_max) {
+    if (reserve + *size <= ep->inline_max) {
         frag = rsm_frag_get(ep, RSM_FRAG_INLINE);
         if (frag == NULL) {
             goto out;

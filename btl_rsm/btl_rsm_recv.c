@@ -57,7 +57,7 @@ static bool deliver_runs(mca_btl_base_endpoint_t *ep)
 int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
-    const uint32_t qlen = c->layout.queue_len, mask = qlen - 1;
+    const uint32_t mask = ep->q_mask;
     unsigned delivered = 0;
 
     while (delivered < budget) {

@@ -709,7 +709,9 @@ static mca_btl_base_endpoint_t *ep_for(uint64_t name)
     ep->v = v;
     ep->local_rank = UINT32_MAX;
     ep->in_lay = &mca_btl_rsm_component.vlayout;
-    ep->in_mask = mca_btl_rsm_component.vlayout.queue_len - 1;
+    ep->q_mask = mca_btl_rsm_component.vlayout.queue_len - 1;
+    ep->q_shift = mca_btl_rsm_component.vlayout.queue_shift;
+    ep->inline_max = mca_btl_rsm_component.remote_inline_max;
     v->name = name;
     opal_hash_table_set_value_uint64(&vs.by_name, name, ep);
     return ep;
@@ -1170,8 +1172,8 @@ bool rsm_verbs_init(void)
     }
     /* [k]: one queue and a pool of k chunks (stripes) of verbs_pool_size each */
     for (unsigned k = 1; k <= c->verbs_pool_chunks; k++) {
-        if (rsm_layout_init(&c->vlayouts[k], 1, c->postboxes, k, k * c->verbs_pool_size,
-                            c->small_block, c->large_block, c->inline_max, c->layout.max_msg,
+        if (rsm_layout_init(&c->vlayouts[k], 1, c->remote_postboxes, k, k * c->verbs_pool_size,
+                            c->small_block, c->large_block, c->remote_inline_max, c->layout.max_msg,
                             &why) != 0) {
             opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename, why);
             return false;

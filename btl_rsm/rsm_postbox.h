@@ -109,6 +109,25 @@ typedef struct rsm_layout {
                                  * by the receivers there; each queue is per connection) */
 } rsm_layout_t;
 
+/* The queue length a node's shared-memory layout takes when none is set: a
+ * sender's queues (one per local rank) together take 256 KiB, so 2048
+ * postboxes with 2 local ranks, half as many each time the ranks double, never
+ * fewer than RSM_QUEUE_AUTO_MIN.  A deep queue keeps a streaming sender from
+ * waiting on acks (a 1 KiB message is a group of 17 postboxes: 7 fit in 128);
+ * on a full node the queues stay small, as the N^2 term they are. */
+#define RSM_QUEUE_AUTO_BYTES (256u * 1024)
+#define RSM_QUEUE_AUTO_MIN 128u
+#define RSM_QUEUE_AUTO_MAX 2048u
+static inline uint32_t rsm_queue_len_auto(uint32_t nqueues)
+{
+    uint32_t want = RSM_QUEUE_AUTO_BYTES / RSM_POSTBOX_SIZE / (nqueues ? nqueues : 1);
+    uint32_t len = RSM_QUEUE_AUTO_MAX;
+    while (len > RSM_QUEUE_AUTO_MIN && len > want) {
+        len >>= 1;
+    }
+    return len;
+}
+
 /* Fill in the derived sizes; returns 0, or -1 with *why set when the
  * parameters cannot form a layout. */
 int rsm_layout_init(rsm_layout_t *lay, uint32_t nqueues, uint32_t queue_len, uint32_t stripes,

@@ -65,6 +65,11 @@ extern const rsm_seg_ops_t rsm_seg_shm_ops;
  * Returns 0, or -errno. */
 int rsm_seg_random_tag(char out[33]);
 
+/* Map the pages of [ADDR, ADDR+LEN) in this process now (WRITE: for writing),
+ * so that a queue's first lap does not take a page fault every 4 KiB on the
+ * latency path.  Best effort: nothing is reported. */
+void rsm_seg_prefault(void *addr, size_t len, bool write);
+
 /* Write LEN bytes from SRC at offset OFF of an imported segment. */
 static inline void rsm_seg_write(rsm_seg_t *seg, size_t off, const void *src, size_t len)
 {

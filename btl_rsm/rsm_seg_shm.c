@@ -46,6 +46,29 @@ int rsm_seg_random_tag(char out[33])
     return 0;
 }
 
+void rsm_seg_prefault(void *addr, size_t len, bool write)
+{
+    const uintptr_t page = 4096;
+    uintptr_t first = (uintptr_t) addr & ~(page - 1), end = (uintptr_t) addr + len;
+    if (len == 0) {
+        return;
+    }
+#ifdef MADV_POPULATE_WRITE
+    if (madvise((void *) first, end - first, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) == 0) {
+        return;
+    }
+#endif
+    /* older kernels: one access per page (the bytes keep their values; a queue
+     * is written by its sender only, and this is the sender before it connects) */
+    for (uintptr_t p = (uintptr_t) addr; p < end; p = (p & ~(page - 1)) + page) {
+        volatile char *c = (volatile char *) p;
+        char v = *c;
+        if (write) {
+            *c = v;
+        }
+    }
+}
+
 static void shm_place(void *addr, size_t size, int numa_node)
 {
 #ifdef SYS_mbind

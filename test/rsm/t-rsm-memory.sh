@@ -42,6 +42,24 @@ for np in 2 4 8 16; do
         [ "$rc" -eq 0 ] && [ "$measured" -eq "$formula" ]
     eval "m$np=$measured"
 done
+# the default queue length follows the node: 4 ranks, a sender's queues 256 KiB together
+rm -f "$work/go"
+mpirun_np 4 300 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_pool_size $P" \
+    -- "$prog" hold "$work/go" >"$work/log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do grep -q "connected 4 ranks" "$work/log" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+sleep 0.5
+files=$(rsm_leftovers "$work/log" | sed 's|^|/dev/shm/|')
+measured=$( [ -n "$files" ] && stat -c %s $files | awk '{s += $1} END {print s + 0}')
+touch "$work/go"; wait "$pid"; rc=$?
+Q=1024
+C=$(page $((128 + $(r64 4) + 4 * $(r64 $Q) + 8 * 64)))
+A=$(( $(page $((4 * Q * 64))) + S * $(pool_bytes) ))
+check "defaults, np 4: queues of 1024 postboxes, inline up to 2112 B, /dev/shm holds ${measured:-0} B = $((4 * C + 4 * A)) B (job rc $rc)" \
+    sh -c "[ $rc -eq 0 ] && [ '${measured:-0}' -eq $((4 * C + 4 * A)) ] \
+           && [ \$(grep -c 'queues of 1024 postboxes, inline up to 2112 bytes' '$work/log') -eq 4 ]"
+Q=64
+
 # linear in senders: per-rank bytes grow only by the N*Q*64 queue term (4 KiB per extra rank)
 per2=$((m2 / 2)); per16=$((m16 / 16))
 check "per-rank bytes at 16 ranks ($per16) exceed those at 2 ($per2) only by the queue term" \
