@@ -21,7 +21,9 @@
  * instead of 0.5.  And a collection that finds acks is how the sender measures
  * its receiver's distance (rsm_distance.h), which picks the streaming and
  * single-copy paths.  One load of the ack row per 64 postboxes costs nothing
- * measurable. */
+ * measurable.  Not for verbs connections: their queues keep 128 postboxes, and
+ * their pools grow on the pool-full events that collecting on a full queue
+ * leaves (btl_rsm_verbs_grow_after). */
 #define RSM_COLLECT_EVERY 64
 
 /* Room for N more postboxes in our queue to EP, collecting acks if need be.
@@ -31,7 +33,7 @@ static inline bool queue_room(mca_btl_base_endpoint_t *ep, uint32_t n)
 {
     const uint32_t qlen = ep->q_mask + 1;
     if (OPAL_LIKELY(ep->tail - ep->reclaimed + n + 1 <= qlen)) {
-        if (OPAL_UNLIKELY((int32_t) (ep->tail - ep->collect_at) >= 0)) {
+        if (OPAL_UNLIKELY((int32_t) (ep->tail - ep->collect_at) >= 0) && !ep->remote) {
             rsm_endpoint_reclaim(ep);
             ep->collect_at = ep->tail + RSM_COLLECT_EVERY;
         }
