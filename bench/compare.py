@@ -421,8 +421,11 @@ def main():
                    "medians": medians, "failed": {f"{b}/{n}": w for (b, n), w in failed.items()}},
                   f, indent=1)
     if not args.no_plots and medians:
-        plots = plot(medians, out_dir, args)
-        print(f"\n# plots: {', '.join(plots)}")
+        try:
+            plots = plot(medians, out_dir, args)
+            print(f"\n# plots: {', '.join(plots)}")
+        except ImportError:
+            print("\n# no plots: matplotlib is missing (contrib/setup installs python3-matplotlib)")
     print(f"# results in {out_dir} (table.txt, samples.json); {elapsed:.0f} s")
     return 1 if failed else 0
 

@@ -141,10 +141,13 @@ struct mca_btl_base_endpoint_t {
     rsm_postbox_t *out_queue;
     uint32_t tail, reclaimed;       /* next seq to write; oldest not yet acked */
     uint32_t collect_at;            /* tail at which acks are collected though there is room */
+    bool pair_open;                 /* postbox tail - 1 is a PAIR whose second half is free, */
+    uint32_t pair_tail;             /* ... if tail is still this (rsm_postbox.h, rsm_half_t) */
     /* MPI_T statistics (btl_rsm_pvar.c), beside tail: the send paths that bump
      * them write tail anyway, so they touch no other cache line */
     uint64_t sent_inline, sent_inline_bytes;  /* inline groups (ob1 headers included) */
     uint64_t sent_pool, sent_pool_bytes;      /* pointer-postbox fragments */
+    uint64_t sent_paired;                     /* of sent_inline: in a PAIR's second half */
     rsm_slot_t *slots;
     uint32_t slots_with_runs;       /* unreclaimed slots holding pool runs */
     uint8_t *stale;                 /* per slot: last held group follow-on payload (rsm_postbox.h) */
@@ -157,6 +160,7 @@ struct mca_btl_base_endpoint_t {
     rsm_seg_t in_seg[RSM_MAX_STRIPES];
     rsm_postbox_t *in_queue;
     uint32_t head, unacked;         /* next seq to read; oldest not yet acked */
+    bool pair_wait;                 /* head is a PAIR whose first half was delivered */
     uint32_t in_published;          /* verbs: the tail the newest immediate named */
     uint32_t in_pool_msgs;          /* pointer messages delivered (verbs: when to push acks) */
     const rsm_layout_t *in_lay;     /* the layout of the area we read */
@@ -189,6 +193,7 @@ typedef struct mca_btl_rsm_component_t {
     size_t single_copy_split;       /* smallest get split with the sender (0: never) */
     bool numa_place;
     unsigned int poll_budget;
+    bool pair_tiny;                 /* two tiny messages per postbox (rsm_half_t) */
     bool site_default;              /* run in jobs that do not name rsm (xbtl_optin.h) */
     int verbs;                      /* 0 off, 1 remote peers, 2 every peer (btl_rsm_verbs.c) */
     char *verbs_devices;
@@ -275,6 +280,7 @@ int rsm_accept_connections(void);
 /* append EP to a growing array of endpoints (the poll lists) */
 int rsm_ep_list_add(mca_btl_base_endpoint_t ***list, uint32_t *n, mca_btl_base_endpoint_t *ep);
 void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep);
+int rsm_poll_second_half(mca_btl_base_endpoint_t *ep);
 /* Connected, or (verbs) connecting with the shadow area ready to pack into. */
 static inline bool rsm_endpoint_can_pack(mca_btl_base_endpoint_t *ep)
 {
@@ -340,6 +346,14 @@ static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
     const uint32_t qlen = ep->q_mask + 1;
     unsigned delivered = 0;
     while (delivered < budget) {
+        if (ep->pair_wait) {
+            int r = rsm_poll_second_half(ep);
+            if (r == 0) {
+                return (int) delivered;
+            }
+            delivered += r > 0;
+            continue;
+        }
         const uint32_t head = ep->head, index = head & ep->q_mask;
         rsm_postbox_t *slot = &ep->in_queue[index];
         if (atomic_load_explicit(&slot->flag, memory_order_acquire) != head + 1) {
@@ -348,7 +362,9 @@ static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
         rsm_pb_hdr_t h = rsm_pb_read_hdr(slot);
         uint32_t k = rsm_inline_postboxes(h.nbytes);
         const mca_btl_active_message_callback_t *reg;
-        if (OPAL_UNLIKELY(h.kind != (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST)
+        bool pair = h.kind == (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST | RSM_PB_PAIR);
+        if (OPAL_UNLIKELY((h.kind != (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST)
+                           && !(pair && h.nbytes <= RSM_PB_HALF_DATA && !ep->remote))
                           || ep->assembler.active || h.nbytes > ep->inline_max
                           || k > qlen - index || h.tag >= MCA_BTL_TAG_MAX
                           || (reg = &mca_btl_base_active_message_trigger[h.tag])->cbfunc == NULL)) {
@@ -361,9 +377,13 @@ static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
         mca_btl_base_segment_t seg = {.seg_addr.pval = slot->u.data, .seg_len = h.nbytes};
         mca_btl_base_descriptor_t des = {.des_segments = &seg, .des_segment_count = 1};
         reg->cbfunc(&mca_btl_rsm, h.tag, &des, reg->cbdata);
+        delivered++;
+        if (pair) {
+            ep->pair_wait = true;       /* acked once its second half is settled */
+            continue;
+        }
         rsm_ack_through(ep, head + k - 1);
         ep->head = head + k;
-        delivered++;
     }
     return (int) delivered;
 }

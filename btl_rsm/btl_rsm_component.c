@@ -99,6 +99,14 @@ static int rsm_component_register(void)
         "whose queues have 512 postboxes or more, else 1088; 1088 to ranks on other hosts.  "
         "Never more than half a queue",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->inline_max, OPAL_INFO_LVL_5);
+    c->pair_tiny = true;
+    reg("pair_tiny", "Messages of up to 24 bytes (ob1 header included: 1-10 bytes of MPI payload) "
+        "to a rank on this node whose core was measured far from ours (sharing no cache: see "
+        "btl_rsm_nt_far_ns) share a postbox two by two: the second goes into the second half of "
+        "the first's cache line when nothing else was sent in between.  Halves the cache lines "
+        "such messages move; between cores that share a cache it would only add a transfer "
+        "(receivers always accept both forms)",
+        MCA_BASE_VAR_TYPE_BOOL, &c->pair_tiny, OPAL_INFO_LVL_5);
     c->pipeline_size = 32 * 1024;
     reg("pipeline_size", "Fragment size of the pipelined two-copy path: each fragment is one run "
         "of pool blocks and one pointer postbox, and the receiver drains fragment k while the "

@@ -128,9 +128,11 @@ static int rsm_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t 
 static int rsm_finalize(mca_btl_base_module_t *btl)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    uint64_t paired = 0;
     RSM_LOCK();
     for (uint32_t i = 0; c->by_local_rank != NULL && i < c->nlocal; i++) {
         if (c->by_local_rank[i] != NULL) {
+            paired += c->by_local_rank[i]->sent_paired;
             rsm_pvar_retire(c->by_local_rank[i]);
             rsm_endpoint_release(c->by_local_rank[i]);
             free(c->by_local_rank[i]);
@@ -152,7 +154,8 @@ static int rsm_finalize(mca_btl_base_module_t *btl)
     RSM_VERBOSE(10, "%" PRIu64 " single-copy gets, %" PRIu64 " bytes; %" PRIu64 " halves written "
                 "for receivers, %" PRIu64 " bytes", c->gets, c->get_bytes, c->helped, c->help_bytes);
     RSM_VERBOSE(10, "%" PRIu64 " message starts staged while the pool was full, %" PRIu64
-                " refused", c->staged, c->refused);
+                " refused; %" PRIu64 " tiny messages sent in a postbox's second half", c->staged,
+                c->refused, paired);
     if (c->dropped > 0) {
         RSM_VERBOSE(1, "%" PRIu64 " malformed postboxes were dropped", c->dropped);
     }

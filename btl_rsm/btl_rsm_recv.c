@@ -48,6 +48,48 @@ static bool deliver_runs(mca_btl_base_endpoint_t *ep)
     return true;
 }
 
+/* After a PAIR postbox's first half: deliver its second half once the sender
+ * has written it, or give it up once the sender has moved on to the next
+ * postbox (rsm_half_t says why the half flag is read again then).  Acks the
+ * postbox either way.  Returns 1 (a message delivered or dropped), -1 (moved
+ * on, nothing in the half) or 0 (nothing yet). */
+int rsm_poll_second_half(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    const uint32_t head = ep->head;
+    rsm_postbox_t *slot = &ep->in_queue[head & ep->q_mask];
+    rsm_half_t *half = rsm_pb_half(slot);
+    if (atomic_load_explicit(&half->flag, memory_order_acquire) != head + 1) {
+        const rsm_postbox_t *next = &ep->in_queue[(head + 1) & ep->q_mask];
+        if (atomic_load_explicit(&next->flag, memory_order_acquire) != head + 2) {
+            return 0;
+        }
+        if (atomic_load_explicit(&half->flag, memory_order_acquire) != head + 1) {
+            ep->pair_wait = false;
+            rsm_ack_through(ep, head);
+            ep->head = head + 1;
+            return -1;
+        }
+    }
+    rsm_pb_hdr_t h = rsm_half_read_hdr(half);
+    if (OPAL_UNLIKELY(!rsm_half_valid(h))) {
+        c->dropped++;
+        c->dropped_malformed++;
+        RSM_VERBOSE(1, "dropped a malformed second half from local rank %d (postbox %u, kind 0x%x, "
+                    "%u bytes); %" PRIu64 " dropped so far", ep->local_rank, head, h.kind,
+                    h.nbytes, c->dropped);
+    } else if (OPAL_UNLIKELY(!deliver_inline(ep, h.tag, half->data, h.nbytes))) {
+        c->dropped++;
+        c->dropped_tag++;
+        RSM_VERBOSE(1, "dropped a message with unknown tag %u from local rank %d; %" PRIu64
+                    " dropped so far", h.tag, ep->local_rank, c->dropped);
+    }
+    ep->pair_wait = false;
+    rsm_ack_through(ep, head);
+    ep->head = head + 1;
+    return 1;
+}
+
 /* Everything but the latency path (rsm_poll in btl_rsm.h): pointer messages,
  * pads, and whatever the fast path refused, through the parser.  Inline groups
  * are handed up in place, straight from the queue: the header fields are read
@@ -61,6 +103,14 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
     unsigned delivered = 0;
 
     while (delivered < budget) {
+        if (ep->pair_wait) {
+            int r = rsm_poll_second_half(ep);
+            if (r == 0) {
+                break;
+            }
+            delivered += r > 0;
+            continue;
+        }
         const uint32_t head = ep->head, index = head & mask;
         rsm_postbox_t *slot = &ep->in_queue[index];
         /* verbs: nothing past the tail the newest immediate named has landed */
@@ -85,6 +135,9 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
             ep->head = head + n;
             continue;
         }
+        if (r == RSM_PB_DONE && ep->assembler.pair && ep->remote) {
+            r = RSM_PB_BAD;             /* only a node's queues carry PAIRs */
+        }
         if (r == RSM_PB_DONE) {
             bool pool = ep->assembler.type != RSM_PB_INLINE;
             ep->in_pool_msgs += pool;   /* verbs: pool blocks are scarce, ack them at once */
@@ -92,6 +145,11 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
                             : deliver_runs(ep);
             if (OPAL_UNLIKELY(!ok)) {
                 goto bad_tag;
+            }
+            if (ep->assembler.pair) {
+                ep->pair_wait = true;   /* acked once its second half is settled */
+                delivered++;
+                continue;
             }
         } else {
             c->dropped++;
@@ -111,6 +169,11 @@ bad_tag:
         c->dropped_tag++;
         RSM_VERBOSE(1, "dropped a message with unknown tag %u from local rank %d; %" PRIu64
                     " dropped so far", h.tag, ep->local_rank, c->dropped);
+        if (r == RSM_PB_DONE && ep->assembler.pair) {
+            ep->pair_wait = true;       /* its second half may still be good */
+            delivered++;
+            continue;
+        }
         n = h.kind == (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST)
                 ? rsm_inline_postboxes(h.nbytes) : 1;
         rsm_ack_through(ep, head + n - 1);

@@ -81,15 +81,24 @@ inline_reserve(mca_btl_base_endpoint_t *ep, size_t len)
     return &ep->out_queue[0];
 }
 
+static inline void inline_publish_kind(mca_btl_base_endpoint_t *ep, rsm_postbox_t *head,
+                                       uint8_t tag, size_t len, uint8_t pair);
+
 static inline void inline_publish(mca_btl_base_endpoint_t *ep, rsm_postbox_t *head, uint8_t tag,
                                   size_t len)
+{
+    inline_publish_kind(ep, head, tag, len, 0);
+}
+
+static inline void inline_publish_kind(mca_btl_base_endpoint_t *ep, rsm_postbox_t *head,
+                                       uint8_t tag, size_t len, uint8_t pair)
 {
     const uint32_t mask = ep->q_mask;
     uint32_t k = rsm_inline_postboxes((uint32_t) len);
     /* normally done at reserve time; not if the packed length came out shorter */
     rsm_pb_clear_stale(ep->out_queue, ep->stale, mask, ep->tail + k);
-    rsm_pb_publish_hdr(head, (uint16_t) len, RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST, tag,
-                       ep->tail);
+    rsm_pb_publish_hdr(head, (uint16_t) len, RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST | pair,
+                       tag, ep->tail);
     ep->slots[ep->tail & mask].span = (uint16_t) k;
     if (OPAL_UNLIKELY(ep->remote)) {
         rsm_verbs_post_unit(ep, ep->tail, k);   /* the shadow's group to the peer's queue */
@@ -97,6 +106,48 @@ static inline void inline_publish(mca_btl_base_endpoint_t *ep, rsm_postbox_t *he
     ep->tail += k;
     ep->sent_inline++;
     ep->sent_inline_bytes += len;
+}
+
+/* A message of at most RSM_PB_HALF_DATA bytes (header and contiguous payload)
+ * to a receiver on this node: into the free second half of the PAIR postbox
+ * just written to it, or as a new PAIR postbox (rsm_postbox.h, rsm_half_t).
+ * False: no room in the queue. */
+static inline bool send_tiny(mca_btl_base_endpoint_t *ep, uint8_t tag, const void *header,
+                             size_t header_size, const void *payload, size_t payload_size)
+{
+    size_t total = header_size + payload_size;
+    if (ep->pair_open && ep->pair_tail == ep->tail) {
+        rsm_half_t *half = rsm_pb_half(&ep->out_queue[(ep->tail - 1) & ep->q_mask]);
+        memcpy(half->data, header, header_size);
+        if (payload_size > 0) {
+            memcpy(half->data + header_size, payload, payload_size);
+        }
+        half->nbytes = (uint16_t) total;
+        half->kind = RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST;
+        half->tag = tag;
+        atomic_store_explicit(&half->flag, ep->tail /* the postbox's seq + 1 */,
+                              memory_order_release);
+        ep->pair_open = false;
+        ep->sent_paired++;
+        ep->sent_inline++;
+        ep->sent_inline_bytes += total;
+        return true;
+    }
+    rsm_postbox_t *head = inline_reserve(ep, total);
+    if (head == NULL) {
+        return false;
+    }
+    if (payload_size > 0) {
+        memcpy(head->u.data + header_size, payload, payload_size);
+    }
+    memcpy(head->u.data, header, header_size);
+    /* the half's flag may hold an older lap's bytes: zeroed in the same line,
+     * ordered before the postbox's flag by its release */
+    atomic_store_explicit(&rsm_pb_half(head)->flag, 0, memory_order_relaxed);
+    inline_publish_kind(ep, head, tag, total, RSM_PB_PAIR);
+    ep->pair_open = true;
+    ep->pair_tail = ep->tail;
+    return true;
 }
 
 bool rsm_send_internal(mca_btl_base_endpoint_t *ep, uint8_t tag, const void *data, size_t len)
@@ -272,7 +323,19 @@ int rsm_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
     if (OPAL_UNLIKELY(ep->pending_head != NULL)) {
         goto out;
     }
-    if (OPAL_LIKELY(total <= ep->inline_max)) {
+    /* pairs only to receivers measured far: near, they cost ~10% of the rate,
+     * so an unmeasured receiver gets none (unlike streaming stores, whose
+     * wrong choice collapses: rsm_distance.h) */
+    if (total <= RSM_PB_HALF_DATA && c->pair_tiny && ep->dist.decisions > 0 && !ep->dist.near
+        && !ep->remote && (payload_size == 0 || !opal_convertor_need_buffers(convertor))) {
+        void *src = NULL;
+        if (payload_size > 0) {
+            opal_convertor_get_current_pointer(convertor, &src);
+        }
+        if (send_tiny(ep, tag, header, header_size, src, payload_size)) {
+            rc = OPAL_SUCCESS;
+        }
+    } else if (OPAL_LIKELY(total <= ep->inline_max)) {
         /* header and payload go straight into the group (no staging) */
         rsm_postbox_t *head = inline_reserve(ep, total);
         if (head == NULL) {

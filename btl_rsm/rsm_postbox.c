@@ -90,7 +90,10 @@ rsm_pb_result_t rsm_assembler_feed(rsm_assembler_t *a, const rsm_layout_t *lay,
     uint32_t to_end = index < lay->queue_len ? lay->queue_len - index : 0;
 
     a->postboxes = 1;
-    if ((kind & ~(RSM_PB_TYPE | RSM_PB_FIRST | RSM_PB_LAST)) != 0 || type == 0 || to_end == 0) {
+    a->pair = false;
+    bool pair = kind & RSM_PB_PAIR;
+    if ((kind & ~(RSM_PB_TYPE | RSM_PB_FIRST | RSM_PB_LAST | RSM_PB_PAIR)) != 0 || type == 0
+        || to_end == 0 || (pair && (type != RSM_PB_INLINE || snap->nbytes > RSM_PB_HALF_DATA))) {
         return drop(a);
     }
     if (type != RSM_PB_POINTER) {
@@ -114,6 +117,7 @@ rsm_pb_result_t rsm_assembler_feed(rsm_assembler_t *a, const rsm_layout_t *lay,
         a->total = n;
         a->nruns = 0;
         a->postboxes = k;
+        a->pair = pair;
         return RSM_PB_DONE;
     }
     if (first) {

@@ -22,6 +22,13 @@ static void use(const rsm_assembler_t *a, const rsm_postbox_t *slot)
     if (a->type == RSM_PB_INLINE) {
         const uint8_t *p = slot->u.data;
         for (uint32_t i = 0; i < a->total; i++) sum += p[i];
+        if (a->pair) {          /* and its second half, as rsm_poll_second_half reads it */
+            const rsm_half_t *half = rsm_pb_half((rsm_postbox_t *) slot);
+            rsm_pb_hdr_t h = rsm_half_read_hdr(half);
+            if (rsm_half_valid(h)) {
+                for (uint32_t i = 0; i < h.nbytes; i++) sum += half->data[i];
+            }
+        }
     } else {
         for (uint32_t r = 0; r < a->nruns; r++) {
             const rsm_run_t *run = &a->runs[r];

@@ -58,10 +58,10 @@ static const char *names[] = {
     "parked_starts", "single_copy_gets", "single_copy_bytes", "split_gets",
     "split_halves_written", "split_halves_written_bytes", "split_halves_taken_back",
     "near_decisions", "far_decisions", "dropped_malformed", "dropped_unknown_tag",
-    "dropped_bad_help", "pool_full",
+    "dropped_bad_help", "pool_full", "paired_messages",
 };
 enum { INL, INL_B, POOL, POOL_B, STAGED, PARKED, GETS, GET_B, SPLITS, HALVES, HALF_B, TAKEN,
-       NEAR, FAR, DROP_M, DROP_T, DROP_H, POOL_FULL, NVARS };
+       NEAR, FAR, DROP_M, DROP_T, DROP_H, POOL_FULL, PAIRED, NVARS };
 
 static MPI_T_pvar_session session;
 static MPI_T_pvar_handle handle[NVARS];
@@ -235,6 +235,40 @@ static void mode_traffic(void)
           "default pool, receiver keeping up: nothing staged, parked or pool-full (%llu %llu %llu)",
           (unsigned long long) end[STAGED], (unsigned long long) end[PARKED],
           (unsigned long long) end[POOL_FULL]);
+}
+
+/* Two tiny messages per postbox (btl_rsm_pair_tiny) to a receiver measured far:
+ * the job sets btl_rsm_nt_far_ns 1, so every decision is "far"; ON says whether
+ * it also left btl_rsm_pair_tiny on. */
+static void mode_pairs(bool on)
+{
+    phase_t p;
+    run_phase(&p, 4000, 1024, 64, 5);
+    check(p.bad == 0 && p.d[FAR] >= 1 && p.d[NEAR] == 0,
+          "a stream of 1 KiB messages verified; the sender measured its receiver far (far +%llu, "
+          "near +%llu)", (unsigned long long) p.d[FAR], (unsigned long long) p.d[NEAR]);
+    const int n = 2048;
+    for (size_t len = 0; len <= 11; len += len < 2 ? 1 : len < 8 ? 6 : len < 10 ? 2 : 1) {
+        run_phase(&p, n, len, 64, 6 + (int) len);
+        check(p.bad == 0 && p.d[INL] == (uint64_t) n,
+              "%d messages of %zu B in windows of 64 verified, inline_messages +%llu", n, len,
+              (unsigned long long) p.d[INL]);
+        if (len <= 10 && on) {
+            /* a window's sends pair up unless something else is sent in between */
+            check(p.d[PAIRED] >= (uint64_t) n / 4 && p.d[PAIRED] <= (uint64_t) n / 2,
+                  "%zu B: paired_messages +%llu, up to one in two (%d)", len,
+                  (unsigned long long) p.d[PAIRED], n / 2);
+        } else {
+            check(p.d[PAIRED] == 0, "%zu B: paired_messages +%llu (%s)", len,
+                  (unsigned long long) p.d[PAIRED],
+                  on ? "25 B with ob1's match header: too long for half a postbox"
+                     : "btl_rsm_pair_tiny 0");
+        }
+    }
+    uint64_t end[NVARS];
+    read_all(end);
+    check(no_drops(end) && no_drops(p.peer), "nothing dropped on either rank (malformed %llu, "
+          "unknown tag %llu)", (unsigned long long) end[DROP_M], (unsigned long long) end[DROP_T]);
 }
 
 static void mode_poolfull(void)
@@ -581,6 +615,8 @@ int main(int argc, char **argv)
               NVARS);
         if (have && strcmp(mode, "poolfull") == 0) {
             mode_poolfull();
+        } else if (have && strncmp(mode, "pairs", 5) == 0) {
+            mode_pairs(strcmp(mode, "pairs-off") != 0);
         } else if (have) {
             mode_traffic();
         }

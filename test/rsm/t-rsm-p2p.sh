@@ -33,6 +33,18 @@ run 3 "single copy off" "--mca btl_rsm_single_copy 0"
 run 2 "4 stripes" "--mca btl_rsm_stripes 4"
 # the copy into the pool: ordinary stores to every receiver (it measures near), streaming to all
 run 2 "single copy off, ordinary stores (nt_far_ns max)" "--mca btl_rsm_single_copy 0 --mca btl_rsm_nt_far_ns 4294967295"
+# every receiver measured far (nt_far_ns 1): tiny messages go two per postbox once the
+# first decision is in (btl_rsm_pair_tiny); the suite's verdicts, and that pairs were sent
+out=$(mpirun_np 3 300 "$RSM_ARGS --mca btl_rsm_nt_far_ns 1 --mca btl_base_verbose 10" -- "$prog" -w 2000 2>&1); rc=$?
+while read -r line; do
+    case "$line" in
+        "ok "*)     ok "rsm tiny messages paired: ${line#ok * - }";;
+        "not ok "*) not_ok "rsm tiny messages paired: ${line#not ok * - }";;
+    esac
+done <<< "$(grep -E '^(not )?ok ' <<< "$out")"
+paired=$(grep -o '[0-9]* tiny messages sent in a postbox' <<< "$out" | awk '{s += $1} END {print s + 0}')
+check "rsm tiny messages paired np 3: exit $rc, $paired messages went in a postbox's second half" \
+    sh -c "[ $rc -eq 0 ] && [ $paired -gt 0 ]"
 run 2 "single copy off, streaming stores (nt_far_ns 0)" "--mca btl_rsm_single_copy 0 --mca btl_rsm_nt_far_ns 0"
 run 3 "small queues and pool" "--mca btl_rsm_postboxes 8 --mca btl_rsm_inline_max 200 --mca btl_rsm_pool_size 262144"
 run 2 "inline 1500, 64 KiB pipeline" "--mca btl_rsm_inline_max 1500 --mca btl_rsm_pipeline_size 65536 --mca btl_rsm_max_send_size 65536"

@@ -80,6 +80,28 @@ int main(void)
           && rsm_inline_postboxes(57) == 2 && rsm_inline_postboxes(120) == 2
           && rsm_inline_postboxes(121) == 3 && rsm_inline_postboxes(512) == 9,
           "group sizes: 56 bytes in the head, 64 in each other postbox");
+    rsm_postbox_t pr = inl(FL | RSM_PB_PAIR, 65, "0123456789abcdefghijklmn", 24);
+    CHECK(rsm_assembler_feed(&a, &lay, &pr, 5) == RSM_PB_DONE && a.pair && a.total == 24
+          && a.postboxes == 1, "a PAIR postbox: 24 bytes in its first half, its second half may follow");
+    pr = inl(FL, 65, "x", 1);
+    CHECK(rsm_assembler_feed(&a, &lay, &pr, 5) == RSM_PB_DONE && !a.pair, "an ordinary postbox is no PAIR");
+    pr = inl(FL | RSM_PB_PAIR, 65, NULL, 25);
+    CHECK(rsm_assembler_feed(&a, &lay, &pr, 5) == RSM_PB_BAD && !a.pair,
+          "a PAIR whose first message would reach into the second half is dropped");
+    pr = ptr(FL | RSM_PB_PAIR, 0, 64, 0, 1);
+    CHECK(rsm_assembler_feed(&a, &lay, &pr, 5) == RSM_PB_BAD, "a pointer postbox cannot be a PAIR");
+    rsm_half_t *half = rsm_pb_half(&pr);
+    half->kind = RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST;
+    half->nbytes = 24;
+    CHECK(rsm_half_valid(rsm_half_read_hdr(half)), "a second half of 24 bytes is believed");
+    half->nbytes = 25;
+    CHECK(!rsm_half_valid(rsm_half_read_hdr(half)), "a second half of 25 bytes is not");
+    half->nbytes = 8;
+    half->kind = RSM_PB_POINTER | RSM_PB_FIRST | RSM_PB_LAST;
+    CHECK(!rsm_half_valid(rsm_half_read_hdr(half)), "nor one of another kind");
+    CHECK((char *) half->data - (char *) &pr == 40 && (char *) half - (char *) pr.u.data == 24,
+          "the second half starts where the first half's 24 payload bytes end");
+
     rsm_postbox_t g = inl(FL, 3, NULL, 120);
     CHECK(rsm_assembler_feed(&a, &lay, &g, 10) == RSM_PB_DONE && a.total == 120
           && a.postboxes == 2 && a.tag == 3, "a two-postbox inline group");
