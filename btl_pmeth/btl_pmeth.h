@@ -40,6 +40,7 @@
 
 #include "apm.h"
 #include "apm_thread.h"
+#include "pmeth_credit.h"
 #include "pmeth_ring.h"
 #include "pmeth_window.h"
 #include "pmeth_wire.h"
@@ -149,6 +150,14 @@ struct mca_btl_base_endpoint_t {
     uint16_t dup_resends;               /* resends of frames we had: our acks are lost */
     uint64_t dup_since;
 
+    /* receive credits (pmeth_credit.h): the peer's grant to us, and what we
+     * keep to count it among the peers sending to us */
+    pmeth_credit_grant_t grant;
+    pmeth_credit_peer_t credit_peer;
+    uint32_t cb_at_ack;                 /* frags in flight whose ob1 callback waits for the
+                                           ack: a fragment refused for want of a grant is
+                                           retried on one of those callbacks */
+
     /* reliability, allocated at first use */
     pmeth_txwin_t *tx;
     pmeth_rxwin_t *rx;
@@ -176,6 +185,8 @@ typedef struct mca_btl_pmeth_component_t {
     bool qdisc_bypass;
     unsigned int poll_budget, kick_batch;
     unsigned int yield_us;              /* idle this long: sched_yield() once */
+    int credit_policy;                  /* pmeth_credit_policy_t */
+    unsigned int credit_budget, credit_floor, credit_lease_us;
     uint64_t idle_since_ns, yields;
 
     /* this process */
@@ -185,6 +196,8 @@ typedef struct mca_btl_pmeth_component_t {
     uint32_t frame_payload;             /* bytes of ob1 data one frame carries */
     pmeth_modex_t modex;
     pmeth_window_config_t wcfg;
+    pmeth_credit_pool_t credits;        /* what we grant the peers sending to us */
+    uint64_t credit_lease_ns;
 
     mca_btl_base_endpoint_t **by_id;    /* peers by vpid */
     uint32_t nby_id;
@@ -213,6 +226,9 @@ typedef struct mca_btl_pmeth_component_t {
     uint64_t staged, staged_bytes;      /* frags that waited in private memory: a copy */
     uint64_t copies_tx, copies_rx;      /* bytes the BTL itself copied (0 on the fast path) */
     uint64_t delivered, delivered_bytes;
+    uint64_t credit_waits;              /* a frame waited for the peer's grant */
+    uint64_t credit_asked;              /* frames sent that used up our grant (MORE) */
+    uint64_t credit_requests;           /* MORE frames received: answered by an ack at once */
 
     /* path migration (btl_pmeth_apm.c) */
     int apm_mode;                       /* 0 off, 1 on, 2 auto (on with 2 links or more) */
@@ -249,6 +265,18 @@ static inline uint64_t pmeth_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+/* Frames EP may have in flight now: the reliability window, or the peer's
+ * grant when that is less (pmeth_credit.h). */
+static inline uint32_t pmeth_send_limit(const mca_btl_base_endpoint_t *ep)
+{
+    const mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (ep->grant.unlimited) {
+        return c->wcfg.window;
+    }
+    uint32_t allowed = pmeth_credit_allowed(&ep->grant, c->credit_floor, pmeth_now_ns());
+    return allowed < c->wcfg.window ? allowed : c->wcfg.window;
 }
 
 /* btl_pmeth_component.c: close the links' rings (finalize) */

@@ -69,6 +69,22 @@ static void reg(const char *name, const char *help, mca_base_var_type_t type, vo
                                            storage);
 }
 
+/* The number of processes in this job (PMIx's job data; 1 if it is not known).
+ * Only the static credit policy uses it: HPVM's split over every peer. */
+static uint32_t job_size(void)
+{
+    static uint32_t size = 0;
+    if (size == 0) {
+        int rc;
+        uint32_t value = 0, *ptr = &value;
+        opal_process_name_t wildcard = {.jobid = OPAL_PROC_MY_NAME.jobid,
+                                        .vpid = OPAL_VPID_WILDCARD};
+        OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_JOB_SIZE, &wildcard, &ptr, OPAL_UINT32);
+        size = rc == OPAL_SUCCESS && value > 0 ? value : 1;
+    }
+    return size;
+}
+
 static int pmeth_component_register(void)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
@@ -182,6 +198,50 @@ static int pmeth_component_register(void)
     reg("kick_batch", "Frames posted to a send ring before the kernel is told (one system call for "
         "the batch); latency-critical frames and the end of each progress call kick at once",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->kick_batch, OPAL_INFO_LVL_6);
+
+    /* receive credits (pmeth_credit.h: seeds 001 and 003) */
+    c->credit_policy = PMETH_CREDIT_DEMAND;
+    {
+        static const mca_base_var_enum_value_t policies[] = {
+            {PMETH_CREDIT_OFF, "off"}, {PMETH_CREDIT_STATIC, "static"},
+            {PMETH_CREDIT_DEMAND, "demand"}, {0, NULL}};
+        mca_base_var_enum_t *e = NULL;
+        (void) mca_base_var_enum_create("btl_pmeth_credits", policies, &e);
+        (void) mca_base_component_var_register(
+            &c->super.btl_version, "credits",
+            "How a receiver shares the frames its rings (and the switch port ahead of it) can "
+            "absorb among the peers sending to it.  \"demand\" (default): each peer whose frames "
+            "arrived in the last lease period gets an equal part of btl_pmeth_credit_budget, "
+            "granted in every acknowledgement and taken back from peers that go quiet, so "
+            "several senders at once cannot overflow a ring or a switch port (receiver-ready "
+            "sending) and one sender among many idle peers still gets it all.  \"static\": the "
+            "budget split evenly over every peer of the job, sending or not (HPVM's scheme, "
+            "seed 003: for comparison).  \"off\": no limit but the reliability window.  Every "
+            "process of a job should use the same setting",
+            MCA_BASE_VAR_TYPE_INT, e, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+            &c->credit_policy);
+        if (e != NULL) {
+            OBJ_RELEASE(e);
+        }
+    }
+    c->credit_budget = 0;
+    reg("credit_budget", "Frames a receiver lets all its peers together have in flight to it "
+        "beyond its acknowledgements (all links).  Size it to what the switch port in front of "
+        "each link can buffer times the links, when that is less than the rings.  0: three "
+        "quarters of the receive rings (btl_pmeth_rx_frames times the links)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->credit_budget, OPAL_INFO_LVL_4);
+    c->credit_floor = 8;
+    reg("credit_floor", "Frames any peer may always have in flight to a receiver without a "
+        "grant: short messages and the start of a long one never wait for one, and a sender "
+        "is never stopped entirely.  Beyond it, frames flow against the receiver's grant "
+        "(the threshold of receiver-ready sending)", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
+        &c->credit_floor, OPAL_INFO_LVL_5);
+    c->credit_lease_us = 5000;
+    reg("credit_lease_us", "A grant lasts this many microseconds after the acknowledgement "
+        "that carried it; a receiver counts a peer as sending for one to two such periods "
+        "after its last frame.  Shorter: idle peers' shares return sooner; longer: a sender "
+        "that pauses (a ping-pong's other half) keeps its grant", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
+        &c->credit_lease_us, OPAL_INFO_LVL_5);
 
     /* path migration (btl_pmeth_apm.c, the apm/ library: seed 004) */
     c->apm_mode = 2;
@@ -552,6 +612,19 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     c->wcfg.ack_delay_ns = (uint64_t) c->ack_delay_us * 1000;
     c->wcfg.ack_every = c->ack_every;
     c->wcfg.fast_retransmit = c->fast_retransmit;
+
+    uint32_t budget = c->credit_budget;
+    if (budget == 0) {
+        budget = c->rx_frames * c->nlinks / 4 * 3;
+    }
+    uint32_t job_peers = job_size() > 1 ? job_size() - 1 : 1;
+    c->credit_lease_ns = (uint64_t) c->credit_lease_us * 1000;
+    if (c->credit_policy < PMETH_CREDIT_OFF || c->credit_policy > PMETH_CREDIT_DEMAND) {
+        c->credit_policy = PMETH_CREDIT_DEMAND;
+    }
+    pmeth_credit_pool_init(&c->credits, (pmeth_credit_policy_t) c->credit_policy, budget,
+                           c->credit_floor, c->window, job_peers, c->credit_lease_ns,
+                           pmeth_now_ns());
 
     memset(&c->modex, 0, sizeof(c->modex));
     c->modex.version = PMETH_MODEX_VERSION;

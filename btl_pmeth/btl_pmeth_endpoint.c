@@ -34,6 +34,9 @@ mca_btl_base_endpoint_t *pmeth_endpoint_create(opal_proc_t *proc, const pmeth_mo
         ep->modex.links[j].ifname[IFNAMSIZ - 1] = '\0';
     }
     ep->state = PMETH_EP_NEW;
+    /* until its first frame says otherwise, the peer is taken to grant as we
+     * do: no limit with credits off, else the floor */
+    ep->grant.unlimited = mca_btl_pmeth_component.credit_policy == PMETH_CREDIT_OFF;
     return ep;
 }
 

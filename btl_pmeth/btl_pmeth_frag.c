@@ -140,6 +140,10 @@ void pmeth_frag_complete(mca_btl_pmeth_frag_t *frag, int status)
 {
     uint32_t flags = frag->base.des_flags;
     frag->state &= (uint8_t) ~PMETH_FRAG_IN_WINDOW;
+    if (frag->state & PMETH_FRAG_CB_AT_ACK) {
+        frag->state &= (uint8_t) ~PMETH_FRAG_CB_AT_ACK;
+        frag->endpoint->cb_at_ack--;
+    }
     if (frag->state & PMETH_FRAG_INTERNAL) {
         pmeth_frag_put(frag);
         return;
@@ -168,9 +172,14 @@ void pmeth_frag_complete(mca_btl_pmeth_frag_t *frag, int status)
 void pmeth_frag_posted(mca_btl_pmeth_frag_t *frag)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    if (!c->early_completion || frag->base.des_cbfunc == NULL
-        || (frag->state & (PMETH_FRAG_INTERNAL | PMETH_FRAG_CB_QUEUED | PMETH_FRAG_CB_DONE))
-        || pmeth_txwin_inflight(frag->endpoint->tx) + c->wcfg.window / 8 > c->wcfg.window) {
+    if (frag->base.des_cbfunc == NULL
+        || (frag->state & (PMETH_FRAG_INTERNAL | PMETH_FRAG_CB_QUEUED | PMETH_FRAG_CB_DONE))) {
+        return;
+    }
+    uint32_t limit = pmeth_send_limit(frag->endpoint);
+    if (!c->early_completion || pmeth_txwin_inflight(frag->endpoint->tx) + limit / 8 > limit) {
+        frag->state |= PMETH_FRAG_CB_AT_ACK;
+        frag->endpoint->cb_at_ack++;
         return;
     }
     frag->state |= PMETH_FRAG_CB_QUEUED;

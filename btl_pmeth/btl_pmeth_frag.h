@@ -20,6 +20,7 @@ enum {
     PMETH_FRAG_INTERNAL = 0x08,         /* no ob1 descriptor behind it (sendi) */
     PMETH_FRAG_CB_QUEUED = 0x10,        /* posted: ob1's callback due at the next progress */
     PMETH_FRAG_CB_DONE = 0x20,          /* ob1 was called back (maybe before the ack) */
+    PMETH_FRAG_CB_AT_ACK = 0x40,        /* posted near the limit: called back at its ack */
 };
 
 typedef struct mca_btl_pmeth_frag_t {
@@ -60,9 +61,10 @@ void pmeth_frag_complete(mca_btl_pmeth_frag_t *frag, int status);
  * the fragment: ob1 keeps only a few pipeline fragments of a message in flight
  * (pml_ob1_send_pipeline_depth) and sends the next on each callback, so a
  * callback that waited for the ack would make every few frames wait a round
- * trip (and the receiver's delayed ack).  While the window is nearly full the
- * callback waits for the ack after all: a fragment ob1 could not place then is
- * retried on a callback, so one must still come. */
+ * trip (and the receiver's delayed ack).  While the window, or the peer's grant
+ * (pmeth_credit.h), is nearly used up the callback waits for the ack after all:
+ * a fragment ob1 could not place then is retried on a callback, so one must
+ * still come. */
 void pmeth_frag_posted(mca_btl_pmeth_frag_t *frag);
 /* The callbacks due since the last call (progress, not inside ob1's send). */
 int pmeth_frag_drain_done(void);

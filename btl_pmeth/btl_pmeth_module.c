@@ -188,6 +188,13 @@ static void summary(void)
                   " peers added when their first frame came; %" PRIu64
                   " fragments completed before their ack", c->held_moved, c->peers_added_lazily,
                   c->early_callbacks);
+    static const char *policy_names[] = {"off", "static", "demand"};
+    PMETH_VERBOSE(10, "credits (%s, budget %u frames, floor %u): %" PRIu64 " fragments waited "
+                  "for a grant, %" PRIu64 " frames used up ours, %" PRIu64 " requests answered, "
+                  "%" PRIu64 " changes of the share we grant (now %u frames a peer)",
+                  policy_names[c->credits.policy], c->credits.budget, c->credits.floor,
+                  c->credit_waits, c->credit_asked, c->credit_requests, c->credits.share_changes,
+                  c->credits.share == PMETH_CREDIT_UNLIMITED ? 0 : c->credits.share);
     pmeth_memory_t mem;
     pmeth_memory(&mem);
     PMETH_VERBOSE(10, "memory: %" PRIu64 " bytes = rings %" PRIu64 " (%u links) + windows %"
@@ -261,6 +268,19 @@ static mca_btl_pmeth_frag_t *frag_for(mca_btl_base_endpoint_t *ep, size_t size, 
     /* behind waiting fragments, or with the window closed, a frame could not be
      * posted at once: such a fragment waits in private memory from the start */
     bool must_wait = ep->pending_head != NULL || (ep->tx != NULL && !pmeth_txwin_can_send(ep->tx));
+    /* receiver-ready sending: bulk (pipeline) fragments beyond the peer's grant
+     * are refused, and ob1 retries them on the callback of a fragment in flight
+     * (one whose callback waits for its ack, pmeth_frag_posted; with none such,
+     * one more goes, and its callback will wait).  Message starts never wait
+     * for a grant: they are single frames, and ob1 must not retry them */
+    if (!must_wait && !(flags & MCA_BTL_DES_FLAGS_PRIORITY) && ep->tx != NULL
+        && !ep->grant.unlimited && ep->cb_at_ack > 0
+        && pmeth_txwin_inflight(ep->tx) >= pmeth_send_limit(ep)) {
+        pmeth_frag_put(frag);
+        c->refused++;
+        c->credit_waits++;
+        return NULL;
+    }
     if ((must_wait || !pmeth_frag_take_frame(frag, size))
         && (!(flags & MCA_BTL_DES_FLAGS_PRIORITY) || !pmeth_frag_stage(frag, size))) {
         pmeth_frag_put(frag);

@@ -22,6 +22,7 @@ enum {
     PV_COPIES_RX, PV_DELIVERED,
     PV_APM_MIGRATIONS, PV_APM_MIG_FAULT, PV_APM_FAILBACKS, PV_APM_MIG_MANUAL, PV_APM_REARMS,
     PV_APM_REARMS_FAILED, PV_APM_PATHS_DEAD, PV_APM_FRAMES_MOVED, PV_APM_RECOVERIES,
+    PV_CREDIT_WAITS, PV_CREDIT_ASKED, PV_CREDIT_REQUESTS, PV_CREDIT_MOVES,
     PV_COUNT
 };
 
@@ -76,6 +77,14 @@ static xbtl_counter_def_t pmeth_counters[PV_COUNT] = {
     [PV_APM_RECOVERIES] = {"apm_recoveries", "Times traffic to a peer flowed again after a "
                            "path left its stripe with frames in flight (btl_pmeth_apm_recover_"
                            "last_us / _worst_us say how long it took)"},
+    [PV_CREDIT_WAITS] = {"credit_waits", "Bulk fragments refused because the receiver's grant "
+                         "was used up (receiver-ready sending; ob1 retries them on a callback)"},
+    [PV_CREDIT_ASKED] = {"credit_asked", "Frames sent that used up the grant we held (flagged "
+                         "MORE: the receiver acknowledges them at once with a new grant)"},
+    [PV_CREDIT_REQUESTS] = {"credit_requests", "Frames received whose sender had used up our "
+                            "grant (MORE), answered by an acknowledgement at once"},
+    [PV_CREDIT_MOVES] = {"credit_moves", "Times the grant this receiver gives each sending peer "
+                         "changed: peers started or stopped sending (policy demand)"},
 };
 
 static void pmeth_counters_read(uint64_t *v)
@@ -118,6 +127,10 @@ static void pmeth_counters_read(uint64_t *v)
     v[PV_APM_PATHS_DEAD] = c->apm_paths_dead;
     v[PV_APM_FRAMES_MOVED] = c->apm_frames_moved;
     v[PV_APM_RECOVERIES] = c->apm_recoveries;
+    v[PV_CREDIT_WAITS] = c->credit_waits;
+    v[PV_CREDIT_ASKED] = c->credit_asked;
+    v[PV_CREDIT_REQUESTS] = c->credit_requests;
+    v[PV_CREDIT_MOVES] = c->credits.share_changes;
     PMETH_UNLOCK();
 }
 
@@ -169,7 +182,8 @@ void pmeth_memory(pmeth_memory_t *m)
 }
 
 enum { PV_MEM_TOTAL, PV_MEM_RINGS, PV_MEM_PEERS, PV_MEM_PEERS_WINDOWS, PV_APM_RECOVER_LAST,
-       PV_APM_RECOVER_WORST, PV_APM_REJOIN_LAST, PV_APM_REJOIN_WORST, PV_MEM_COUNT };
+       PV_APM_RECOVER_WORST, PV_APM_REJOIN_LAST, PV_APM_REJOIN_WORST, PV_CREDIT_SHARE,
+       PV_MEM_COUNT };
 static const xbtl_counter_def_t pmeth_memory_defs[PV_MEM_COUNT] = {
     [PV_MEM_TOTAL] = {"memory_bytes", "Bytes of memory the BTL holds now: the rings of every "
                       "link, the reliability windows of the peers that have them, an endpoint "
@@ -191,6 +205,8 @@ static const xbtl_counter_def_t pmeth_memory_defs[PV_MEM_COUNT] = {
                             "again (hold-down and probes passed; the home path: fail-back)"},
     [PV_APM_REJOIN_WORST] = {"apm_rejoin_worst_us", "Path migration: the longest such time in "
                              "this job, microseconds"},
+    [PV_CREDIT_SHARE] = {"credit_share", "Frames this receiver grants each peer sending to it "
+                         "now, beyond its acknowledgements (0: credits off)"},
 };
 
 static int memory_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
@@ -207,6 +223,8 @@ static int memory_read(const struct mca_base_pvar_t *pvar, void *value, void *ob
         [PV_APM_RECOVER_WORST] = mca_btl_pmeth_component.apm_recover_worst_ns / 1000,
         [PV_APM_REJOIN_LAST] = mca_btl_pmeth_component.apm_rejoin_last_ns / 1000,
         [PV_APM_REJOIN_WORST] = mca_btl_pmeth_component.apm_rejoin_worst_ns / 1000,
+        [PV_CREDIT_SHARE] = mca_btl_pmeth_component.credits.share == PMETH_CREDIT_UNLIMITED
+                                ? 0 : mca_btl_pmeth_component.credits.share,
     };
     *(unsigned long *) value = (unsigned long) v[(uintptr_t) pvar->ctx];
     return OPAL_SUCCESS;

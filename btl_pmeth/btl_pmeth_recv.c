@@ -160,6 +160,11 @@ static void on_data(pmeth_link_t *link, const struct pmeth_rx_frame *f, const pm
     if (v->xmit > 0) {
         pmeth_rxwin_saw_resend(ep->rx, v->seq, v->xmit);
     }
+    pmeth_credit_arrival(&c->credits, &ep->credit_peer, *now);
+    if (v->more) {
+        pmeth_rxwin_ack_at_once(ep->rx);        /* the sender used up its grant */
+        c->credit_requests++;
+    }
     pmeth_held_t *h = NULL;
     uintptr_t handle = 0;
     pmeth_rx_verdict_t r = pmeth_rxwin_classify(ep->rx, v->seq);

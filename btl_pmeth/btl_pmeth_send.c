@@ -47,14 +47,19 @@ void pmeth_kick_all(bool force)
     }
 }
 
-/* The acks (and echo) we owe EP, into FRAME. */
+/* The acks (and echo) we owe EP, into FRAME, and our grant to it. */
 static void put_acks(mca_btl_base_endpoint_t *ep, void *frame)
 {
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     uint32_t ack, echo_seq;
     uint64_t sack;
     uint8_t echo_xmit;
     pmeth_rxwin_ack_fields(ep->rx, &ack, &sack);
     pmeth_wire_set_ack(frame, ack, sack);
+    if (c->credits.policy != PMETH_CREDIT_OFF) {
+        uint32_t share = pmeth_credit_share(&c->credits, pmeth_now_ns());
+        pmeth_wire_set_credit(frame, pmeth_credit_encode(&c->credits, share));
+    }
     if (pmeth_rxwin_echo(ep->rx, &echo_seq, &echo_xmit)) {
         pmeth_wire_set_echo(frame, echo_seq, echo_xmit);
     }
@@ -79,6 +84,10 @@ static void post_frame(mca_btl_pmeth_frag_t *frag)
     put_acks(ep, frame);
     pmeth_rxwin_ack_sent(ep->rx);
     c->acks_piggybacked++;
+    if (!ep->grant.unlimited && pmeth_txwin_inflight(ep->tx) >= pmeth_send_limit(ep)) {
+        pmeth_wire_set_more(frame, true);       /* the peer acks it at once, with a new grant */
+        c->credit_asked++;
+    }
     pmeth_ring_tx_post(link->ring, frag->frame_id, frag->frame_len);
     pmeth_frag_posted(frag);
     link->frames_out++;
@@ -247,6 +256,10 @@ void pmeth_acked(mca_btl_base_endpoint_t *ep, const pmeth_wire_view_t *v, uint64
     if (v->echo) {
         pmeth_txwin_echo(ep->tx, v->echo_seq, v->echo_xmit);
     }
+    /* the grant first: ob1's callbacks below may place more fragments */
+    pmeth_credit_grant_update(&ep->grant, v->has_credit, v->credit, v->ack,
+                              mca_btl_pmeth_component.wcfg.window, now,
+                              mca_btl_pmeth_component.credit_lease_ns);
     if (pmeth_txwin_ack(ep->tx, v->ack, v->sack, now, release_acked, NULL) > 0) {
         if (OPAL_UNLIKELY(ep->recover_from_ns != 0)) {
             pmeth_apm_recovered(ep, now);

@@ -4,6 +4,7 @@
 PMETH_CORE_SOURCES = \
 	btl_pmeth/pmeth_wire.h btl_pmeth/pmeth_wire.c \
 	btl_pmeth/pmeth_window.h btl_pmeth/pmeth_window.c \
+	btl_pmeth/pmeth_credit.h btl_pmeth/pmeth_credit.c \
 	btl_pmeth/pmeth_ring.h btl_pmeth/pmeth_ring_packet.c \
 	btl_pmeth/pmeth_filter.h btl_pmeth/pmeth_filter.c
 
@@ -27,13 +28,16 @@ ompihelp_DATA += btl_pmeth/help-btl-pmeth.txt
 EXTRA_DIST += btl_pmeth/help-btl-pmeth.txt btl_pmeth/README.md
 
 # Unit tests of the protocol core (TAP, run by test/run).
-check_PROGRAMS += test/unit/t_pmeth_wire test/unit/t_pmeth_window
+check_PROGRAMS += test/unit/t_pmeth_wire test/unit/t_pmeth_window test/unit/t_pmeth_credit
 test_unit_t_pmeth_wire_SOURCES = test/unit/t_pmeth_wire.c btl_pmeth/pmeth_wire.c
 test_unit_t_pmeth_wire_CPPFLAGS = -I$(top_srcdir)/btl_pmeth -I$(top_srcdir)/test/unit
 test_unit_t_pmeth_wire_LDADD =
 test_unit_t_pmeth_window_SOURCES = test/unit/t_pmeth_window.c btl_pmeth/pmeth_window.c
 test_unit_t_pmeth_window_CPPFLAGS = -I$(top_srcdir)/btl_pmeth -I$(top_srcdir)/test/unit
 test_unit_t_pmeth_window_LDADD =
+test_unit_t_pmeth_credit_SOURCES = test/unit/t_pmeth_credit.c btl_pmeth/pmeth_credit.c
+test_unit_t_pmeth_credit_CPPFLAGS = -I$(top_srcdir)/btl_pmeth -I$(top_srcdir)/test/unit
+test_unit_t_pmeth_credit_LDADD =
 
 # ---- Ring I/O: the AF_XDP back end (built when configure found libxdp, libbpf and clang) ----
 # Our XDP program (pmeth_xdp_kern.c) is compiled for the BPF target and embedded in the

@@ -252,6 +252,8 @@ static inline void pmeth_rxwin_saw_resend(pmeth_rxwin_t *w, uint32_t seq, uint8_
     w->echo_xmit = xmit;
     w->immediate = true;
 }
+/* The sender asks for an ack now (it used up its grant, pmeth_credit.h). */
+static inline void pmeth_rxwin_ack_at_once(pmeth_rxwin_t *w) { w->immediate = true; }
 /* The echo acks carry (false: none yet). */
 static inline bool pmeth_rxwin_echo(const pmeth_rxwin_t *w, uint32_t *seq, uint8_t *xmit)
 {

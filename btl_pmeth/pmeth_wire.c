@@ -58,8 +58,12 @@ pmeth_wire_verdict_t pmeth_wire_parse(const void *frame, size_t frame_len,
     uint8_t type = f[27];
     uint8_t flags = f[28];
     bool echo = (flags & PMETH_WIRE_F_ECHO) != 0;
+    bool credit = (flags & PMETH_WIRE_F_CREDIT) != 0;
+    bool more = (flags & PMETH_WIRE_F_MORE) != 0;
     if (type == 0 || type > PMETH_WIRE_TYPE_MAX || (flags & ~PMETH_WIRE_F_ALL) != 0
-        || f[35] != 0 || (!echo && (f[34] != 0 || pmeth_get32(f + 52) != 0))
+        || (!credit && f[35] != 0) || (more && type != PMETH_WIRE_DATA)
+        || (credit && type != PMETH_WIRE_DATA && type != PMETH_WIRE_ACK)
+        || (!echo && (f[34] != 0 || pmeth_get32(f + 52) != 0))
         || (type != PMETH_WIRE_DATA && f[31] != 0) || f[29] >= e->nlinks
         || e->nlinks > PMETH_WIRE_MAX_LINKS) {
         return PMETH_WIRE_MALFORMED;
@@ -79,6 +83,9 @@ pmeth_wire_verdict_t pmeth_wire_parse(const void *frame, size_t frame_len,
     v->xmit = f[31];
     v->echo = echo;
     v->current = (flags & PMETH_WIRE_F_CURRENT) != 0;
+    v->has_credit = credit;
+    v->more = more;
+    v->credit = f[35];
     v->echo_xmit = f[34];
     v->echo_seq = pmeth_get32(f + 52);
     v->dst_id = pmeth_get32(f + 18);

@@ -18,13 +18,17 @@
  *   28   1   flags: bit 0 ECHO (bytes 34 and 52-55 hold an echo); bit 1
  *            CURRENT (sent on the path the sender's path migration (apm)
  *            runs on: the receiver sends its standalone acks back on that
- *            path, so a link dead one way loses neither direction); others 0
+ *            path, so a link dead one way loses neither direction); bit 2
+ *            CREDIT (byte 35 holds a grant, pmeth_credit.h); bit 3 MORE (DATA:
+ *            this frame uses up the sender's grant, ack it at once); others 0
  *   29   1   link: the sender's link index
  *   30   1   BTL tag (DATA only)
  *   31   1   transmission (DATA): 0 the first, n the n-th resend (at most 255)
  *   32   2   payload length
  *   34   1   echo: the transmission number of the resent frame echoed
- *   35   1   reserved (0)
+ *   35   1   credit (with CREDIT, else 0): frames the sender of this frame
+ *            lets its receiver have in flight beyond the ack below, in units
+ *            of max(1, window / 256); 255 = no limit
  *   36   4   sequence number (DATA)
  *   40   4   cumulative ack: the next sequence number the sender of this frame
  *            expects from its receiver
@@ -56,7 +60,10 @@
 
 #define PMETH_WIRE_F_ECHO 0x01
 #define PMETH_WIRE_F_CURRENT 0x02
-#define PMETH_WIRE_F_ALL (PMETH_WIRE_F_ECHO | PMETH_WIRE_F_CURRENT)
+#define PMETH_WIRE_F_CREDIT 0x04
+#define PMETH_WIRE_F_MORE 0x08
+#define PMETH_WIRE_F_ALL \
+    (PMETH_WIRE_F_ECHO | PMETH_WIRE_F_CURRENT | PMETH_WIRE_F_CREDIT | PMETH_WIRE_F_MORE)
 
 /* offsets the kernel-side filters use */
 #define PMETH_WIRE_OFF_ETHERTYPE 12
@@ -109,6 +116,9 @@ typedef struct pmeth_wire_view {
     uint8_t xmit;                       /* DATA: which transmission of the frame this is */
     bool echo;                          /* echo_seq / echo_xmit are set */
     bool current;                       /* sent on the sender's current path (apm) */
+    bool has_credit;                    /* credit holds the sender's grant to us */
+    bool more;                          /* DATA: the sender used up its grant */
+    uint8_t credit;
     uint8_t echo_xmit;
     uint32_t echo_seq;
     uint32_t src_id, dst_id;
@@ -208,6 +218,21 @@ static inline void pmeth_wire_set_current(void *frame, bool on)
 {
     uint8_t *f = frame;
     f[28] = (uint8_t) (on ? f[28] | PMETH_WIRE_F_CURRENT : f[28] & ~PMETH_WIRE_F_CURRENT);
+}
+
+/* Our grant to the receiver of this frame (DATA and ACK frames). */
+static inline void pmeth_wire_set_credit(void *frame, uint8_t credit)
+{
+    uint8_t *f = frame;
+    f[28] |= PMETH_WIRE_F_CREDIT;
+    f[35] = credit;
+}
+
+/* A DATA frame that uses up the grant we hold (or not, when sent again). */
+static inline void pmeth_wire_set_more(void *frame, bool on)
+{
+    uint8_t *f = frame;
+    f[28] = (uint8_t) (on ? f[28] | PMETH_WIRE_F_MORE : f[28] & ~PMETH_WIRE_F_MORE);
 }
 
 /* Echo the newest resent frame we received (DATA and ACK frames). */

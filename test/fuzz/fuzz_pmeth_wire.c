@@ -59,8 +59,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         REQUIRE(e.nlinks <= PMETH_WIRE_MAX_LINKS && v.link < e.nlinks);
         REQUIRE(v.type >= PMETH_WIRE_DATA && v.type <= PMETH_WIRE_TYPE_MAX);
         REQUIRE(v.dst_id == e.my_id && v.len == pmeth_get16(frame + 32));
-        REQUIRE(frame[26] == PMETH_WIRE_VERSION && (frame[28] & ~PMETH_WIRE_F_ALL) == 0
-                && frame[35] == 0);
+        REQUIRE(frame[26] == PMETH_WIRE_VERSION && (frame[28] & ~PMETH_WIRE_F_ALL) == 0);
+        /* a grant only where its flag says, only on DATA and ACK; MORE only on DATA */
+        REQUIRE(v.has_credit == ((frame[28] & PMETH_WIRE_F_CREDIT) != 0) && v.credit == frame[35]
+                && (v.has_credit || frame[35] == 0));
+        REQUIRE(!v.has_credit || v.type == PMETH_WIRE_DATA || v.type == PMETH_WIRE_ACK);
+        REQUIRE(v.more == ((frame[28] & PMETH_WIRE_F_MORE) != 0) && (!v.more || v.type == PMETH_WIRE_DATA));
         /* the echo is what the frame says, and nothing where the flag is off */
         REQUIRE(v.echo == ((frame[28] & PMETH_WIRE_F_ECHO) != 0));
         REQUIRE(v.current == ((frame[28] & PMETH_WIRE_F_CURRENT) != 0));

@@ -261,12 +261,12 @@ static void test_malformed(void)
         CHECK(parse(n) == PMETH_WIRE_MALFORMED, "type %u: malformed", types[i]);
     }
     bool all_flags = true;
-    for (int bit = 2; bit < 8; bit++) {
+    for (int bit = 4; bit < 8; bit++) {
         n = make_data(64);
         buf[28] = (uint8_t) (1u << bit);
         all_flags = all_flags && parse(n) == PMETH_WIRE_MALFORMED;
     }
-    CHECK(all_flags, "any undefined flag bit set (each of bits 2-7): malformed");
+    CHECK(all_flags, "any undefined flag bit set (each of bits 4-7): malformed");
     n = make_data(64);
     pmeth_wire_set_current(buf, true);
     pmeth_wire_view_t cv;
@@ -392,6 +392,35 @@ static void test_echo_and_xmit(void)
     pmeth_wire_set_echo(buf, 5, 1);
     CHECK(parse_n(n, 8, &v) == PMETH_WIRE_OK && v.echo && v.echo_seq == 5 && v.echo_xmit == 1,
           "an ACK carries an echo");
+}
+
+/* Grants (pmeth_credit.h): byte 35 under the CREDIT flag, on DATA and ACK
+ * only; MORE on DATA only; a credit byte without its flag is malformed. */
+static void test_credit(void)
+{
+    pmeth_wire_view_t v;
+    size_t n = make_data(64);
+    CHECK(parse_n(n, 8, &v) == PMETH_WIRE_OK && !v.has_credit && !v.more && v.credit == 0,
+          "a DATA frame without a grant says so");
+    pmeth_wire_set_credit(buf, 200);
+    pmeth_wire_set_more(buf, true);
+    CHECK(parse_n(n, 8, &v) == PMETH_WIRE_OK && v.has_credit && v.credit == 200 && v.more
+              && v.seq == 0xfffffffeu && v.payload[63] == pattern(63),
+          "set_credit and set_more round-trip on DATA; seq and payload untouched");
+    pmeth_wire_set_more(buf, false);
+    CHECK(parse_n(n, 8, &v) == PMETH_WIRE_OK && !v.more && v.has_credit, "MORE clears");
+    n = make_ack();
+    pmeth_wire_set_credit(buf, 255);
+    CHECK(parse_n(n, 8, &v) == PMETH_WIRE_OK && v.has_credit && v.credit == 255,
+          "an ACK carries a grant (255: no limit)");
+    buf[28] |= PMETH_WIRE_F_MORE;
+    CHECK(parse(n) == PMETH_WIRE_MALFORMED, "MORE on an ACK is malformed");
+    n = make_ack();
+    buf[35] = 9;
+    CHECK(parse(n) == PMETH_WIRE_MALFORMED, "a credit byte without the CREDIT flag is malformed");
+    n = make_probe(PMETH_WIRE_PROBE, 100, &probe_sample);
+    pmeth_wire_set_credit(buf, 3);
+    CHECK(parse(n) == PMETH_WIRE_MALFORMED, "a grant on a PROBE is malformed");
 }
 
 static void test_reserved_types(void)
@@ -551,6 +580,7 @@ int main(void)
     test_malformed();
     test_set_ack();
     test_echo_and_xmit();
+    test_credit();
     test_reserved_types();
     test_every_header_byte();
     test_guard_page();
