@@ -154,6 +154,7 @@ struct mca_btl_base_endpoint_t {
      * keep to count it among the peers sending to us */
     pmeth_credit_grant_t grant;
     pmeth_credit_peer_t credit_peer;
+    bool credit_blocked;                /* a bulk fragment was refused: no grant (counted once) */
     uint32_t cb_at_ack;                 /* frags in flight whose ob1 callback waits for the
                                            ack: a fragment refused for want of a grant is
                                            retried on one of those callbacks */
@@ -186,7 +187,7 @@ typedef struct mca_btl_pmeth_component_t {
     unsigned int poll_budget, kick_batch;
     unsigned int yield_us;              /* idle this long: sched_yield() once */
     int credit_policy;                  /* pmeth_credit_policy_t */
-    unsigned int credit_budget, credit_floor, credit_lease_us;
+    unsigned int credit_budget, credit_port_bytes, credit_floor, credit_lease_us;
     uint64_t idle_since_ns, yields;
 
     /* this process */

@@ -226,10 +226,17 @@ static int pmeth_component_register(void)
     }
     c->credit_budget = 0;
     reg("credit_budget", "Frames a receiver lets all its peers together have in flight to it "
-        "beyond its acknowledgements (all links).  Size it to what the switch port in front of "
-        "each link can buffer times the links, when that is less than the rings.  0: three "
-        "quarters of the receive rings (btl_pmeth_rx_frames times the links)",
+        "beyond its acknowledgements, all links together.  0 (default): per link, what the "
+        "switch port in front of it can hold (btl_pmeth_credit_port_bytes in full-size "
+        "frames), at most three quarters of the receive ring (btl_pmeth_rx_frames)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->credit_budget, OPAL_INFO_LVL_4);
+    c->credit_port_bytes = 262144;
+    reg("credit_port_bytes", "Bytes the switch port in front of each of our links can buffer "
+        "for us: senders together get no more in flight to this process, so several of them "
+        "at once cannot overflow it (seed 001's lost frames above ~112 KB).  Typical "
+        "commodity switches hold a few hundred KiB per port.  0: no switch to protect, the "
+        "receive ring alone bounds the budget", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
+        &c->credit_port_bytes, OPAL_INFO_LVL_4);
     c->credit_floor = 8;
     reg("credit_floor", "Frames any peer may always have in flight to a receiver without a "
         "grant: short messages and the start of a long one never wait for one, and a sender "
@@ -614,8 +621,13 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     c->wcfg.fast_retransmit = c->fast_retransmit;
 
     uint32_t budget = c->credit_budget;
-    if (budget == 0) {
-        budget = c->rx_frames * c->nlinks / 4 * 3;
+    for (uint32_t i = 0; c->credit_budget == 0 && i < c->nlinks; i++) {
+        uint32_t per_link = c->rx_frames / 4 * 3;
+        uint32_t port = c->credit_port_bytes / (c->links[i].mtu + PMETH_WIRE_ETH_LEN);
+        if (c->credit_port_bytes > 0 && port < per_link) {
+            per_link = port;
+        }
+        budget += per_link;
     }
     uint32_t job_peers = job_size() > 1 ? job_size() - 1 : 1;
     c->credit_lease_ns = (uint64_t) c->credit_lease_us * 1000;

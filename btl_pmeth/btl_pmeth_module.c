@@ -278,8 +278,14 @@ static mca_btl_pmeth_frag_t *frag_for(mca_btl_base_endpoint_t *ep, size_t size, 
         && pmeth_txwin_inflight(ep->tx) >= pmeth_send_limit(ep)) {
         pmeth_frag_put(frag);
         c->refused++;
-        c->credit_waits++;
+        if (!ep->credit_blocked) {
+            ep->credit_blocked = true;      /* ob1 retries at every progress: count once */
+            c->credit_waits++;
+        }
         return NULL;
+    }
+    if (!(flags & MCA_BTL_DES_FLAGS_PRIORITY)) {
+        ep->credit_blocked = false;
     }
     if ((must_wait || !pmeth_frag_take_frame(frag, size))
         && (!(flags & MCA_BTL_DES_FLAGS_PRIORITY) || !pmeth_frag_stage(frag, size))) {
