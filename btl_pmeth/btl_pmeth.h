@@ -150,21 +150,22 @@ struct mca_btl_base_endpoint_t {
     uint16_t dup_resends;               /* resends of frames we had: our acks are lost */
     uint64_t dup_since;
 
-    /* receive credits (pmeth_credit.h): the peer's grant to us, and what we
-     * keep to count it among the peers sending to us */
-    pmeth_credit_grant_t grant;
-    pmeth_credit_peer_t credit_peer;
-    bool credit_blocked;                /* a bulk fragment was refused: no grant (counted once) */
-    uint32_t cb_at_ack;                 /* frags in flight whose ob1 callback waits for the
-                                           ack: a fragment refused for want of a grant is
-                                           retried on one of those callbacks */
-
     /* reliability, allocated at first use */
     pmeth_txwin_t *tx;
     pmeth_rxwin_t *rx;
     struct mca_btl_pmeth_frag_t *pending_head, *pending_tail;  /* waiting for window space */
     bool active;                        /* on the component's active list */
     uint32_t active_index;
+
+    /* receive credits (pmeth_credit.h): the peer's grant to us, and what we
+     * keep to count it among the peers sending to us */
+    pmeth_credit_grant_t grant;
+    pmeth_credit_peer_t credit_peer;
+    uint32_t more_seq;                  /* the last frame that asked for a grant (MORE) */
+    uint32_t cb_at_ack;                 /* frags in flight whose ob1 callback waits for the
+                                           ack: a fragment refused for want of a grant is
+                                           retried on one of those callbacks */
+    bool credit_blocked;                /* a bulk fragment was refused: no grant (counted once) */
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 
@@ -300,6 +301,8 @@ void pmeth_memory(pmeth_memory_t *m);
 
 /* btl_pmeth_module.c */
 void pmeth_fatal(mca_btl_base_endpoint_t *ep, const char *what);
+/* The number of processes in this job (PMIx's job data; 0 if not known). */
+uint32_t pmeth_job_size(void);
 
 /* btl_pmeth_endpoint.c */
 mca_btl_base_endpoint_t *pmeth_endpoint_create(opal_proc_t *proc, const pmeth_modex_t *modex);

@@ -69,22 +69,6 @@ static void reg(const char *name, const char *help, mca_base_var_type_t type, vo
                                            storage);
 }
 
-/* The number of processes in this job (PMIx's job data; 1 if it is not known).
- * Only the static credit policy uses it: HPVM's split over every peer. */
-static uint32_t job_size(void)
-{
-    static uint32_t size = 0;
-    if (size == 0) {
-        int rc;
-        uint32_t value = 0, *ptr = &value;
-        opal_process_name_t wildcard = {.jobid = OPAL_PROC_MY_NAME.jobid,
-                                        .vpid = OPAL_VPID_WILDCARD};
-        OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_JOB_SIZE, &wildcard, &ptr, OPAL_UINT32);
-        size = rc == OPAL_SUCCESS && value > 0 ? value : 1;
-    }
-    return size;
-}
-
 static int pmeth_component_register(void)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
@@ -210,11 +194,12 @@ static int pmeth_component_register(void)
         (void) mca_base_component_var_register(
             &c->super.btl_version, "credits",
             "How a receiver shares the frames its rings (and the switch port ahead of it) can "
-            "absorb among the peers sending to it.  \"demand\" (default): each peer whose frames "
-            "arrived in the last lease period gets an equal part of btl_pmeth_credit_budget, "
-            "granted in every acknowledgement and taken back from peers that go quiet, so "
-            "several senders at once cannot overflow a ring or a switch port (receiver-ready "
-            "sending) and one sender among many idle peers still gets it all.  \"static\": the "
+            "absorb among the peers sending to it.  \"demand\" (default): when several peers "
+            "send at once (their frames arrived in the last lease period), each gets an equal "
+            "part of btl_pmeth_credit_budget, granted in every acknowledgement and taken back "
+            "when they go quiet, so together they cannot overflow a ring or a switch port "
+            "(receiver-ready sending); a sender alone, however many idle peers the job has, "
+            "gets the whole budget.  \"static\": the "
             "budget split evenly over every peer of the job, sending or not (HPVM's scheme, "
             "seed 003: for comparison).  \"off\": no limit but the reliability window.  Every "
             "process of a job should use the same setting",
@@ -237,11 +222,12 @@ static int pmeth_component_register(void)
         "commodity switches hold a few hundred KiB per port.  0: no switch to protect, the "
         "receive ring alone bounds the budget", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
         &c->credit_port_bytes, OPAL_INFO_LVL_4);
-    c->credit_floor = 8;
-    reg("credit_floor", "Frames any peer may always have in flight to a receiver without a "
-        "grant: short messages and the start of a long one never wait for one, and a sender "
-        "is never stopped entirely.  Beyond it, frames flow against the receiver's grant "
-        "(the threshold of receiver-ready sending)", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
+    c->credit_floor = 2;
+    reg("credit_floor", "Frames of bulk data any peer may always have in flight to a receiver "
+        "without a grant (before its first grant, or once its grant's lease ran out), so a "
+        "sender is never stopped entirely.  Message starts (eager messages, rendezvous "
+        "headers: one frame each) never wait for a grant; the fragments that follow them do.  "
+        "Keep floor x senders within the switch port", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
         &c->credit_floor, OPAL_INFO_LVL_5);
     c->credit_lease_us = 5000;
     reg("credit_lease_us", "A grant lasts this many microseconds after the acknowledgement "
@@ -629,7 +615,8 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
         }
         budget += per_link;
     }
-    uint32_t job_peers = job_size() > 1 ? job_size() - 1 : 1;
+    /* the static policy's split: HPVM's, over every peer of the job */
+    uint32_t job_peers = pmeth_job_size() > 1 ? pmeth_job_size() - 1 : 1;
     c->credit_lease_ns = (uint64_t) c->credit_lease_us * 1000;
     if (c->credit_policy < PMETH_CREDIT_OFF || c->credit_policy > PMETH_CREDIT_DEMAND) {
         c->credit_policy = PMETH_CREDIT_DEMAND;

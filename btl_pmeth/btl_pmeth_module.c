@@ -110,13 +110,7 @@ static int pmeth_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_
     return rc;
 }
 
-/* DATA came from a process of our job that ob1 has not added yet: Open MPI
- * adds peers lazily (at a rank's first send to them, mpi_add_procs_cutoff), so
- * a rank that only receives from a peer would never know it, and drop its
- * frames for good.  Make the endpoint now, as add_procs would (modex, probes);
- * the frames dropped meanwhile are resent.  ob1 learns of the sender from the
- * message itself, and its own add_procs later finds the endpoint ready. */
-static uint32_t job_size(void)
+uint32_t pmeth_job_size(void)
 {
     static uint32_t size;       /* 0: not known yet */
     if (size == 0) {
@@ -131,11 +125,17 @@ static uint32_t job_size(void)
     return size;
 }
 
+/* DATA came from a process of our job that ob1 has not added yet: Open MPI
+ * adds peers lazily (at a rank's first send to them, mpi_add_procs_cutoff), so
+ * a rank that only receives from a peer would never know it, and drop its
+ * frames for good.  Make the endpoint now, as add_procs would (modex, probes);
+ * the frames dropped meanwhile are resent.  ob1 learns of the sender from the
+ * message itself, and its own add_procs later finds the endpoint ready. */
 void pmeth_add_peer_lazily(uint32_t id)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     /* the id comes from the wire: only a process of this job */
-    if (id == c->my_id || id >= job_size() || (id < c->nby_id && c->by_id[id] != NULL)) {
+    if (id == c->my_id || id >= pmeth_job_size() || (id < c->nby_id && c->by_id[id] != NULL)) {
         return;         /* not of this job, ourselves, or known (maybe unreachable) */
     }
     opal_process_name_t name = OPAL_PROC_MY_NAME;

@@ -84,9 +84,16 @@ static void post_frame(mca_btl_pmeth_frag_t *frag)
     put_acks(ep, frame);
     pmeth_rxwin_ack_sent(ep->rx);
     c->acks_piggybacked++;
-    if (!ep->grant.unlimited && pmeth_txwin_inflight(ep->tx) >= pmeth_send_limit(ep)) {
-        pmeth_wire_set_more(frame, true);       /* the peer acks it at once, with a new grant */
-        c->credit_asked++;
+    if (!ep->grant.unlimited) {
+        /* the grant is used up: this frame asks for an ack at once (and a new
+         * grant with it), but only every half grant, so that a sender held at
+         * its grant does not draw an ack for every frame */
+        uint32_t limit = pmeth_send_limit(ep);
+        if (pmeth_txwin_inflight(ep->tx) >= limit && frag->seq - ep->more_seq >= (limit + 1) / 2) {
+            pmeth_wire_set_more(frame, true);
+            ep->more_seq = frag->seq;
+            c->credit_asked++;
+        }
     }
     pmeth_ring_tx_post(link->ring, frag->frame_id, frag->frame_len);
     pmeth_frag_posted(frag);

@@ -21,8 +21,11 @@
  *   - Beyond that, a sender needs a grant.  The receiver counts the peers whose
  *     frames arrived during the current or the previous EPOCH (active peers) and
  *     grants each max(FLOOR, BUDGET / active) frames beyond its ack (policy
- *     DEMAND).  Policy STATIC is HPVM's: BUDGET / (every peer of the job), sending
- *     or not, kept for the comparison.
+ *     DEMAND).  A sender alone gets the whole budget, not the window: frames it
+ *     has in flight sit mostly in queues on the way (its own interface's, the
+ *     port's), and when a second sender starts, those already queued cannot be
+ *     called back.  Policy STATIC is HPVM's:
+ *     BUDGET / (every peer of the job), sending or not, kept for the comparison.
  *   - A grant rides on every ack the receiver sends (piggy-backed or standalone:
  *     one byte of the header, pmeth_wire.h), so it is paced by the frames that
  *     arrive, never a stop-and-wait.  The frame that uses up a sender's grant

@@ -14,7 +14,8 @@
  *   22   4   source id      /   only the process it is for
  *   26   1   version (1)
  *   27   1   type (DATA, ACK, PROBE, PROBE_REPLY, PATH_DOWN; PEEK, GRANT, CREDIT
- *            and PATH_PROBE are reserved for the next protocol steps)
+ *            and PATH_PROBE are reserved: grants ride on DATA and ACK frames, in
+ *            byte 35 under the CREDIT flag)
  *   28   1   flags: bit 0 ECHO (bytes 34 and 52-55 hold an echo); bit 1
  *            CURRENT (sent on the path the sender's path migration (apm)
  *            runs on: the receiver sends its standalone acks back on that
@@ -76,8 +77,8 @@ typedef enum pmeth_wire_type {
     PMETH_WIRE_PROBE = 3,
     PMETH_WIRE_PROBE_REPLY = 4,
     PMETH_WIRE_PEEK = 5,                /* reserved: announce of a large transfer */
-    PMETH_WIRE_GRANT = 6,               /* reserved: receiver-ready rendezvous */
-    PMETH_WIRE_CREDIT = 7,              /* reserved: demand-driven credits */
+    PMETH_WIRE_GRANT = 6,               /* reserved (grants ride on acks: F_CREDIT) */
+    PMETH_WIRE_CREDIT = 7,              /* reserved (requests ride on data: F_MORE) */
     PMETH_WIRE_PATH_PROBE = 8,          /* reserved */
     PMETH_WIRE_PATH_DOWN = 9,           /* path migration: "the pair of links in the payload
                                            (byte 0 mine, byte 1 yours) is dead" */

@@ -48,7 +48,7 @@ static void test_policies(void)
           "two epochs later they are taken back: the sender left gets it all");
     CHECK(pmeth_credit_share(&p, 1000 + 30 * MS) == 300 && p.active_now == 0
               && p.active_before == 0,
-          "nobody for several epochs: counts cleared, whole budget");
+          "nobody for several epochs: counts cleared, the whole budget");
     uint64_t moves = p.share_changes;
     pmeth_credit_arrival(&p, &b, 1000 + 30 * MS + 1);
     pmeth_credit_arrival(&p, &c, 1000 + 30 * MS + 2);

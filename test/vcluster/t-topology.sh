@@ -28,6 +28,7 @@ ring --nodes 4 --links 2|4|16
 xbar --dims 3x2|6|12
 nbr3|4|6
 nbr6|7|12
+nbr6sw|7|9
 EOF
 
 # MTU is enforced, not just configured: 9000 passes with DF, 9001 does not
@@ -43,6 +44,10 @@ vc create xbar --dims 3x2 --force >/dev/null
 check "xbar 3x2: n0 reaches n5 through a switch of each dimension" quiet vc exec n0 -- ping -c1 -W2 198.18.4.6
 vc create nbr6 --force >/dev/null
 check "nbr6: +X neighbour reaches -Z neighbour through the centre" quiet vc exec n1 -- ping -c1 -W2 198.18.5.7
+vc create nbr6sw --force >/dev/null
+check "nbr6sw: the centre's one x link reaches both x neighbours through the x switch" \
+    bash -c "$VC exec n0 -- ping -c1 -W2 -I x 198.18.0.2 >/dev/null && $VC exec n0 -- ping -c1 -W2 -I x 198.18.0.3 >/dev/null"
+check "nbr6sw: a +X neighbour reaches the -Z neighbour through the centre" quiet vc exec n1 -- ping -c1 -W2 198.18.2.7
 
 # idempotence: same create is a no-op keeping the namespaces; different layout refused
 check "create twice: second is a no-op" bash -c "$VC create nbr6 | grep -q 'already exists'"

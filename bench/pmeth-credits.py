@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""btl pmeth's receive credits, measured (issue 10; seeds 001 and 003).
+
+    flock /tmp/xbtl-bench.lock bench/pmeth-credits.py [--repeats R] [--out DIR]
+
+Three experiments on virtual hosts (contrib/vcluster, 1 Gbit/s links), every
+payload verified:
+
+  incast   4 hosts on one switch whose ports buffer 256 KiB (seed 001's
+           overflow): 3 and 6 ranks on the other hosts send windows of messages
+           to rank 0 at once (bench/xb-incast), MTU 9000.  pmeth with credits
+           off, static and demand, and tcp.  Aggregate MB/s per size, frames the
+           switch port in front of rank 0 dropped, frames pmeth sent again.
+  credits  seed 003's static split: one pair streams 1 MiB messages while 0, 2,
+           6 or 14 other ranks are connected but idle, and while all the ranks
+           on other hosts send (busy); static split against demand.  MTU 1500,
+           btl_pmeth_credit_budget 15 and _floor 1: 15 peers share what about
+           1,000 would at the default budget (173 frames at MTU 1500).
+  pair     one sender alone over 6 links, MTU 9000: credits off against demand
+           (what receiver-ready sending costs when there is nobody to share with).
+
+Runs alternate between the variants and repeat R times (default 3); tables give
+medians.  Raw JSON lines and the jobs' stderr go to DIR (default
+build/pmeth-credits/); a summary table to DIR/table.txt (table-EXP.txt with
+--only EXP), plots to DIR/*.png when matplotlib is there.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("TOP_BUILDDIR", os.path.join(TOP, "build"))
+VC = os.path.join(TOP, "contrib", "vcluster", "vcluster")
+NAME = "xbcred"
+ENV = dict(os.environ, XBVC_NAME=NAME, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+
+def vc(*args, check=True):
+    return subprocess.run([VC, *args], env=ENV, check=check, capture_output=True, text=True)
+
+
+def switch_drops(port=None):
+    """Frames the switch's egress queue towards PORT (s0nI; every port when None) has
+    dropped so far."""
+    out = subprocess.run(["ip", "netns", "exec", f"xbvc-{NAME}-sw", "tc", "-s", "qdisc", "show"]
+                         + (["dev", port] if port else []), capture_output=True, text=True).stdout
+    return sum(int(d) for d in re.findall(r"dropped (\d+)", out))
+
+
+def job(out, program, btl, mca=(), ppn=1, nodes=None, timeout=300):
+    """One vcluster job; returns (JSON rows, retransmits summed over ranks)."""
+    args = ["mpirun", "--timeout", str(timeout), "--ppn", str(ppn)]
+    if nodes:
+        args += ["--nodes", nodes]
+    args += ["--mca", "btl", btl, "--mca", "btl_base_verbose", "10" if "pmeth" in btl else "0"]
+    for k, v in mca:
+        args += ["--mca", k, str(v)]
+    r = subprocess.run([VC, *args, "--", *program], env=ENV, capture_output=True, text=True)
+    with open(out + ".out", "a") as f:
+        f.write(r.stdout)
+    with open(out + ".err", "a") as f:
+        f.write(r.stderr)
+    if r.returncode != 0 or "all payloads verified" not in r.stdout:
+        sys.exit(f"job failed ({r.returncode}): {' '.join(args)}\n{r.stderr[-2000:]}")
+    rows = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+    rtx = sum(int(a) + int(b) for a, b in
+              re.findall(r"(\d+) retransmits on timeout, (\d+) fast", r.stderr))
+    return rows, rtx
+
+
+def med(v):
+    return statistics.median(v) if v else float("nan")
+
+
+def incast(o, lines):
+    vc("create", "xbar", "--dims", "4", "--mtu", "9000", "--force")
+    variants = [("pmeth off", "self,vader,pmeth", [("btl_pmeth_credits", "off")]),
+                ("pmeth static", "self,vader,pmeth", [("btl_pmeth_credits", "static")]),
+                ("pmeth demand", "self,vader,pmeth", [("btl_pmeth_credits", "demand")]),
+                ("tcp", "self,vader,tcp", [])]
+    res = {}
+    for senders, ppn in ((3, 1), (6, 2)):
+        for rep in range(o.repeats):
+            for name, btl, mca in variants:
+                d0 = switch_drops("s0n0")
+                rows, rtx = job(os.path.join(o.out, "incast"),
+                                [os.path.join(BUILD, "bench", "xb-incast"), "-m", "16k:1m",
+                                 "-i", "20", "-S", str(senders)], btl, mca, ppn=ppn)
+                drops = switch_drops("s0n0") - d0
+                r = res.setdefault((senders, name), {"mbps": {}, "drops": [], "rtx": []})
+                r["drops"].append(drops)
+                r["rtx"].append(rtx)
+                for row in rows:
+                    r["mbps"].setdefault(row["size"], []).append(row["mbps"])
+                lines.append(json.dumps({"exp": "incast", "senders": senders, "variant": name,
+                                         "rep": rep, "drops": drops, "retransmits": rtx,
+                                         "rows": rows}))
+    return res
+
+
+def credits(o, lines):
+    vc("create", "xbar", "--dims", "4", "--mtu", "1500", "--force")
+    scaled = [("btl_pmeth_credit_budget", 15), ("btl_pmeth_credit_floor", 1)]
+    layouts = [(0, 1, "0,1"), (2, 1, None), (6, 2, None), (14, 4, None)]   # idle, ppn, nodes
+    res = {}
+    for rep in range(o.repeats):
+        for idle, ppn, nodes in layouts:
+            for mode in ("idle", "busy"):
+                if mode == "busy" and idle == 0:
+                    continue
+                for pol in ("static", "demand"):
+                    prog = [os.path.join(BUILD, "bench", "xb-incast"), "-m", "1m:1m", "-i", "10",
+                            "-W", "8"]
+                    if mode == "idle":
+                        prog += ["-S", "1"]
+                    rows, rtx = job(os.path.join(o.out, "credits"), prog, "self,vader,pmeth",
+                                    scaled + [("btl_pmeth_credits", pol)], ppn=ppn, nodes=nodes)
+                    row = rows[-1]
+                    r = res.setdefault((idle, mode, pol), {"per": [], "agg": [], "senders": 0})
+                    r["per"].append(row["mbps_per_sender"])
+                    r["agg"].append(row["mbps"])
+                    r["senders"] = row["senders"]
+                    lines.append(json.dumps({"exp": "credits", "others": idle, "mode": mode,
+                                             "policy": pol, "rep": rep, "retransmits": rtx,
+                                             "row": row}))
+    return res
+
+
+def pair(o, lines):
+    vc("create", "pair", "--links", "6", "--mtu", "9000", "--force")
+    res = {}
+    for rep in range(o.repeats):
+        for pol in ("off", "demand"):
+            rows, rtx = job(os.path.join(o.out, "pair"),
+                            [os.path.join(BUILD, "bench", "xb-bw"), "-m", "64k:4m", "-i", "30"],
+                            "self,pmeth", [("btl_pmeth_credits", pol)])
+            for row in rows:
+                res.setdefault(pol, {}).setdefault(row["size"], []).append(row["mbps"])
+            lines.append(json.dumps({"exp": "pair", "policy": pol, "rep": rep, "rows": rows}))
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", default=os.path.join(BUILD, "pmeth-credits"))
+    ap.add_argument("--only", choices=["incast", "credits", "pair"])
+    o = ap.parse_args()
+    os.makedirs(o.out, exist_ok=True)
+    exps = [o.only] if o.only else ["incast", "credits", "pair"]
+    for f in os.listdir(o.out):
+        if f.endswith((".out", ".err")) and f.split(".")[0] in exps:
+            os.unlink(os.path.join(o.out, f))
+    suffix = f"-{o.only}" if o.only else ""
+    lines, text = [], []
+
+    def say(s=""):
+        print(s)
+        text.append(s)
+
+    try:
+        if o.only in (None, "incast"):
+            res = incast(o, lines)
+            for senders in (3, 6):
+                say(f"## incast: {senders} senders on other hosts -> rank 0 through one switch port "
+                    f"(256 KiB buffer), MTU 9000, 1 Gbit/s; aggregate MB/s, median of {o.repeats}")
+                names = ["pmeth off", "pmeth static", "pmeth demand", "tcp"]
+                say("size      " + "".join(f"{n:>14}" for n in names))
+                sizes = sorted(res[(senders, names[0])]["mbps"])
+                for s in sizes:
+                    say(f"{s:<10}" + "".join(f"{med(res[(senders, n)]['mbps'][s]):14.1f}" for n in names))
+                say("port drops" + "".join(f"{med(res[(senders, n)]['drops']):14.0f}" for n in names))
+                say("resends   " + "".join(f"{med(res[(senders, n)]['rtx']):14.0f}" for n in names[:3])
+                    + f"{'-':>14}")
+                say()
+            plot_incast(o, res)
+        if o.only in (None, "credits"):
+            res = credits(o, lines)
+            say(f"## credits: 1 MiB messages to rank 0, MTU 1500, budget 15 frames, floor 1; "
+                f"MB/s per sender, median of {o.repeats}")
+            say("others  mode   senders   static   demand   (aggregate: static  demand)")
+            for idle in (0, 2, 6, 14):
+                for mode in ("idle", "busy"):
+                    if (idle, mode, "static") not in res:
+                        continue
+                    st, de = res[(idle, mode, "static")], res[(idle, mode, "demand")]
+                    say(f"{idle:<7} {mode:<6} {st['senders']:>7} {med(st['per']):8.1f} {med(de['per']):8.1f}"
+                        f"   {med(st['agg']):16.1f} {med(de['agg']):7.1f}")
+            say()
+            plot_credits(o, res)
+        if o.only in (None, "pair"):
+            res = pair(o, lines)
+            say(f"## one sender alone, 6 links, MTU 9000: MB/s, median of {o.repeats}")
+            say("size          off   demand   demand/off")
+            for s in sorted(res["off"]):
+                a, b = med(res["off"][s]), med(res["demand"][s])
+                say(f"{s:<10} {a:7.1f} {b:8.1f} {b / a:12.2f}")
+            say()
+    finally:
+        vc("destroy", check=False)
+        with open(os.path.join(o.out, f"samples{suffix}.jsonl"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        with open(os.path.join(o.out, f"table{suffix}.txt"), "w") as f:
+            f.write("\n".join(text) + "\n")
+
+
+def _plt():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        return plt
+    except ImportError:
+        print("# matplotlib not found: no plots")
+        return None
+
+
+def plot_incast(o, res):
+    plt = _plt()
+    if plt is None:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, senders in zip(axes, (3, 6)):
+        for n in ("pmeth off", "pmeth static", "pmeth demand", "tcp"):
+            r = res[(senders, n)]
+            sizes = sorted(r["mbps"])
+            ax.plot(sizes, [med(r["mbps"][s]) for s in sizes], marker="o",
+                    label=f"{n} ({med(r['drops']):.0f} port drops)")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("message size (bytes)")
+        ax.set_title(f"{senders} senders -> 1 switch port")
+        ax.axhline(125, color="grey", lw=0.5)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("aggregate MB/s")
+    fig.tight_layout()
+    fig.savefig(os.path.join(o.out, "incast.png"), dpi=100)
+
+
+def plot_credits(o, res):
+    plt = _plt()
+    if plt is None:
+        return
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for mode, style in (("idle", "-"), ("busy", "--")):
+        for pol in ("static", "demand"):
+            xs = [i for i in (0, 2, 6, 14) if (i, mode, pol) in res]
+            ax.plot(xs, [med(res[(i, mode, pol)]["per"]) for i in xs], style, marker="o",
+                    label=f"{pol}, others {mode}")
+    ax.set_xlabel("other ranks in the job")
+    ax.set_ylabel("MB/s per sender (1 MiB messages)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(o.out, "credits.png"), dpi=100)
+
+
+if __name__ == "__main__":
+    main()
