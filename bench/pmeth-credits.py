@@ -18,6 +18,14 @@ payload verified:
            1,000 would at the default budget (173 frames at MTU 1500).
   pair     one sender alone over 6 links, MTU 9000: credits off against demand
            (what receiver-ready sending costs when there is nobody to share with).
+  nbr      seed 001's neighbour exchange (bench/xb-halo3d --star) on 4 and 7 hosts
+           through one switch per axis (vcluster nbr3sw / nbr6sw, MTU 9000): the centre
+           exchanges with every neighbour at once ("all") or +x+y+z first, then -x-y-z
+           ("phased"), 512 B - 1 MiB; pmeth with credits off and demand (tcp, over the
+           management network, carries only the collectives between non-neighbours).
+           The centre's MB/s (the bytes it sends per exchange over the time of one) and
+           the frames the switches dropped.  tcp itself is not run here: Open MPI's tcp
+           BTL refuses the connections between these routed, multi-homed hosts.
 
 Runs alternate between the variants and repeat R times (default 3); tables give
 medians.  Raw JSON lines and the jobs' stderr go to DIR (default
@@ -144,14 +152,38 @@ def pair(o, lines):
     return res
 
 
+def nbr(o, lines):
+    mgmt = [("btl_tcp_if_include", "198.19.255.0/24")]
+    variants = [("off", [("btl_pmeth_credits", "off")]), ("demand", [("btl_pmeth_credits", "demand")])]
+    res = {}
+    for topo in ("nbr3sw", "nbr6sw"):
+        vc("create", topo, "--mtu", "9000", "--force")
+        for rep in range(o.repeats):
+            for name, mca in variants:
+                d0 = switch_drops()
+                rows, rtx = job(os.path.join(o.out, "nbr"),
+                                [os.path.join(BUILD, "bench", "xb-halo3d"), "--star", "-m", "512:1m",
+                                 "-i", "50", "-w", "5"], "self,pmeth,tcp", mgmt + mca)
+                drops = switch_drops() - d0
+                r = res.setdefault((topo, name), {"all": {}, "phased": {}, "drops": [], "rtx": []})
+                r["drops"].append(drops)
+                r["rtx"].append(rtx)
+                for row in rows:
+                    r["all"].setdefault(row["size"], []).append(row["mbps"])
+                    r["phased"].setdefault(row["size"], []).append(row["phased_mbps"])
+                lines.append(json.dumps({"exp": "nbr", "topology": topo, "variant": name, "rep": rep,
+                                         "drops": drops, "retransmits": rtx, "rows": rows}))
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(BUILD, "pmeth-credits"))
-    ap.add_argument("--only", choices=["incast", "credits", "pair"])
+    ap.add_argument("--only", choices=["incast", "credits", "pair", "nbr"])
     o = ap.parse_args()
     os.makedirs(o.out, exist_ok=True)
-    exps = [o.only] if o.only else ["incast", "credits", "pair"]
+    exps = [o.only] if o.only else ["incast", "credits", "pair", "nbr"]
     for f in os.listdir(o.out):
         if f.endswith((".out", ".err")) and f.split(".")[0] in exps:
             os.unlink(os.path.join(o.out, f))
@@ -200,6 +232,23 @@ def main():
                 a, b = med(res["off"][s]), med(res["demand"][s])
                 say(f"{s:<10} {a:7.1f} {b:8.1f} {b / a:12.2f}")
             say()
+        if o.only in (None, "nbr"):
+            res = nbr(o, lines)
+            for topo in ("nbr3sw", "nbr6sw"):
+                say(f"## {topo}: the centre's MB/s, median of {o.repeats}; credits off | demand")
+                say("size         all off  all demand  phased off  phased demand  best")
+                rows = sorted(res[(topo, "off")]["all"])
+                best = {}
+                for sz in rows:
+                    v = [med(res[(topo, n)][m][sz]) for m in ("all", "phased") for n in ("off", "demand")]
+                    best[sz] = max(v)
+                    say(f"{sz:<10}" + "".join(f"{x:12.1f}" for x in v) + f"{best[sz]:8.1f}")
+                say("switch drops " + " ".join(f"{n}: {med(res[(topo, n)]['drops']):.0f}" for n in ("off", "demand"))
+                    + "   pmeth resends " + " ".join(f"{n}: {med(res[(topo, n)]['rtx']):.0f}" for n in ("off", "demand")))
+                worst = min(med(res[(topo, "demand")]["all"][sz]) / best[sz] for sz in rows)
+                say(f"demand, all at once: at least {worst:.2f} of the best curve at every size")
+                say()
+            plot_nbr(o, res)
     finally:
         vc("destroy", check=False)
         with open(os.path.join(o.out, f"samples{suffix}.jsonl"), "w") as f:
@@ -255,6 +304,28 @@ def plot_credits(o, res):
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(o.out, "credits.png"), dpi=100)
+
+
+def plot_nbr(o, res):
+    plt = _plt()
+    if plt is None:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, topo in zip(axes, ("nbr3sw", "nbr6sw")):
+        for n in ("off", "demand"):
+            r = res[(topo, n)]
+            sizes = sorted(r["all"])
+            ax.plot(sizes, [med(r["all"][s]) for s in sizes], "-", marker="o", ms=3,
+                    label=f"credits {n}, all at once ({med(r['drops']):.0f} switch drops a run)")
+            ax.plot(sizes, [med(r["phased"][s]) for s in sizes], ":", marker="s", ms=3,
+                    label=f"credits {n}, +xyz then -xyz")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel("centre MB/s")
+        ax.set_title(f"{topo}: neighbour exchange, one switch per axis")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(o.out, "nbr.png"), dpi=100)
 
 
 if __name__ == "__main__":

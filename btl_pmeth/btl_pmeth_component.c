@@ -281,9 +281,10 @@ static int pmeth_component_register(void)
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->apm_migrate_ms, OPAL_INFO_LVL_9);
 
     mca_btl_base_module_t *m = &mca_btl_pmeth;
-    /* above tcp (LOW): a job that names both uses pmeth for the peers it reaches;
-     * below vader and rsm, which carry on-host peers better */
-    m->btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 1;
+    /* above tcp (LOW + 100): a job that names both uses pmeth for the peers it
+     * reaches and tcp for the others; below vader and rsm (HIGH), which carry
+     * on-host peers better.  DEFAULT is where Open MPI puts network BTLs */
+    m->btl_exclusivity = MCA_BTL_EXCLUSIVITY_DEFAULT;
     /* clamped at init to one frame's payload (MTU + 14 - 56 bytes): by default
      * every message that fits one frame is eager, whatever the MTU */
     m->btl_eager_limit = 65536;

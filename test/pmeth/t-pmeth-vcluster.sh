@@ -43,6 +43,14 @@ check "the BTL copied no byte itself, sending or receiving (ob1 packs into ring 
     [ "$(copied "$LOG/p2p2")" = 0 ]
 check "every rank's summary is there (finalize ran)" [ "$(grep -c 'bytes copied by the BTL' "$LOG/p2p2.err")" = 2 ]
 
+# named beside tcp, pmeth carries the peers it reaches (ob1 takes the BTL of the highest
+# exclusivity: tcp's is 100)
+vc_mpirun --mca btl self,tcp,pmeth --mca btl_base_verbose 1 -- "$BENCH/xb-bw" -m 64k:64k -i 5 \
+    >"$LOG/withtcp" 2>"$LOG/withtcp.err"; rc=$?
+check "btl self,tcp,pmeth: ob1 sends to the remote peer over pmeth, not tcp" \
+    sh -c "[ $rc -eq 0 ] && [ \$(grep -c 'Using pmeth btl for send' '$LOG/withtcp.err') = 2 ] \
+           && ! grep -q 'Using tcp btl for send' '$LOG/withtcp.err'"
+
 pm "$LOG/p2p4" --ppn 2 --mca btl self,vader,pmeth -- "$P2P" -M 1048576; rc=$?
 p2p_tap "2 links, 2 ranks per host (vader on a host)" "$LOG/p2p4" $rc
 check "ranks on one host are not reached over pmeth (no hairpin): each rank probed one remote peer set" \
