@@ -48,6 +48,7 @@ vc create nbr6sw --force >/dev/null
 check "nbr6sw: the centre's one x link reaches both x neighbours through the x switch" \
     bash -c "$VC exec n0 -- ping -c1 -W2 -I x 198.18.0.2 >/dev/null && $VC exec n0 -- ping -c1 -W2 -I x 198.18.0.3 >/dev/null"
 check "nbr6sw: a +X neighbour reaches the -Z neighbour through the centre" quiet vc exec n1 -- ping -c1 -W2 198.18.2.7
+vc create nbr6 --force >/dev/null
 
 # idempotence: same create is a no-op keeping the namespaces; different layout refused
 check "create twice: second is a no-op" bash -c "$VC create nbr6 | grep -q 'already exists'"
