@@ -24,7 +24,9 @@ verified() { [ "$2" -eq 0 ] && grep -q '"verified":true' "$1" && grep -q 'all pa
 # apm N OUT FIELD: a figure of the path-migration summary, summed over the ranks
 apm() { grep -ho "[0-9]* $2" "$1.err" | awk '{s += $1} END {print s + 0}'; }
 said() { grep -c "$2" "$1.err"; }
-stream() { pm "$@" -- "$BENCH/xb-bw" -m 1M:1M -i 1200 -w 2; }
+# ITERS (default 1200) pairs of 1 MiB messages: ~3 s unshaped on this host, longer for a
+# fault schedule that must end within the stream
+stream() { pm "$@" -- "$BENCH/xb-bw" -m 1M:1M -i "${ITERS:-1200}" -w 2; }
 
 vc create pair --links 2 --rate 0 --force >/dev/null || { not_ok "create pair"; tap_done; exit; }
 
@@ -41,7 +43,8 @@ echo "# frames in flight moved to eth0: $(apm "$LOG/down" 'frames moved')"
 vc fault --clear >/dev/null
 
 # 2. the home link (the one small messages use) down, then back: migration and fail-back
-stream "$LOG/home" --mca btl self,pmeth --fault 2:down:n0/eth0 --fault 3:up:n0/eth0; rc=$?
+# (the fail-back comes ~0.1 s after the link is back: the stream must still run then)
+ITERS=2400 stream "$LOG/home" --mca btl self,pmeth --fault 2:down:n0/eth0 --fault 3:up:n0/eth0; rc=$?
 check "home link down and back: the stream completes, every byte verified" verified "$LOG/home" $rc
 check "the connection migrated on the fault (both ends) and failed back once eth0 passed its probes" \
     sh -c "[ $(apm "$LOG/home" 'on a fault') -ge 2 ] && [ $(apm "$LOG/home" 'fail-backs') -ge 1 ] \
