@@ -269,15 +269,15 @@ static inline uint64_t pmeth_now_ns(void)
     return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
-/* Frames EP may have in flight now: the reliability window, or the peer's
+/* Frames EP may have in flight at NOW: the reliability window, or the peer's
  * grant when that is less (pmeth_credit.h). */
-static inline uint32_t pmeth_send_limit(const mca_btl_base_endpoint_t *ep)
+static inline uint32_t pmeth_send_limit(const mca_btl_base_endpoint_t *ep, uint64_t now)
 {
     const mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     if (ep->grant.unlimited) {
         return c->wcfg.window;
     }
-    uint32_t allowed = pmeth_credit_allowed(&ep->grant, c->credit_floor, pmeth_now_ns());
+    uint32_t allowed = pmeth_credit_allowed(&ep->grant, c->credit_floor, now);
     return allowed < c->wcfg.window ? allowed : c->wcfg.window;
 }
 

@@ -608,13 +608,13 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     c->wcfg.fast_retransmit = c->fast_retransmit;
 
     uint32_t budget = c->credit_budget;
-    for (uint32_t i = 0; c->credit_budget == 0 && i < c->nlinks; i++) {
-        uint32_t per_link = c->rx_frames / 4 * 3;
-        uint32_t port = c->credit_port_bytes / (c->links[i].mtu + PMETH_WIRE_ETH_LEN);
-        if (c->credit_port_bytes > 0 && port < per_link) {
-            per_link = port;
+    if (budget == 0) {
+        /* per link: what its switch port holds, at most 3/4 of its receive ring */
+        for (uint32_t i = 0; i < c->nlinks; i++) {
+            uint32_t ring = c->rx_frames / 4 * 3;
+            uint32_t port = c->credit_port_bytes / (c->links[i].mtu + PMETH_WIRE_ETH_LEN);
+            budget += c->credit_port_bytes > 0 && port < ring ? port : ring;
         }
-        budget += per_link;
     }
     /* the static policy's split: HPVM's, over every peer of the job */
     uint32_t job_peers = pmeth_job_size() > 1 ? pmeth_job_size() - 1 : 1;

@@ -169,14 +169,13 @@ void pmeth_frag_complete(mca_btl_pmeth_frag_t *frag, int status)
     }
 }
 
-void pmeth_frag_posted(mca_btl_pmeth_frag_t *frag)
+void pmeth_frag_posted(mca_btl_pmeth_frag_t *frag, uint32_t limit)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     if (frag->base.des_cbfunc == NULL
         || (frag->state & (PMETH_FRAG_INTERNAL | PMETH_FRAG_CB_QUEUED | PMETH_FRAG_CB_DONE))) {
         return;
     }
-    uint32_t limit = pmeth_send_limit(frag->endpoint);
     if (!c->early_completion || pmeth_txwin_inflight(frag->endpoint->tx) + limit / 8 > limit) {
         frag->state |= PMETH_FRAG_CB_AT_ACK;
         frag->endpoint->cb_at_ack++;

@@ -56,7 +56,8 @@ void pmeth_frag_release_all(void);
 /* Acknowledged: call back unless done already, recycle when the BTL owns it or
  * ob1 freed it. */
 void pmeth_frag_complete(mca_btl_pmeth_frag_t *frag, int status);
-/* FRAG's frame was posted for the first time.  Its bytes stay in the ring until
+/* FRAG's frame was posted for the first time, its peer letting us have LIMIT
+ * frames in flight (pmeth_send_limit).  Its bytes stay in the ring until
  * the peer acknowledges them, so ob1 may be told at once that it is done with
  * the fragment: ob1 keeps only a few pipeline fragments of a message in flight
  * (pml_ob1_send_pipeline_depth) and sends the next on each callback, so a
@@ -65,7 +66,7 @@ void pmeth_frag_complete(mca_btl_pmeth_frag_t *frag, int status);
  * (pmeth_credit.h), is nearly used up the callback waits for the ack after all:
  * a fragment ob1 could not place then is retried on a callback, so one must
  * still come. */
-void pmeth_frag_posted(mca_btl_pmeth_frag_t *frag);
+void pmeth_frag_posted(mca_btl_pmeth_frag_t *frag, uint32_t limit);
 /* The callbacks due since the last call (progress, not inside ob1's send). */
 int pmeth_frag_drain_done(void);
 

@@ -275,7 +275,7 @@ static mca_btl_pmeth_frag_t *frag_for(mca_btl_base_endpoint_t *ep, size_t size, 
      * for a grant: they are single frames, and ob1 must not retry them */
     if (!must_wait && !(flags & MCA_BTL_DES_FLAGS_PRIORITY) && ep->tx != NULL
         && !ep->grant.unlimited && ep->cb_at_ack > 0
-        && pmeth_txwin_inflight(ep->tx) >= pmeth_send_limit(ep)) {
+        && pmeth_txwin_inflight(ep->tx) >= pmeth_send_limit(ep, pmeth_now_ns())) {
         pmeth_frag_put(frag);
         c->refused++;
         if (!ep->credit_blocked) {

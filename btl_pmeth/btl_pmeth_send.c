@@ -57,7 +57,7 @@ static void put_acks(mca_btl_base_endpoint_t *ep, void *frame)
     pmeth_rxwin_ack_fields(ep->rx, &ack, &sack);
     pmeth_wire_set_ack(frame, ack, sack);
     if (c->credits.policy != PMETH_CREDIT_OFF) {
-        uint32_t share = pmeth_credit_share(&c->credits, pmeth_now_ns());
+        uint32_t share = pmeth_credit_share(&c->credits);
         pmeth_wire_set_credit(frame, pmeth_credit_encode(&c->credits, share));
     }
     if (pmeth_rxwin_echo(ep->rx, &echo_seq, &echo_xmit)) {
@@ -67,7 +67,7 @@ static void put_acks(mca_btl_base_endpoint_t *ep, void *frame)
 
 /* Write the headers of FRAG's frame (addresses of its path, its sequence
  * number, the acks we owe the peer) and post it. */
-static void post_frame(mca_btl_pmeth_frag_t *frag)
+static void post_frame(mca_btl_pmeth_frag_t *frag, uint64_t now)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     mca_btl_base_endpoint_t *ep = frag->endpoint;
@@ -84,19 +84,18 @@ static void post_frame(mca_btl_pmeth_frag_t *frag)
     put_acks(ep, frame);
     pmeth_rxwin_ack_sent(ep->rx);
     c->acks_piggybacked++;
-    if (!ep->grant.unlimited) {
+    uint32_t limit = pmeth_send_limit(ep, now);
+    if (!ep->grant.unlimited && pmeth_txwin_inflight(ep->tx) >= limit
+        && frag->seq - ep->more_seq >= (limit + 1) / 2) {
         /* the grant is used up: this frame asks for an ack at once (and a new
          * grant with it), but only every half grant, so that a sender held at
          * its grant does not draw an ack for every frame */
-        uint32_t limit = pmeth_send_limit(ep);
-        if (pmeth_txwin_inflight(ep->tx) >= limit && frag->seq - ep->more_seq >= (limit + 1) / 2) {
-            pmeth_wire_set_more(frame, true);
-            ep->more_seq = frag->seq;
-            c->credit_asked++;
-        }
+        pmeth_wire_set_more(frame, true);
+        ep->more_seq = frag->seq;
+        c->credit_asked++;
     }
     pmeth_ring_tx_post(link->ring, frag->frame_id, frag->frame_len);
-    pmeth_frag_posted(frag);
+    pmeth_frag_posted(frag, limit);
     link->frames_out++;
     link->bytes_out += frag->frame_len;
     link->unkicked++;
@@ -123,7 +122,7 @@ static bool try_send(mca_btl_pmeth_frag_t *frag, uint64_t now)
     }
     frag->seq = pmeth_txwin_push(ep->tx, (uintptr_t) frag, now, ep->paths[frag->path].local);
     frag->state |= PMETH_FRAG_IN_WINDOW;
-    post_frame(frag);
+    post_frame(frag, now);
     return true;
 }
 

@@ -57,7 +57,7 @@ void pmeth_credit_pool_init(pmeth_credit_pool_t *p, pmeth_credit_policy_t policy
     p->floor = floor > 0 ? floor : 1;
     p->budget = budget > p->floor ? budget : p->floor;
     p->window = window > 0 ? window : 1;
-    p->unit = window / 256 > 1 ? window / 256 : 1;
+    p->unit = pmeth_credit_unit(p->window);
     p->static_peers = static_peers > 0 ? static_peers : 1;
     p->epoch_ns = epoch_ns > 0 ? epoch_ns : 1;
     p->epoch_start = now;
@@ -74,24 +74,13 @@ void pmeth_credit_arrival(pmeth_credit_pool_t *p, pmeth_credit_peer_t *peer, uin
     }
     roll(p, now);
     if (peer->epoch != p->epoch) {
-        /* first frame of this epoch from it; it may have been counted in the
-         * previous one already, which the max() in compute_share accounts for */
+        /* first frame of this epoch from it (always so after a roll); it may
+         * have been counted in the previous one already, which the max() in
+         * compute_share accounts for */
         peer->epoch = p->epoch;
         p->active_now++;
         refresh(p);
     }
-}
-
-uint32_t pmeth_credit_share(pmeth_credit_pool_t *p, uint64_t now)
-{
-    if (p->policy == PMETH_CREDIT_DEMAND) {
-        uint32_t epoch = p->epoch;
-        roll(p, now);
-        if (epoch != p->epoch) {
-            refresh(p);
-        }
-    }
-    return p->share;
 }
 
 uint8_t pmeth_credit_encode(const pmeth_credit_pool_t *p, uint32_t frames)

@@ -84,17 +84,25 @@ void pmeth_credit_pool_init(pmeth_credit_pool_t *p, pmeth_credit_policy_t policy
                             uint64_t epoch_ns, uint64_t now);
 /* A DATA frame of PEER arrived at NOW: PEER is active (demand). */
 void pmeth_credit_arrival(pmeth_credit_pool_t *p, pmeth_credit_peer_t *peer, uint64_t now);
-/* The grant of an active peer now, in frames beyond its cumulative ack
- * (PMETH_CREDIT_UNLIMITED when the policy is OFF). */
-uint32_t pmeth_credit_share(pmeth_credit_pool_t *p, uint64_t now);
+/* The grant of an active peer, in frames beyond its cumulative ack
+ * (PMETH_CREDIT_UNLIMITED when the policy is OFF).  Recomputed as frames
+ * arrive (pmeth_credit_arrival moves the epochs on), which is all it needs:
+ * grants go out in the acks that answer those frames, and a peer that starts
+ * after a quiet spell is counted, afresh, by its own first frame. */
+static inline uint32_t pmeth_credit_share(const pmeth_credit_pool_t *p) { return p->share; }
 /* The byte that carries a grant of FRAMES (rounded down to the unit, never
  * below the floor's; 255 from the window up). */
 uint8_t pmeth_credit_encode(const pmeth_credit_pool_t *p, uint32_t frames);
+/* Frames one step of the wire byte stands for, for a window of WINDOW frames. */
+static inline uint32_t pmeth_credit_unit(uint32_t window)
+{
+    return window / 256 > 1 ? window / 256 : 1;
+}
 /* The frames a wire byte grants, for a window of WINDOW frames. */
 static inline uint32_t pmeth_credit_decode(uint8_t byte, uint32_t window)
 {
-    uint32_t unit = window / 256 > 1 ? window / 256 : 1;
-    return byte == PMETH_CREDIT_WIRE_UNLIMITED ? PMETH_CREDIT_UNLIMITED : (uint32_t) byte * unit;
+    return byte == PMETH_CREDIT_WIRE_UNLIMITED ? PMETH_CREDIT_UNLIMITED
+                                               : (uint32_t) byte * pmeth_credit_unit(window);
 }
 
 /* ---- sender: one per peer ---- */

@@ -15,45 +15,45 @@ static void test_policies(void)
 {
     pmeth_credit_pool_t p;
     pmeth_credit_pool_init(&p, PMETH_CREDIT_OFF, 768, 8, 256, 15, 5 * MS, 0);
-    CHECK(pmeth_credit_share(&p, 0) == PMETH_CREDIT_UNLIMITED
-              && pmeth_credit_encode(&p, pmeth_credit_share(&p, 0)) == PMETH_CREDIT_WIRE_UNLIMITED,
+    CHECK(pmeth_credit_share(&p) == PMETH_CREDIT_UNLIMITED
+              && pmeth_credit_encode(&p, pmeth_credit_share(&p)) == PMETH_CREDIT_WIRE_UNLIMITED,
           "OFF: no limit, sent as 255");
 
     pmeth_credit_pool_init(&p, PMETH_CREDIT_STATIC, 768, 8, 256, 15, 5 * MS, 0);
-    CHECK(pmeth_credit_share(&p, 0) == 51, "STATIC: 768 frames over 15 peers = 51 each (%u)",
-          pmeth_credit_share(&p, 0));
+    CHECK(pmeth_credit_share(&p) == 51, "STATIC: 768 frames over 15 peers = 51 each (%u)",
+          pmeth_credit_share(&p));
     pmeth_credit_pool_init(&p, PMETH_CREDIT_STATIC, 768, 8, 256, 999, 5 * MS, 0);
-    CHECK(pmeth_credit_share(&p, 0) == 8, "STATIC: never below the floor");
+    CHECK(pmeth_credit_share(&p) == 8, "STATIC: never below the floor");
     pmeth_credit_pool_init(&p, PMETH_CREDIT_STATIC, 768, 8, 256, 1, 5 * MS, 0);
-    CHECK(pmeth_credit_share(&p, 0) == 256 && pmeth_credit_encode(&p, 256) == 255,
+    CHECK(pmeth_credit_share(&p) == 256 && pmeth_credit_encode(&p, 256) == 255,
           "no grant beyond the reliability window (sent as 255)");
 
     pmeth_credit_peer_t a = {0}, b = {0}, c = {0};
     pmeth_credit_pool_init(&p, PMETH_CREDIT_DEMAND, 300, 8, 1024, 15, 5 * MS, 1000);
-    CHECK(pmeth_credit_share(&p, 1000) == 300, "DEMAND, nobody sending yet: the whole budget");
+    CHECK(pmeth_credit_share(&p) == 300, "DEMAND, nobody sending yet: the whole budget");
     pmeth_credit_arrival(&p, &a, 2000);
     pmeth_credit_arrival(&p, &a, 3000);
-    CHECK(pmeth_credit_share(&p, 3000) == 300 && p.active_now == 1,
+    CHECK(pmeth_credit_share(&p) == 300 && p.active_now == 1,
           "one sender, many frames: counted once, the whole budget");
     pmeth_credit_arrival(&p, &b, 4000);
-    CHECK(pmeth_credit_share(&p, 4000) == 150, "a second sender: half each");
+    CHECK(pmeth_credit_share(&p) == 150, "a second sender: half each");
     pmeth_credit_arrival(&p, &c, 5000);
-    CHECK(pmeth_credit_share(&p, 5000) == 100, "a third: a third each");
+    CHECK(pmeth_credit_share(&p) == 100, "a third: a third each");
     /* next epoch: only a keeps sending; b and c still may hold leases */
     pmeth_credit_arrival(&p, &a, 1000 + 5 * MS + 10);
-    CHECK(pmeth_credit_share(&p, 1000 + 5 * MS + 10) == 100,
+    CHECK(pmeth_credit_share(&p) == 100,
           "an epoch later the quiet ones still count (their leases may run)");
     pmeth_credit_arrival(&p, &a, 1000 + 10 * MS + 10);
-    CHECK(pmeth_credit_share(&p, 1000 + 10 * MS + 10) == 300,
+    CHECK(pmeth_credit_share(&p) == 300,
           "two epochs later they are taken back: the sender left gets it all");
-    CHECK(pmeth_credit_share(&p, 1000 + 30 * MS) == 300 && p.active_now == 0
-              && p.active_before == 0,
-          "nobody for several epochs: counts cleared, the whole budget");
     uint64_t moves = p.share_changes;
     pmeth_credit_arrival(&p, &b, 1000 + 30 * MS + 1);
+    CHECK(pmeth_credit_share(&p) == 300 && p.active_now == 1 && p.active_before == 0
+              && p.share_changes == moves,
+          "after several quiet epochs b's frame clears the old counts: b alone, the whole budget");
     pmeth_credit_arrival(&p, &c, 1000 + 30 * MS + 2);
-    CHECK(pmeth_credit_share(&p, 1000 + 30 * MS + 2) == 150 && p.share_changes == moves + 1,
-          "b and c come back: half each, one credit move counted");
+    CHECK(pmeth_credit_share(&p) == 150 && p.share_changes == moves + 1,
+          "c comes back too: half each, one credit move counted");
 }
 
 static void test_wire_byte(void)
@@ -159,7 +159,7 @@ static uint32_t simulate(pmeth_credit_policy_t pol, int sending, uint32_t budget
             acked[rr]++;
             k++;
             pmeth_credit_arrival(&pool, &peer[rr], now);
-            uint8_t byte = pmeth_credit_encode(&pool, pmeth_credit_share(&pool, now));
+            uint8_t byte = pmeth_credit_encode(&pool, pmeth_credit_share(&pool));
             pmeth_credit_grant_update(&grant[rr], pol != PMETH_CREDIT_OFF, byte, acked[rr], window,
                                       now, epoch);
         }
