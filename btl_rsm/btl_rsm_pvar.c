@@ -80,8 +80,8 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
     [PV_V_POOL_GROWS] = {"verbs_pool_grows", "Chunks this rank added, as a sender, to its pools "
                          "on other hosts (one pool per destination host; it grows only while "
                          "fragments keep finding it full, up to btl_rsm_verbs_pool_chunks), "
-                         "counted when a chunk is made, as its memory is: it is used once every "
-                         "receiver there has mapped it"},
+                         "counted once every receiver there has mapped the chunk and it is in "
+                         "use (its memory is in verbs_registered_bytes from when it is made)"},
     [PV_V_BAD_HANDSHAKES] = {"verbs_bad_handshakes", "Connection handshake messages dropped "
                              "because they failed the checks"},
 };

@@ -843,6 +843,7 @@ static void group_check_grown(rsm_vgroup_t *g)
     }
     g->chunks = g->made;
     g->area.lay = &c->vlayouts[g->chunks];
+    c->v_grows++;       /* a chunk in use (pvar verbs_pool_grows) */
     group_growth_done(g);
     RSM_VERBOSE(10, "the pool for %s grew to %u chunks (%zu bytes) in %.1f ms",
                 g->host != NULL ? g->host : "one peer", g->chunks, g->chunks * vs.pool_bytes,
@@ -857,7 +858,6 @@ static void group_abandon_growth(rsm_vgroup_t *g, const char *why)
         return;
     }
     group_drop_chunk(g);
-    mca_btl_rsm_component.v_grows--;    /* counted when it was made */
     g->grow_failed = true;
     group_growth_done(g);
     RSM_VERBOSE(1, "the pool for %s stays at %u chunks: %s", g->host != NULL ? g->host : "one peer",
@@ -878,7 +878,6 @@ void rsm_verbs_pool_full(mca_btl_base_endpoint_t *ep)
                     g->host != NULL ? g->host : "one peer", g->chunks, reg_error(errno));
         return;
     }
-    c->v_grows++;       /* as the chunk's memory: from now (pvar verbs_pool_grows) */
     vs.growing++;
     g->grow_ns = now_ns();
     for (uint32_t i = 0; i < vs.n_eps; i++) {

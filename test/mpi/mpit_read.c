@@ -30,12 +30,13 @@
  *                       connections are made), "verbs-idle: connected", then both
  *                       wait in MPI_Recv for a message nobody sends: a job that is
  *                       connected and idle, for the port-down check
- *   mpit_read verbs-grow     4 ranks, 0 and 1 on one host, 2 and 3 on another: a
+ *   mpit_read verbs-grow [G]  4 ranks, 0 and 1 on one host, 2 and 3 on another: a
  *                       verified all-pairs exchange of 100 B (every connection made,
- *                       every pool one chunk), then rank 0 streams 24 verified
- *                       messages of 256 KiB to ranks 2 and 3 (its pool on their host
- *                       may grow); then the same lines as verbs-memory, and rank 0's
- *                       "verbs-grow: stream S bytes in T s"
+ *                       every pool one chunk), then rank 0 streams verified messages
+ *                       of 256 KiB to ranks 2 and 3 (its pool on their host may
+ *                       grow): 24, and more until its btl_rsm_verbs_pool_grows is G
+ *                       (0 unless given; at most 480); then the same lines as
+ *                       verbs-memory, and rank 0's "verbs-grow: stream S bytes in T s"
  * Rank 0 prints TAP; the exit status is 1 when a check failed.
  */
 #include <glob.h>
@@ -418,10 +419,10 @@ static void mode_verbs_idle(void)
  * from each, all at once; the payloads depend on (sender, receiver, tag).
  * Then the verbs back end's registered bytes: by now every connection this
  * rank sends or receives on exists.  Rank 0 prints them per rank. */
-static void mode_verbs_memory(int size, bool grow)
+static void mode_verbs_memory(int size, int grow_to)
 {
     enum { SMALL = 100, LARGE = 64 * 1024, TAG_S = 30, TAG_L = 31, TAG_G = 32 };
-    enum { NSTREAM = 24, STREAM = 256 * 1024, WINDOW = 4 };
+    enum { NSTREAM = 24, MAXSTREAM = 480, STREAM = 256 * 1024, WINDOW = 4 };
     static const char *const vn[3] = {"verbs_registered_bytes", "verbs_registered_shared_bytes",
                                       "verbs_pool_grows"};
     MPI_T_pvar_session vs;
@@ -431,7 +432,7 @@ static void mode_verbs_memory(int size, bool grow)
     check(all_have, "MPI_T performance variables btl_rsm_verbs_registered_bytes, "
           "_registered_shared_bytes and _pool_grows are there on every rank%s",
           all_have ? "" : " (MISSING)");
-    const size_t large = grow ? 0 : LARGE, per = SMALL + large;
+    const size_t large = grow_to >= 0 ? 0 : LARGE, per = SMALL + large;
     unsigned char *sbuf = malloc(per * (size_t) size), *rbuf = malloc(per * (size_t) size);
     MPI_Request *req = malloc(4 * (size_t) size * sizeof(*req));
     int nreq = 0;
@@ -473,16 +474,22 @@ static void mode_verbs_memory(int size, bool grow)
         }
     }
     double t_stream = 0;
-    if (grow) {
-        /* rank 0 to ranks 2 and 3 in turn, WINDOW messages in flight, each verified */
+    if (grow_to >= 0) {
+        /* rank 0 to ranks 2 and 3 in turn, WINDOW messages in flight, each verified:
+         * at least NSTREAM messages, and on until rank 0's pool_grows reaches grow_to
+         * (growth waits for btl_rsm_verbs_grow_after pool-full events, and how many a
+         * stream meets depends on how fast the receivers drain: a fixed length would
+         * make the count a race), at most MAXSTREAM */
         unsigned char *sb = malloc((size_t) WINDOW * STREAM);
         MPI_Request sr[WINDOW];
         long sbad = 0;
+        int sent = 0, more = 1;
+        unsigned long grows = 0;
         MPI_Barrier(MPI_COMM_WORLD);
         double ts = MPI_Wtime();
-        for (int k = 0; k < NSTREAM; k += WINDOW) {
+        for (int k = 0; more; k += WINDOW) {
             int n = 0;
-            for (int j = k; j < k + WINDOW && j < NSTREAM; j++) {
+            for (int j = k; j < k + WINDOW; j++) {
                 int peer = 2 + j % 2;
                 unsigned char *b = sb + (size_t) (j - k) * STREAM;
                 if (rank == 0) {
@@ -493,20 +500,26 @@ static void mode_verbs_memory(int size, bool grow)
                 }
             }
             MPI_Waitall(n, sr, MPI_STATUSES_IGNORE);
-            for (int j = k; rank >= 2 && j < k + WINDOW && j < NSTREAM; j++) {
+            for (int j = k; rank >= 2 && j < k + WINDOW; j++) {
                 if (2 + j % 2 == rank
                     && xb_mismatch(sb + (size_t) (j - k) * STREAM, STREAM, xb_seed(0, (uint64_t) j, TAG_G)) >= 0) {
                     sbad++;
                 }
             }
+            sent = k + WINDOW;
+            if (rank == 0 && have && MPI_T_pvar_read(vs, vh[2], &grows) != MPI_SUCCESS) {
+                grows = 0;
+            }
+            more = sent < NSTREAM || ((long) grows < grow_to && sent < MAXSTREAM);
+            MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
         }
         t_stream = MPI_Wtime() - ts;
         long all_sbad = 0;
         MPI_Reduce(&sbad, &all_sbad, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
         check(all_sbad == 0, "rank 0 streamed %d messages of %d B to ranks 2 and 3, all verified "
-              "(%ld bad)", NSTREAM, STREAM, all_sbad);
+              "(%ld bad)", sent, STREAM, all_sbad);
         if (rank == 0) {
-            printf("verbs-grow: stream %d bytes in %.2f s\n", NSTREAM * STREAM, t_stream);
+            printf("verbs-grow: stream %lld bytes in %.2f s\n", (long long) sent * STREAM, t_stream);
         }
         free(sb);
     }
@@ -605,7 +618,7 @@ int main(int argc, char **argv)
         } else if (strcmp(mode, "verbs") == 0) {
             mode_verbs();
         } else {
-            mode_verbs_memory(size, verbs_grow);
+            mode_verbs_memory(size, verbs_grow ? (argc > 2 ? atoi(argv[2]) : 0) : -1);
         }
         if (rank == 0) {
             printf("1..%d\n", tap_n);
