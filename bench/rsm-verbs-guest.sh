@@ -5,7 +5,9 @@
 #
 #   bench/rsm-verbs-guest.sh [REPEATS] [LAT_SIZES] [BW_SIZES]      (defaults 3 0:512 4K:4M)
 #
-# Each repeat runs, in turn, every transport's ping-pong (xb-latency), streaming (xb-bw,
+# Transports: rsm (defaults: single copy by RDMA read past the eager limit), rsm-2copy (single
+# copy off: the pipelined two-copy path through the pool), ucx, tcp.  Each repeat runs, in
+# turn, every transport's ping-pong (xb-latency), streaming (xb-bw,
 # window 64) and bi-directional (xb-bibw) benchmark, 1 rank per host, payloads verified,
 # then perftest's floors; the table gives medians over the repeats and rsm's ratio to ucx
 # and tcp.  Everything is emulated: the guest's two vCPUs run both hosts, their NICs and
@@ -22,7 +24,7 @@ OUT=${OUT:-$TOP_BUILDDIR/rsm-verbs-guest}
 guest_require veth bridge overlay crc32_generic rdma_rxe
 mkdir -p "$OUT"
 guest_prepare
-guest_boot $((600 + REPEATS * 400)) 3072 2 "$TOP/bench/rsm_verbs_guest_bench.sh" \
+guest_boot $((600 + REPEATS * 550)) 3072 2 "$TOP/bench/rsm_verbs_guest_bench.sh" \
     "$TOP_BUILDDIR" "$REPEATS" "$LAT" "$BW"
 cp "$GUEST_WORK/out" "$OUT/console.txt"
 grep -q '^xbguest-bench-done' "$OUT/console.txt" ||
@@ -49,13 +51,15 @@ for bench, unit in (('xb-latency', 'us (half round trip)'), ('xb-bw', 'MB/s'), (
         continue
     fk = 'lat' if bench == 'xb-latency' else 'bw'
     print(f'\n{bench}, {unit}, medians of {max(len(v) for k in keys for v in rows[k].values())} repeats')
-    print(f'{"size":>9} {"rsm":>10} {"ucx":>10} {"tcp":>10} {"rsm/ucx":>8} {"rsm/tcp":>8} {"floor":>10}')
+    print(f'{"size":>9} {"rsm":>10} {"rsm-2copy":>10} {"ucx":>10} {"tcp":>10} {"rsm/2copy":>9} '
+          f'{"rsm/ucx":>8} {"rsm/tcp":>8} {"floor":>10}')
     for k in keys:
-        m = {t: med(rows[k].get(t, [])) for t in ('rsm', 'ucx', 'tcp')}
+        m = {t: med(rows[k].get(t, [])) for t in ('rsm', 'rsm-2copy', 'ucx', 'tcp')}
         fl = floors.get((fk, k[1]))
         fs = f'{med(fl):10.2f}' if fl else f'{"":>10}'
-        print(f'{k[1]:>9} {m["rsm"]:10.2f} {m["ucx"]:10.2f} {m["tcp"]:10.2f} '
-              f'{m["rsm"] / m["ucx"]:8.2f} {m["rsm"] / m["tcp"]:8.2f} {fs}')
+        print(f'{k[1]:>9} {m["rsm"]:10.2f} {m["rsm-2copy"]:10.2f} {m["ucx"]:10.2f} {m["tcp"]:10.2f} '
+              f'{m["rsm"] / m["rsm-2copy"]:9.2f} {m["rsm"] / m["ucx"]:8.2f} {m["rsm"] / m["tcp"]:8.2f} {fs}')
 print('\nfloor: perftest on the same devices (ib_write_lat typical us; ib_write_bw average MB/s)')
-print('lower is better for latency, higher for bandwidth; ratios are rsm / other')
+print('lower is better for latency, higher for bandwidth; ratios are rsm / other; rsm-2copy is rsm with '
+      'btl_rsm_verbs_single_copy_min SIZE_MAX (every message through the pool)')
 EOF

@@ -16,6 +16,8 @@ gh_up 2 > "$W/up.log" 2>&1 || { echo "# hosts did not come up"; cat "$W/up.log";
 
 declare -A how
 how[rsm]="--mca pml ob1 --mca btl self,rsm"
+# the same without single copy: every message through the pool (the two-copy pipeline)
+how[rsm-2copy]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_single_copy_min 18446744073709551615"
 how[ucx]="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,rc_verbs,ud_verbs -x UCX_UD_VERBS_ETH_DGID_CHECK=n"
 how[tcp]="--mca pml ob1 --mca btl self,tcp"
 
@@ -37,7 +39,7 @@ counters() {
 }
 echo "# placement inside TCG is meaningless: both hosts share the guest's 2 vCPUs"
 for ((r = 1; r <= REPEATS; r++)); do
-    for t in rsm ucx tcp; do
+    for t in rsm rsm-2copy ucx tcp; do
         for b in xb-latency xb-bw xb-bibw; do
             sizes=$BW iters=(-i 100 -w 5)
             [ "$b" = xb-latency ] && sizes=$LAT iters=(-i 1000 -w 50)

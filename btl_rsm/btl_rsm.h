@@ -202,6 +202,7 @@ typedef struct mca_btl_rsm_component_t {
     unsigned int verbs_sq_depth, verbs_srq_depth, verbs_signal, verbs_connect_timeout_ms;
     int verbs_gid_index;
     unsigned int verbs_timeout, verbs_retry_count;
+    size_t verbs_single_copy_min;   /* smallest message to a remote peer sent by RDMA read */
 
     /* this rank */
     uint32_t my_local_rank, nlocal;
@@ -216,7 +217,8 @@ typedef struct mca_btl_rsm_component_t {
     uint64_t seen_gen;
     bool accept_pending;            /* a doorbell rang for a peer we do not know yet */
     volatile uint64_t probe_word;
-    bool single_copy_on;
+    bool single_copy_on;            /* CMA gets for peers on this host */
+    bool verbs_single_copy_on;      /* RDMA-read gets for peers on other hosts */
 
     mca_btl_base_endpoint_t **by_local_rank;
     mca_btl_base_endpoint_t **inbound;   /* polled by progress */
@@ -246,6 +248,9 @@ typedef struct mca_btl_rsm_component_t {
     uint64_t v_grows;               /* pools (per sender and destination host) grown a chunk */
     uint64_t v_registered;          /* bytes registered now */
     uint64_t v_registered_shared;   /* of those, pools mapped from another local rank's segment */
+    uint64_t v_reads, v_read_bytes;         /* single-copy RDMA reads done as a receiver */
+    uint64_t v_user_registered;     /* bytes of user buffers registered now (rcache) */
+    uint64_t v_user_registrations;  /* user-buffer registrations made (cache misses) */
     bool verbs_open;                /* the RDMA back end is up (progress polls it) */
     bool in_progress;
 } mca_btl_rsm_component_t;
@@ -273,6 +278,15 @@ void rsm_verbs_pool_full(mca_btl_base_endpoint_t *ep);   /* no blocks for EP's n
 void rsm_verbs_finalize(void);
 void rsm_verbs_counters(uint64_t *sent_inline, uint64_t *sent_inline_bytes, uint64_t *sent_pool,
                         uint64_t *sent_pool_bytes);
+/* Single copy between hosts: a user buffer registered with the device (through
+ * Open MPI's registration cache), and the receiver's RDMA read of a sender's
+ * buffer over the sender's own connection to it (btl_rsm_get.c dispatches). */
+struct mca_btl_base_registration_handle_t *rsm_verbs_register(void *base, size_t size);
+int rsm_verbs_deregister(struct mca_btl_base_registration_handle_t *handle);
+int rsm_verbs_get(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t remote_address,
+                  struct mca_btl_base_registration_handle_t *local_handle,
+                  struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                  mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
 
 /* btl_rsm_endpoint.c */
 int rsm_endpoint_connect(mca_btl_base_endpoint_t *ep);
@@ -304,7 +318,17 @@ int rsm_send_pending(mca_btl_base_endpoint_t *ep);
 /* btl_rsm_send.c: an internal inline message (tag RSM_TAG_HELP); false if no room */
 bool rsm_send_internal(mca_btl_base_endpoint_t *ep, uint8_t tag, const void *data, size_t len);
 
-/* btl_rsm_get.c: single copy */
+/* btl_rsm_get.c: single copy.  A registration handle; its first
+ * btl_registration_handle_size bytes (RSM_HANDLE_WIRE) travel in ob1's RGET header
+ * to the receiver, which needs the rkey of a verbs registration.  A CMA
+ * registration needs nothing from the wire (its rkey is 0). */
+enum { RSM_REG_TOKEN = 0, RSM_REG_CMA = 1, RSM_REG_VERBS = 2 };
+struct mca_btl_base_registration_handle_t {
+    uint32_t rkey;                  /* verbs: the region's remote key */
+    uint32_t lkey;                  /* verbs: its local key (of no use to the peer) */
+    uint32_t kind;                  /* RSM_REG_*; local only, never sent */
+};
+#define RSM_HANDLE_WIRE (2 * sizeof(uint32_t))
 #define RSM_TAG_HELP MCA_BTL_TAG_MAX    /* never a registered tag: cannot reach ob1 */
 int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
             uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,

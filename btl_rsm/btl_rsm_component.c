@@ -212,6 +212,17 @@ static int rsm_component_register(void)
     reg("verbs_connect_timeout_ms", "Give up connecting to a peer that has not answered the "
         "connection request (resent every 200 ms) within this many ms",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_connect_timeout_ms, OPAL_INFO_LVL_5);
+    /* 0: every rendezvous message.  In the soft-RoCE guest single copy beat the
+     * two-copy pipeline from the eager limit on: bw 1.4-1.8x at 16-64 KiB, 1.1-1.4x
+     * at 128 KiB-4 MiB, bibw 1.7-2.7x (btl_rsm/README.md, "Single copy between hosts") */
+    c->verbs_single_copy_min = 0;
+    reg("verbs_single_copy_min", "With btl_rsm_single_copy on: contiguous messages past the eager "
+        "limit to a peer on another host, of at least this many bytes, are read by the receiver "
+        "straight from the sender's buffer with one RDMA read (both buffers registered through "
+        "Open MPI's registration cache, rcache grdma); shorter ones take the pipelined two-copy "
+        "path through the pool.  0: every such message.  SIZE_MAX (18446744073709551615): never",
+        MCA_BASE_VAR_TYPE_SIZE_T,
+        &c->verbs_single_copy_min, OPAL_INFO_LVL_4);
     c->verbs_timeout = 18;
     reg("verbs_timeout", "RC retransmission timeout, InfiniBand encoding: 4.096 us x 2^value "
         "(0-31; default 18, 1.07 s, as UCX).  Too short and a loaded host (or soft-RoCE under "
@@ -250,7 +261,7 @@ static int rsm_component_register(void)
     m->btl_latency = 1;
     m->btl_bandwidth = 40000;
     m->btl_flags = MCA_BTL_FLAGS_SEND | (c->single_copy ? MCA_BTL_FLAGS_GET : 0);
-    m->btl_registration_handle_size = 0;
+    m->btl_registration_handle_size = RSM_HANDLE_WIRE;    /* a verbs rkey (btl_rsm.h) */
     m->btl_get_limit = SIZE_MAX;
     m->btl_get_alignment = 0;
     m->btl_get_local_registration_threshold = 0;
@@ -356,6 +367,7 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     }
     c->params = rsm_layout_fingerprint(&c->layout);
     bool have_verbs = c->verbs_open = rsm_verbs_init();
+    c->verbs_single_copy_on = have_verbs && c->single_copy && c->verbs_single_copy_min != SIZE_MAX;
     if (!have_local && !have_verbs) {
         RSM_VERBOSE(10, "no other rank on this node and no RDMA back end: no module");
         return NULL;
@@ -363,8 +375,10 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     OBJ_CONSTRUCT(&c->lock, opal_recursive_mutex_t);
     lock_constructed = true;
     if (!have_local) {
-        /* no CMA across hosts, and never a put pipeline (below) */
-        m->btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_GET;
+        /* no CMA (single copy only by RDMA read), and never a put pipeline (below) */
+        if (!c->verbs_single_copy_on) {
+            m->btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_GET;
+        }
         m->btl_min_rdma_pipeline_size = SIZE_MAX;
         c->single_copy_on = false;
         goto modules;
@@ -392,14 +406,17 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
      * btl_min_rdma_pipeline_size) because we are in the endpoint's rdma list.  With
      * no put that must never happen: the whole message goes by the send pipeline. */
     m->btl_min_rdma_pipeline_size = SIZE_MAX;
-    if ((m->btl_flags & MCA_BTL_FLAGS_GET) && c->single_copy_min == SIZE_MAX) {
-        /* no message would be sent by get: do not offer it (no CMA probe, no
-         * PR_SET_PTRACER, not in ob1's rdma list): exactly the single-copy-off path */
-        m->btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_GET;
+    c->single_copy_on = (m->btl_flags & MCA_BTL_FLAGS_GET) != 0;
+    if (c->single_copy_on && c->single_copy_min == SIZE_MAX) {
+        /* no message would be sent by CMA: no probe, no PR_SET_PTRACER: exactly the
+         * single-copy-off path (and not in ob1's rdma list unless RDMA reads are on) */
+        c->single_copy_on = false;
         RSM_VERBOSE(10, "single copy allowed but btl_rsm_single_copy_min is SIZE_MAX: not "
                     "offered; large messages take the pipelined two-copy path");
     }
-    c->single_copy_on = (m->btl_flags & MCA_BTL_FLAGS_GET) != 0;
+    if (!c->single_copy_on && !c->verbs_single_copy_on) {
+        m->btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_GET;
+    }
     c->probe_word = RSM_CTL_MAGIC;
     if (c->single_copy_on) {
         /* Yama (ptrace_scope 1) lets only a declared tracer read us */

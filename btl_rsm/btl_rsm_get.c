@@ -50,6 +50,7 @@ typedef struct rsm_parked_get {     /* a split get waiting for the sender's half
 
 /* A REMOTE_READ registration: the ranges a peer may ask us to write from. */
 typedef struct rsm_reg {
+    struct mca_btl_base_registration_handle_t h;    /* first: ob1 sends its wire part */
     struct rsm_reg *prev, *next;
     mca_btl_base_endpoint_t *ep;    /* the peer it was registered for (NULL: any) */
     uintptr_t base;
@@ -57,7 +58,8 @@ typedef struct rsm_reg {
 } rsm_reg_t;
 
 static rsm_reg_t live_regs = {.prev = &live_regs, .next = &live_regs};
-static char rsm_reg_token;          /* the handle of every other registration */
+/* the handle of every local registration for a CMA get (nothing to register) */
+static struct mca_btl_base_registration_handle_t rsm_reg_token = {.kind = RSM_REG_TOKEN};
 
 /* Copy LEN bytes between us and PID: read (into our LOCAL) or write (from LOCAL). */
 static int cma_copy(pid_t pid, bool write, void *local_addr, uint64_t remote_addr, size_t len)
@@ -130,6 +132,10 @@ int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local
     int slot = -1, err;
     uint64_t gen = 0;
 
+    if (ep->remote) {
+        return rsm_verbs_get(ep, local_address, remote_address, local_handle, remote_handle, size,
+                             cbfunc, cbcontext, cbdata);
+    }
     RSM_LOCK();
     /* Split only when we are not ourselves waiting for peers to read from us (no live
      * REMOTE_READ registration): then our peers' cores are busy with our data, as in
@@ -280,14 +286,21 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
                                                             mca_btl_base_endpoint_t *ep, void *base,
                                                             size_t size, uint32_t flags)
 {
-    if (!(flags & MCA_BTL_REG_FLAG_REMOTE_READ)) {
-        return (struct mca_btl_base_registration_handle_t *) &rsm_reg_token;
-    }
-    if (size < mca_btl_rsm_component.single_copy_min) {
-        return NULL;
-    }
+    const mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     if (ep != NULL && ep->remote) {
-        return NULL;    /* another host: no CMA; ob1 takes the pipelined two-copy path */
+        /* another host: the receiver reads by RDMA, so both buffers are registered
+         * with the device (the receiver's too: the read lands through its lkey) */
+        if (!c->verbs_single_copy_on
+            || ((flags & MCA_BTL_REG_FLAG_REMOTE_READ) && size < c->verbs_single_copy_min)) {
+            return NULL;    /* ob1 takes the pipelined two-copy path through the pool */
+        }
+        return rsm_verbs_register(base, size);
+    }
+    if (!(flags & MCA_BTL_REG_FLAG_REMOTE_READ)) {
+        return &rsm_reg_token;
+    }
+    if (!c->single_copy_on || size < c->single_copy_min) {
+        return NULL;
     }
     if (ep != NULL && ep->dist.near && !mca_btl_rsm_component.single_copy_near) {
         return NULL;    /* near receiver: the two-copy pipeline is faster (rsm_distance.h) */
@@ -296,6 +309,7 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
     if (r == NULL) {
         return NULL;                    /* ob1 falls back to the two-copy pipeline */
     }
+    r->h = (struct mca_btl_base_registration_handle_t){.kind = RSM_REG_CMA};
     r->ep = ep;
     r->base = (uintptr_t) base;
     r->size = size;
@@ -305,13 +319,16 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
     live_regs.next->prev = r;
     live_regs.next = r;
     RSM_UNLOCK();
-    return (struct mca_btl_base_registration_handle_t *) r;
+    return &r->h;
 }
 
 int rsm_deregister_mem(mca_btl_base_module_t *btl, struct mca_btl_base_registration_handle_t *handle)
 {
-    if (handle == NULL || (void *) handle == (void *) &rsm_reg_token) {
+    if (handle == NULL || handle->kind == RSM_REG_TOKEN) {
         return OPAL_SUCCESS;
+    }
+    if (handle->kind == RSM_REG_VERBS) {
+        return rsm_verbs_deregister(handle);
     }
     rsm_reg_t *r = (rsm_reg_t *) handle;
     RSM_LOCK();

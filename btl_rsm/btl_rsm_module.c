@@ -36,7 +36,9 @@ static void single_copy_off(const char *why)
         return;
     }
     c->single_copy_on = false;
-    mca_btl_rsm.btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_GET;
+    if (!c->verbs_single_copy_on) {     /* RDMA reads for other hosts are another matter */
+        mca_btl_rsm.btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_GET;
+    }
     RSM_VERBOSE(1, "single copy (CMA) disabled: %s; large messages take the pipelined "
                 "two-copy path", why);
 }
@@ -153,6 +155,11 @@ static int rsm_finalize(mca_btl_base_module_t *btl)
     c->n_inbound = c->n_outbound = 0;
     RSM_VERBOSE(10, "%" PRIu64 " single-copy gets, %" PRIu64 " bytes; %" PRIu64 " halves written "
                 "for receivers, %" PRIu64 " bytes", c->gets, c->get_bytes, c->helped, c->help_bytes);
+    if (c->verbs_open) {
+        RSM_VERBOSE(10, "%" PRIu64 " single-copy RDMA reads, %" PRIu64 " bytes; %" PRIu64
+                    " user-buffer registrations, %" PRIu64 " bytes left registered at the end",
+                    c->v_reads, c->v_read_bytes, c->v_user_registrations, c->v_user_registered);
+    }
     RSM_VERBOSE(10, "%" PRIu64 " message starts staged while the pool was full, %" PRIu64
                 " refused; %" PRIu64 " tiny messages sent in a postbox's second half", c->staged,
                 c->refused, paired);

@@ -19,6 +19,7 @@ enum {
     PV_NEAR, PV_FAR, PV_DROP_MALFORMED, PV_DROP_TAG, PV_DROP_HELP, PV_POOL_FULL,
     PV_V_CONNECTS, PV_V_ACCEPTS, PV_V_WRITES, PV_V_WRITE_BYTES, PV_V_ACK_WRITES,
     PV_V_REGISTERED, PV_V_REGISTERED_SHARED, PV_V_POOL_GROWS, PV_V_BAD_HANDSHAKES,
+    PV_V_READS, PV_V_READ_BYTES, PV_V_USER_REGISTERED, PV_V_USER_REGISTRATIONS,
     PV_COUNT
 };
 
@@ -84,6 +85,16 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
                          "use (its memory is in verbs_registered_bytes from when it is made)"},
     [PV_V_BAD_HANDSHAKES] = {"verbs_bad_handshakes", "Connection handshake messages dropped "
                              "because they failed the checks"},
+    [PV_V_READS] = {"verbs_reads", "Single-copy RDMA reads this rank did as a receiver: "
+                    "messages from another host of at least btl_rsm_verbs_single_copy_min bytes "
+                    "read straight from the sender's buffer"},
+    [PV_V_READ_BYTES] = {"verbs_read_bytes", "Bytes of those RDMA reads"},
+    [PV_V_USER_REGISTERED] = {"verbs_user_registered_bytes", "Bytes of user buffers registered "
+                              "with the RDMA device right now for single copy (held by the "
+                              "registration cache; not in verbs_registered_bytes)"},
+    [PV_V_USER_REGISTRATIONS] = {"verbs_user_registrations", "User-buffer registrations made "
+                                 "for single copy (the cache's misses; a buffer used again is "
+                                 "not registered again while it stays mapped)"},
 };
 
 /* the send counters of endpoints already released (finalize) */
@@ -131,6 +142,10 @@ static void rsm_counters_read(uint64_t *v)
     v[PV_V_REGISTERED_SHARED] = c->v_registered_shared;
     v[PV_V_POOL_GROWS] = c->v_grows;
     v[PV_V_BAD_HANDSHAKES] = c->v_bad_handshakes;
+    v[PV_V_READS] = c->v_reads;
+    v[PV_V_READ_BYTES] = c->v_read_bytes;
+    v[PV_V_USER_REGISTERED] = c->v_user_registered;
+    v[PV_V_USER_REGISTRATIONS] = c->v_user_registrations;
 }
 
 void rsm_pvar_retire(const mca_btl_base_endpoint_t *ep)

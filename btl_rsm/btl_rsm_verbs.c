@@ -56,6 +56,8 @@
 #include "rsm_verbs.h"
 
 #include "opal/class/opal_hash_table.h"
+#include "opal/mca/rcache/base/base.h"
+#include "opal/mca/rcache/rcache.h"
 
 #include <arpa/inet.h>
 
@@ -67,7 +69,8 @@ enum { VS_IDLE = 0, VS_CONNECTING, VS_UP, VS_FAILED };
 typedef struct rsm_vconn {
     struct ibv_qp *qp;
     uint32_t psn;
-    uint64_t posted, completed;     /* send work requests: posted, known complete */
+    uint64_t posted, completed;     /* RDMA writes: posted, known complete */
+    uint32_t reads_out;             /* RDMA reads (single copy) posted, not complete */
     void *buf;                      /* out: the shadow; in: the area */
     size_t bytes;
     struct ibv_mr *mr;
@@ -136,6 +139,9 @@ static struct {
     uint32_t n_groups;
     uint32_t growing;               /* groups with a growth under way */
     uint64_t port_down_ns;          /* when our port went down (0: it is up) */
+    mca_rcache_base_module_t *rcache;   /* user buffers (single copy), made at first use */
+    bool rcache_failed;             /* could not make it: no single copy between hosts */
+    struct rsm_vread *free_reads, *all_reads;
     uint32_t ticks;                 /* progress calls: the handshake queue's turn */
 } vs;
 
@@ -422,7 +428,8 @@ static int vpost(rsm_vconn_t *q, void *src, uint32_t lkey, uint64_t raddr, uint3
                  size_t len, bool imm, uint32_t imm_data)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
-    if (OPAL_UNLIKELY(q->posted - q->completed >= vs.dev.sq_depth - 1) && sq_room(q) != 0) {
+    if (OPAL_UNLIKELY(q->posted - q->completed + q->reads_out >= vs.dev.sq_depth - 1)
+        && sq_room(q) != 0) {
         return OPAL_ERROR;
     }
     struct ibv_sge sge = {.addr = (uintptr_t) src, .length = (uint32_t) len, .lkey = lkey};
@@ -504,21 +511,55 @@ static void push_acks(mca_btl_base_endpoint_t *ep)
 
 /* ---- completions ---- */
 
+/* A single-copy read in flight (rsm_verbs_get); its work request's id is its
+ * address with the low bit set, a write's is its connection's. */
+typedef struct rsm_vread {
+    struct rsm_vread *next, *all_next;
+    rsm_vconn_t *q;
+    mca_btl_base_endpoint_t *ep;
+    void *local_address;
+    struct mca_btl_base_registration_handle_t *local_handle;
+    mca_btl_base_rdma_completion_fn_t cbfunc;
+    void *cbcontext, *cbdata;
+    uint32_t nwr;                   /* work requests it took (reads past 1 GiB are cut) */
+} rsm_vread_t;
+
+static void read_done(rsm_vread_t *r, int status)
+{
+    r->q->reads_out -= r->nwr;
+    rsm_vread_t copy = *r;
+    r->next = vs.free_reads;
+    vs.free_reads = r;
+    if (status != IBV_WC_WR_FLUSH_ERR && !vs.closing) {
+        copy.cbfunc(&mca_btl_rsm, copy.ep, copy.local_address, copy.local_handle, copy.cbcontext,
+                    copy.cbdata, status == IBV_WC_SUCCESS ? OPAL_SUCCESS : OPAL_ERROR);
+    }
+}
+
 static int poll_send_cq(void)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     struct ibv_wc wc[16];
     int n = ibv_poll_cq(vs.dev.scq, 16, wc), done = 0;
     for (int i = 0; i < n; i++) {
-        rsm_vconn_t *q = (rsm_vconn_t *) (uintptr_t) wc[i].wr_id;
+        rsm_vread_t *r = (wc[i].wr_id & 1) ? (rsm_vread_t *) (uintptr_t) (wc[i].wr_id - 1) : NULL;
+        rsm_vconn_t *q = r != NULL ? r->q : (rsm_vconn_t *) (uintptr_t) wc[i].wr_id;
         if (OPAL_UNLIKELY(wc[i].status != IBV_WC_SUCCESS)) {
             if (q != NULL && q->ep != NULL && wc[i].status != IBV_WC_WR_FLUSH_ERR) {
-                conn_failed(q->ep, "an RDMA write completed in error",
+                conn_failed(q->ep, r != NULL ? "an RDMA read (single copy) completed in error"
+                                             : "an RDMA write completed in error",
                             ibv_wc_status_str(wc[i].status));
+            }
+            if (r != NULL) {
+                read_done(r, wc[i].status);
             }
             continue;
         }
-        q->completed += c->verbs_signal;
+        if (r != NULL) {
+            read_done(r, IBV_WC_SUCCESS);
+        } else {
+            q->completed += c->verbs_signal;
+        }
         done++;
     }
     return n < 0 ? -1 : done;
@@ -528,7 +569,7 @@ static int sq_room(rsm_vconn_t *q)
 {
     /* the receiver acked what we sent, so its completions are on their way */
     uint64_t start = now_ns();
-    while (q->posted - q->completed >= vs.dev.sq_depth - 1) {
+    while (q->posted - q->completed + q->reads_out >= vs.dev.sq_depth - 1) {
         if (q->ep->v->state == VS_FAILED) {
             return OPAL_ERROR;      /* already reported */
         }
@@ -1154,6 +1195,158 @@ int rsm_verbs_progress(void)
     return count < 0 ? 0 : count;
 }
 
+/* ---- single copy between hosts ----
+ *
+ * ob1's RDMA get: the sender registers its buffer for remote reading and sends
+ * the rkey in its RGET header; the receiver registers its own buffer and reads
+ * the sender's into it with one RDMA READ, posted on its end of the sender's
+ * connection to it (the queue pair that brought the header: RC queue pairs carry
+ * requests both ways, so no queue pair is added and nothing per peer grows).
+ * The read's completion means the bytes are in our memory; ob1 then sends its FIN
+ * and the sender deregisters.  Registrations go through Open MPI's registration
+ * cache (rcache grdma: reused while the memory stays mapped, dropped when it is
+ * freed), so a buffer sent from again is not registered again.  Whether a message
+ * goes this way is decided where the sender registers: below
+ * btl_rsm_verbs_single_copy_min it refuses, and ob1 takes the pipelined two-copy
+ * path through the pool. */
+
+typedef struct rsm_vreg {
+    mca_rcache_base_registration_t base;    /* first: the cache's own part */
+    struct ibv_mr *mr;
+    struct mca_btl_base_registration_handle_t h;
+} rsm_vreg_t;
+
+static int vreg_register(void *data, void *base, size_t size, mca_rcache_base_registration_t *reg)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    rsm_vreg_t *r = (rsm_vreg_t *) reg;
+    /* every user registration allows remote reading, so the cache can hand the same
+     * one to a send and to a receive: peers learn an rkey only from our RGET */
+    r->mr = ibv_reg_mr(vs.dev.pd, base, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+    if (r->mr == NULL) {
+        RSM_VERBOSE(1, "could not register %zu bytes of a user buffer with %s (%s): that message "
+                    "takes the two-copy path", size, vs.dev.name, reg_error(errno));
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    r->h = (struct mca_btl_base_registration_handle_t){.rkey = r->mr->rkey, .lkey = r->mr->lkey,
+                                                        .kind = RSM_REG_VERBS};
+    c->v_user_registered += size;
+    c->v_user_registrations++;
+    return OPAL_SUCCESS;
+}
+
+static int vreg_deregister(void *data, mca_rcache_base_registration_t *reg)
+{
+    rsm_vreg_t *r = (rsm_vreg_t *) reg;
+    if (r->mr != NULL) {
+        mca_btl_rsm_component.v_user_registered -= r->mr->length;
+        (void) ibv_dereg_mr(r->mr);
+        r->mr = NULL;
+    }
+    return OPAL_SUCCESS;
+}
+
+struct mca_btl_base_registration_handle_t *rsm_verbs_register(void *base, size_t size)
+{
+    if (!vs.open || vs.rcache_failed) {
+        return NULL;
+    }
+    if (vs.rcache == NULL) {
+        mca_rcache_base_resources_t res = {.cache_name = "btl_rsm_verbs", .reg_data = NULL,
+                                           .sizeof_reg = sizeof(rsm_vreg_t),
+                                           .register_mem = vreg_register,
+                                           .deregister_mem = vreg_deregister};
+        vs.rcache = mca_rcache_base_module_create("grdma", NULL, &res);
+        if (vs.rcache == NULL) {
+            vs.rcache_failed = true;
+            RSM_VERBOSE(1, "no registration cache (rcache grdma): large messages to other hosts "
+                        "take the two-copy path");
+            return NULL;
+        }
+    }
+    mca_rcache_base_registration_t *reg = NULL;
+    if (vs.rcache->rcache_register(vs.rcache, base, size, 0, MCA_RCACHE_ACCESS_LOCAL_WRITE
+                                   | MCA_RCACHE_ACCESS_REMOTE_READ, &reg) != OPAL_SUCCESS
+        || reg == NULL) {
+        return NULL;
+    }
+    return &((rsm_vreg_t *) reg)->h;
+}
+
+int rsm_verbs_deregister(struct mca_btl_base_registration_handle_t *handle)
+{
+    rsm_vreg_t *r = (rsm_vreg_t *) ((char *) handle - offsetof(rsm_vreg_t, h));
+    if (vs.rcache != NULL) {
+        vs.rcache->rcache_deregister(vs.rcache, &r->base);
+    }
+    return OPAL_SUCCESS;
+}
+
+int rsm_verbs_get(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t remote_address,
+                  struct mca_btl_base_registration_handle_t *local_handle,
+                  struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                  mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    enum { PIECE = 1u << 30 };      /* well inside any port's largest message */
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    struct rsm_vpeer *v = ep->v;
+    rsm_vconn_t *q = v != NULL ? &v->in : NULL;
+    if (q == NULL || q->qp == NULL || local_handle == NULL || remote_handle == NULL
+        || local_handle->kind != RSM_REG_VERBS) {
+        return OPAL_ERR_NOT_AVAILABLE;  /* no connection from that sender: ob1 falls back */
+    }
+    uint32_t nwr = (uint32_t) ((size + PIECE - 1) / PIECE);
+    nwr = nwr > 0 ? nwr : 1;
+    if (q->posted - q->completed + q->reads_out + nwr >= vs.dev.sq_depth - 1) {
+        return OPAL_ERR_OUT_OF_RESOURCE;    /* ob1 retries it from its pending list */
+    }
+    rsm_vread_t *r = vs.free_reads;
+    if (r != NULL) {
+        vs.free_reads = r->next;
+    } else if ((r = calloc(1, sizeof(*r))) != NULL) {
+        r->all_next = vs.all_reads;
+        vs.all_reads = r;
+    } else {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    r->q = q;
+    r->ep = ep;
+    r->local_address = local_address;
+    r->local_handle = local_handle;
+    r->cbfunc = cbfunc;
+    r->cbcontext = cbcontext;
+    r->cbdata = cbdata;
+    r->nwr = nwr;
+    size_t off = 0;
+    for (uint32_t k = 0; k < nwr; k++) {
+        size_t len = size - off < PIECE ? size - off : PIECE;
+        struct ibv_sge sge = {.addr = (uintptr_t) local_address + off, .length = (uint32_t) len,
+                              .lkey = local_handle->lkey};
+        struct ibv_send_wr wr = {.wr_id = (uintptr_t) q, .sg_list = &sge, .num_sge = 1,
+                                 .opcode = IBV_WR_RDMA_READ}, *bad;
+        wr.wr.rdma.remote_addr = remote_address + off;
+        wr.wr.rdma.rkey = remote_handle->rkey;
+        if (k + 1 == nwr) {
+            /* only the last is signalled: the send queue completes in order */
+            wr.wr_id = (uintptr_t) r + 1;
+            wr.send_flags = IBV_SEND_SIGNALED;
+        }
+        int rc = ibv_post_send(q->qp, &wr, &bad);
+        if (OPAL_UNLIKELY(rc != 0)) {
+            q->reads_out += k;          /* those posted complete (or flush) before the job ends */
+            r->next = vs.free_reads;
+            vs.free_reads = r;
+            conn_failed(ep, "posting an RDMA read (single copy)", strerror(rc));
+            return OPAL_ERROR;
+        }
+        off += len;
+    }
+    q->reads_out += nwr;
+    c->v_reads++;
+    c->v_read_bytes += size;
+    return OPAL_SUCCESS;
+}
+
 /* ---- life cycle ---- */
 
 bool rsm_verbs_init(void)
@@ -1290,6 +1483,18 @@ void rsm_verbs_finalize(void)
     vs.groups = NULL;
     vs.n_groups = 0;
     vs.growing = 0;
+    if (vs.rcache != NULL) {
+        /* before the protection domain goes: the cache deregisters what it holds */
+        mca_rcache_base_module_destroy(vs.rcache);
+        vs.rcache = NULL;
+    }
+    vs.rcache_failed = false;
+    while (vs.all_reads != NULL) {
+        rsm_vread_t *r = vs.all_reads;
+        vs.all_reads = r->all_next;
+        free(r);
+    }
+    vs.free_reads = NULL;
     OBJ_DESTRUCT(&vs.by_name);
     OBJ_DESTRUCT(&vs.by_qpn);
     rsm_vdev_close(&vs.dev);
@@ -1323,5 +1528,17 @@ void rsm_verbs_post_data(mca_btl_base_endpoint_t *ep, const void *addr, size_t l
 void rsm_verbs_pool_full(mca_btl_base_endpoint_t *ep) {}
 void rsm_verbs_finalize(void) {}
 void rsm_verbs_counters(uint64_t *a, uint64_t *b, uint64_t *c, uint64_t *d) {}
+struct mca_btl_base_registration_handle_t *rsm_verbs_register(void *base, size_t size)
+{
+    return NULL;
+}
+int rsm_verbs_deregister(struct mca_btl_base_registration_handle_t *handle) { return OPAL_SUCCESS; }
+int rsm_verbs_get(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t remote_address,
+                  struct mca_btl_base_registration_handle_t *local_handle,
+                  struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                  mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    return OPAL_ERR_NOT_AVAILABLE;
+}
 
 #endif

@@ -154,6 +154,11 @@ static int open_port(rsm_vdev_t *d, const char *spec, char *err, size_t errlen)
                 }
                 d->ctx = ctx;
                 d->port = (uint8_t) port;
+                /* RDMA reads a queue pair may have outstanding, as initiator and as
+                 * target (single copy, rsm_vget): the device's, at most 16 */
+                d->max_rd = (uint8_t) (da.max_qp_rd_atom < da.max_qp_init_rd_atom
+                                       ? da.max_qp_rd_atom : da.max_qp_init_rd_atom);
+                d->max_rd = d->max_rd > 16 ? 16 : d->max_rd < 1 ? 1 : d->max_rd;
                 d->self.lid = pa.lid;
                 d->self.mtu = (uint8_t) pa.active_mtu;
                 d->self.global = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
@@ -357,7 +362,7 @@ struct ibv_qp *rsm_vqp_create(rsm_vdev_t *d)
     }
     d->max_inline = ia.cap.max_inline_data;
     struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = d->port,
-                            .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
+                            .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
     if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT
                                   | IBV_QP_ACCESS_FLAGS) != 0) {
         ibv_destroy_qp(qp);
@@ -388,7 +393,7 @@ int rsm_vqp_connect(rsm_vdev_t *d, struct ibv_qp *qp, const rsm_vaddr_t *peer, u
     a.path_mtu = (enum ibv_mtu) (peer->mtu < d->self.mtu ? peer->mtu : d->self.mtu);
     a.dest_qp_num = peer_qpn;
     a.rq_psn = peer_psn;
-    a.max_dest_rd_atomic = 1;
+    a.max_dest_rd_atomic = d->max_rd;
     a.min_rnr_timer = 12;           /* 0.64 ms: the shared receive queue ran dry */
     fill_ah(d, peer, &a.ah_attr);
     if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN
@@ -402,7 +407,7 @@ int rsm_vqp_connect(rsm_vdev_t *d, struct ibv_qp *qp, const rsm_vaddr_t *peer, u
     a.retry_cnt = d->retry_cnt;     /* ... then the work request fails: a dead path */
     a.rnr_retry = 7;                /* receiver-not-ready: retry for ever (it refills) */
     a.sq_psn = my_psn;
-    a.max_rd_atomic = 1;
+    a.max_rd_atomic = d->max_rd;
     if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY
                                   | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
         return -errno;

@@ -128,6 +128,7 @@ typedef struct rsm_vdev {
     unsigned srq_posted, srq_depth, sq_depth;
     uint32_t max_inline;        /* of the RC queue pairs, as created */
     uint8_t timeout, retry_cnt;     /* RC retransmission: 4.096 us * 2^timeout, retry_cnt times */
+    uint8_t max_rd;             /* RDMA reads outstanding per queue pair, either end (1..16) */
     uint8_t port;
     int gid_index;
     rsm_vaddr_t self;
@@ -147,7 +148,9 @@ void rsm_vdev_close(rsm_vdev_t *d);
 /* Top the shared receive queue up to its depth; 0 or -errno. */
 int rsm_vdev_refill(rsm_vdev_t *d);
 
-/* An RC queue pair in INIT, remote writes allowed; NULL with errno. */
+/* An RC queue pair in INIT, remote writes and reads allowed (reads: single
+ * copy, where the receiver reads a sender's registered buffer over the
+ * sender's own connection to it, so no queue pair is added); NULL with errno. */
 struct ibv_qp *rsm_vqp_create(rsm_vdev_t *d);
 /* INIT -> RTR -> RTS towards PEER's queue pair PEER_QPN. */
 int rsm_vqp_connect(rsm_vdev_t *d, struct ibv_qp *qp, const rsm_vaddr_t *peer, uint32_t peer_qpn,

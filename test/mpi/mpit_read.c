@@ -15,7 +15,11 @@
  *   mpit_read verbs     2 ranks on two hosts over self,rsm (the verbs back end,
  *                       test/rsm/rsm_verbs_guest.sh): btl_rsm_verbs_writes,
  *                       _write_bytes and _connects exist and move with verified
- *                       eager and rendezvous traffic from rank 0 to 1
+ *                       eager and rendezvous traffic from rank 0 to 1, and the
+ *                       1 MiB messages go by single copy: one RDMA read each
+ *                       (btl_rsm_verbs_reads, _read_bytes, _user_registrations)
+ *   mpit_read verbs-2copy    the same with btl_rsm_verbs_single_copy_min SIZE_MAX:
+ *                       no reads, the 1 MiB messages through the pool
  *   mpit_read verbs-memory   any number of ranks on two hosts over self,rsm: a
  *                       verified all-pairs exchange (a 100 B and a 64 KiB message
  *                       from every rank to every other), then each rank's
@@ -324,10 +328,12 @@ static void mode_used(bool have)
 }
 
 /* The verbs back end's counters, bound one by one so that a missing one is named. */
-static void mode_verbs(void)
+static void mode_verbs(bool single_copy)
 {
-    enum { VW, VWB, VC, NV };
-    static const char *const vn[NV] = {"verbs_writes", "verbs_write_bytes", "verbs_connects"};
+    enum { VW, VWB, VC, VR, VRB, VUR, NV };
+    static const char *const vn[NV] = {"verbs_writes", "verbs_write_bytes", "verbs_connects",
+                                       "verbs_reads", "verbs_read_bytes",
+                                       "verbs_user_registrations"};
     MPI_T_pvar_session vs[NV];
     MPI_T_pvar_handle vh[NV];
     int have[NV], all[NV];
@@ -366,13 +372,29 @@ static void mode_verbs(void)
         }
         uint64_t bytes = (uint64_t) ph[k].n * ph[k].len;
         check(bad == 0, "verbs %s from rank 0 to 1 verified", ph[k].what);
-        if (all[VW] && all[VWB]) {
+        /* rendezvous messages of 1 MiB go by one RDMA read each with single copy
+         * (btl_rsm_verbs_single_copy_min at most 1 MiB), through the pool otherwise */
+        bool read = single_copy && ph[k].len >= (1 << 20);
+        if (all[VW] && all[VWB] && !read) {
             check(d[VW] >= (uint64_t) ph[k].n && d[VWB] >= bytes,
                   "verbs %s: sender's verbs_writes +%llu (expected >= %d), verbs_write_bytes +%llu "
                   "(expected >= %llu); receiver's +%llu writes, +%llu bytes", ph[k].what,
                   (unsigned long long) d[VW], ph[k].n, (unsigned long long) d[VWB],
                   (unsigned long long) bytes, (unsigned long long) peer[VW],
                   (unsigned long long) peer[VWB]);
+        }
+        if (all[VR] && all[VRB] && all[VUR]) {
+            uint64_t want = read ? (uint64_t) ph[k].n : 0, want_b = read ? bytes : 0;
+            check(peer[VR] == want && peer[VRB] == want_b && d[VR] == 0
+                  && (read ? d[VUR] >= 1 && d[VWB] < bytes / 4 : d[VUR] == 0),
+                  "verbs %s, single copy %s: receiver's verbs_reads +%llu (expected %llu), "
+                  "verbs_read_bytes +%llu (expected %llu); sender's reads +%llu (expected 0), "
+                  "user-buffer registrations +%llu (expected %s), write bytes +%llu%s", ph[k].what,
+                  single_copy ? "on" : "off", (unsigned long long) peer[VR],
+                  (unsigned long long) want, (unsigned long long) peer[VRB],
+                  (unsigned long long) want_b, (unsigned long long) d[VR],
+                  (unsigned long long) d[VUR], read ? ">= 1" : "0", (unsigned long long) d[VWB],
+                  read ? " (the data does not go through the pool: under a quarter)" : "");
         }
     }
     if (all[VC]) {
@@ -611,12 +633,12 @@ int main(int argc, char **argv)
     bool have = bind_all();
     if (strcmp(mode, "used") == 0) {
         mode_used(have);
-    } else if (strcmp(mode, "verbs") == 0 || verbs_mem || verbs_grow
-               || strcmp(mode, "verbs-idle") == 0) {
+    } else if (strcmp(mode, "verbs") == 0 || strcmp(mode, "verbs-2copy") == 0 || verbs_mem
+               || verbs_grow || strcmp(mode, "verbs-idle") == 0) {
         if (strcmp(mode, "verbs-idle") == 0) {
             mode_verbs_idle();
-        } else if (strcmp(mode, "verbs") == 0) {
-            mode_verbs();
+        } else if (strcmp(mode, "verbs") == 0 || strcmp(mode, "verbs-2copy") == 0) {
+            mode_verbs(strcmp(mode, "verbs") == 0);
         } else {
             mode_verbs_memory(size, verbs_grow ? (argc > 2 ? atoi(argv[2]) : 0) : -1);
         }

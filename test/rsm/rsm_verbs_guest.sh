@@ -116,12 +116,18 @@ x0=$(d v1 xh0.tx_bytes); x1=$(d v1 xh1.tx_bytes); l=$(d v1 lo.rx_bytes)
 check "$L: its $V B each way went through the rxe devices: rxe0 sent $s0 / rxe1 received $r1, rxe1 sent $s1 / rxe0 received $r0 packets (each >= $P); xh0 sent $x0 B, xh1 $x1 B (>= $V); loopback $l B (< $((V / 16)))" \
     [ "$s0" -ge "$P" -a "$r1" -ge "$P" -a "$s1" -ge "$P" -a "$r0" -ge "$P" -a "$x0" -ge "$V" -a "$x1" -ge "$V" -a "$l" -lt $((V / 16)) ]
 
-# --- MPI_T: the verbs back end's counters move with the traffic
-job mpit 120 -np 2 --host h0:1,h1:1 "${RSM[@]}" "$B/test/mpi/mpit_read" verbs
-relay_tap "2 hosts x 1 rank, MPI_T: " < "$W/mpit"
-if [ "$job_rc" -ne 0 ] || ! grep -q '^1\.\.' "$W/mpit"; then
-    failed "2 hosts x 1 rank, MPI_T: mpit_read verbs finished and passed (exit $job_rc, $job_secs s)" mpit
-fi
+# --- MPI_T: the verbs back end's counters move with the traffic; 1 MiB messages go by
+# single copy (one RDMA read each, btl_rsm_verbs_single_copy_min) by default, and
+# through the pool with single copy off
+for mode in verbs verbs-2copy; do
+    extra=()
+    [ "$mode" = verbs-2copy ] && extra=(--mca btl_rsm_verbs_single_copy_min 18446744073709551615)
+    job mpit 120 -np 2 --host h0:1,h1:1 "${RSM[@]}" "${extra[@]}" "$B/test/mpi/mpit_read" "$mode"
+    relay_tap "2 hosts x 1 rank, MPI_T: " < "$W/mpit"
+    if [ "$job_rc" -ne 0 ] || ! grep -q '^1\.\.' "$W/mpit"; then
+        failed "2 hosts x 1 rank, MPI_T: mpit_read $mode finished and passed (exit $job_rc, $job_secs s)" mpit
+    fi
+done
 
 # --- 2. 2 hosts x 2 ranks: on-host peers by shm, off-host ones by verbs, in one job
 L="2 hosts x 2 ranks, self,rsm (shm + verbs), mpi_p2p up to $MAX4 B"
@@ -245,7 +251,9 @@ done
 # rate without growth, beside it.
 for chunks in 3 1; do
     L="2 hosts x 2 ranks, self,rsm, btl_rsm_verbs_pool_chunks $chunks, mpit_read verbs-grow"
+    # (single copy off: the stream goes through the pool)
     job grow$chunks 150 -np 4 --host h0:2,h1:2 "${RSM[@]}" --mca btl_rsm_verbs_pool_chunks $chunks \
+        --mca btl_rsm_verbs_single_copy_min 18446744073709551615 \
         --mca mpi_yield_when_idle 1 "$B/test/mpi/mpit_read" verbs-grow $((chunks - 1))
     relay_tap "$L: " < "$W/grow$chunks"
     if [ "$job_rc" -ne 0 ] || ! grep -q '^1\.\.' "$W/grow$chunks"; then
