@@ -24,7 +24,7 @@ OUT=${OUT:-$TOP_BUILDDIR/rsm-verbs-guest}
 guest_require veth bridge overlay crc32_generic rdma_rxe
 mkdir -p "$OUT"
 guest_prepare
-guest_boot $((600 + REPEATS * 550)) 3072 2 "$TOP/bench/rsm_verbs_guest_bench.sh" \
+guest_boot $((600 + REPEATS * 900)) 3072 2 "$TOP/bench/rsm_verbs_guest_bench.sh" \
     "$TOP_BUILDDIR" "$REPEATS" "$LAT" "$BW"
 cp "$GUEST_WORK/out" "$OUT/console.txt"
 grep -q '^xbguest-bench-done' "$OUT/console.txt" ||

@@ -77,6 +77,21 @@ static bool parse_positive(const char *s, int *out)
     return true;
 }
 
+const char *xb_take_option(int *argc, char **argv, const char *name, bool has_value)
+{
+    int take = has_value ? 2 : 1;
+    for (int i = 1; i + take <= *argc; i++) {
+        if (strcmp(argv[i], name) == 0) {
+            const char *v = argv[i + take - 1];
+            /* the rest, with argv's terminating NULL, moves down */
+            memmove(&argv[i], &argv[i + take], (size_t) (*argc - i - take + 1) * sizeof(*argv));
+            *argc -= take;
+            return v;
+        }
+    }
+    return NULL;
+}
+
 void xb_init(int *argc, char ***argv, const char *name, const char *summary, struct xb_opts *o)
 {
     int c;

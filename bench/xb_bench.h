@@ -23,6 +23,10 @@ struct xb_opts {
 extern int xb_rank, xb_nprocs;
 extern const char *xb_name;
 
+/* A benchmark's own option, taken out of argv before xb_init sees the rest: NAME
+ * alone (a flag: returns NAME) or NAME VALUE (returns VALUE); NULL when absent. */
+const char *xb_take_option(int *argc, char **argv, const char *name, bool has_value);
+
 /* MPI_Init, then parse options over the given defaults.  Exits with usage on bad input. */
 void xb_init(int *argc, char ***argv, const char *name, const char *summary, struct xb_opts *o);
 

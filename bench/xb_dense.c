@@ -104,16 +104,8 @@ static void shuffle(int *perm, int n, int k)
 
 int main(int argc, char **argv)
 {
-    int random_phases = 0;
-    /* -P PHASES is ours; the rest goes to xb_init */
-    for (int i = 1; i + 1 < argc; i++) {
-        if (strcmp(argv[i], "-P") == 0) {
-            random_phases = atoi(argv[i + 1]);
-            memmove(&argv[i], &argv[i + 2], (size_t) (argc - i - 1) * sizeof(*argv));
-            argc -= 2;
-            break;
-        }
-    }
+    const char *p_opt = xb_take_option(&argc, argv, "-P", true);   /* -P PHASES */
+    int random_phases = p_opt != NULL ? atoi(p_opt) : 0;
     struct xb_opts o = {.min_size = 1024, .max_size = 1 << 20, .iters = 200, .warmup = 5, .window = 1};
     xb_init(&argc, &argv, "xb-dense",
             "dense patterns per phase: aapc, simple / cumulative / random pairwise "

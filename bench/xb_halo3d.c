@@ -64,15 +64,7 @@ static double timed(int mode, const struct xb_opts *o, size_t size, int iters)
 
 int main(int argc, char **argv)
 {
-    bool star = false;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--star") == 0) {  /* ours; the rest goes to xb_init */
-            star = true;
-            memmove(&argv[i], &argv[i + 1], (size_t) (argc - i) * sizeof(*argv));
-            argc--;
-            break;
-        }
-    }
+    bool star = xb_take_option(&argc, argv, "--star", false) != NULL;
     struct xb_opts o = {.min_size = 8, .max_size = 1 << 20, .iters = 500, .warmup = 20, .window = 1};
     xb_init(&argc, &argv, "xb-halo3d", "3-D periodic six-neighbour exchange (all at once; +xyz then -xyz; "
             "--star: seed 001's centre and neighbours)", &o);

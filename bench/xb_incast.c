@@ -51,15 +51,8 @@ static void row(size_t size, int iters, const char *const names[], const double 
 
 int main(int argc, char **argv)
 {
-    int senders = -1;
-    for (int i = 1; i + 1 < argc; i++) {
-        if (strcmp(argv[i], "-S") == 0) {
-            senders = atoi(argv[i + 1]);
-            memmove(&argv[i], &argv[i + 2], (size_t) (argc - i - 1) * sizeof(*argv));
-            argc -= 2;
-            break;
-        }
-    }
+    const char *s_opt = xb_take_option(&argc, argv, "-S", true);
+    int senders = s_opt != NULL ? atoi(s_opt) : -1;
     struct xb_opts o = {.min_size = 1024, .max_size = 4 << 20, .iters = 100, .warmup = 5, .window = 16};
     xb_init(&argc, &argv, "xb-incast",
             "many to one: ranks 1..S send a window each to rank 0 at once; the others idle "

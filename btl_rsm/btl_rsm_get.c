@@ -133,8 +133,11 @@ int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local
     uint64_t gen = 0;
 
     if (ep->remote) {
-        return rsm_verbs_get(ep, local_address, remote_address, local_handle, remote_handle, size,
-                             cbfunc, cbcontext, cbdata);
+        RSM_LOCK();     /* the back end's state is progress's too */
+        int rc = rsm_verbs_get(ep, local_address, remote_address, local_handle, remote_handle,
+                               size, cbfunc, cbcontext, cbdata);
+        RSM_UNLOCK();
+        return rc;
     }
     RSM_LOCK();
     /* Split only when we are not ourselves waiting for peers to read from us (no live
@@ -294,7 +297,10 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
             || ((flags & MCA_BTL_REG_FLAG_REMOTE_READ) && size < c->verbs_single_copy_min)) {
             return NULL;    /* ob1 takes the pipelined two-copy path through the pool */
         }
-        return rsm_verbs_register(base, size);
+        RSM_LOCK();
+        struct mca_btl_base_registration_handle_t *h = rsm_verbs_register(base, size);
+        RSM_UNLOCK();
+        return h;
     }
     if (!(flags & MCA_BTL_REG_FLAG_REMOTE_READ)) {
         return &rsm_reg_token;
@@ -328,7 +334,10 @@ int rsm_deregister_mem(mca_btl_base_module_t *btl, struct mca_btl_base_registrat
         return OPAL_SUCCESS;
     }
     if (handle->kind == RSM_REG_VERBS) {
-        return rsm_verbs_deregister(handle);
+        RSM_LOCK();
+        int rc = rsm_verbs_deregister(handle);
+        RSM_UNLOCK();
+        return rc;
     }
     rsm_reg_t *r = (rsm_reg_t *) handle;
     RSM_LOCK();
