@@ -1,6 +1,7 @@
 /*
  * Single copy: ob1's RDMA get, served by reading the sender's memory with
- * process_vm_readv (CMA), and for large messages split with the sender.
+ * process_vm_readv (CMA), and for large messages split with the sender.  (For a
+ * peer on another host, by one RDMA read: rsm_verbs_get in btl_rsm_verbs.c.)
  *
  * Why split: a get is one copy on one core while the sender's core only polls
  * (when the receiver is itself sending by single copy, it does not split: below).
@@ -284,7 +285,11 @@ void rsm_help_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t len)
  * the two-copy pipeline for that message.  The receiver's own registrations
  * (LOCAL_WRITE) always succeed: a get, once announced, must not be refused.  A
  * REMOTE_READ registration is remembered until deregistered: it is what a help
- * request may ask us to write from. */
+ * request may ask us to write from.  For a peer on another host both sides
+ * register with the device (btl_rsm_verbs.c, "single copy between hosts") and
+ * the threshold is btl_rsm_verbs_single_copy_min; should the receiver's
+ * registration fail after all (the locked-memory limit), ob1 retries and then
+ * asks the sender to send that message instead. */
 struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_t *btl,
                                                             mca_btl_base_endpoint_t *ep, void *base,
                                                             size_t size, uint32_t flags)
