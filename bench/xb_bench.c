@@ -244,6 +244,23 @@ static void probe_setup(void)
     if (MPI_COMM_NULL != pair) MPI_Comm_free(&pair);
 }
 
+/* Wait for the partner's store of WANT.  A partner that is late may still be in
+ * MPI waiting for us: a transport that makes its own reliability (btl pmeth) may
+ * have to resend a frame of ours that its early-completed send left behind, and
+ * it can do that only while we call MPI.  So a long wait drives MPI's progress
+ * (a spin of this length is far past one cache-line round trip: the figure of a
+ * timely partner is untouched). */
+static void probe_wait(uint64_t want)
+{
+    unsigned spins = 0;
+    while (atomic_load_explicit(probe_line, memory_order_acquire) != want) {
+        if (++spins % 65536 == 0) {
+            int flag;
+            MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        }
+    }
+}
+
 double xb_probe(void)
 {
     if (NULL == probe_line) {
@@ -256,9 +273,9 @@ double xb_probe(void)
             uint64_t ping = ++probe_seq, pong = ++probe_seq;
             if (0 == xb_rank) {
                 atomic_store_explicit(probe_line, ping, memory_order_release);
-                while (atomic_load_explicit(probe_line, memory_order_acquire) != pong) {}
+                probe_wait(pong);
             } else {
-                while (atomic_load_explicit(probe_line, memory_order_acquire) != ping) {}
+                probe_wait(ping);
                 atomic_store_explicit(probe_line, pong, memory_order_release);
             }
         }
