@@ -133,8 +133,10 @@ static int rsm_component_register(void)
         OPAL_INFO_LVL_5);
     c->single_copy = true;
     reg("single_copy", "Let ob1 read large contiguous messages straight from the sender's memory "
-        "(RDMA get through CMA / process_vm_readv).  Probed at start; turned off with one "
-        "verbose line when the kernel refuses", MCA_BASE_VAR_TYPE_BOOL, &c->single_copy,
+        "(RDMA get): on this host through CMA / process_vm_readv (probed at start; turned off "
+        "with one verbose line when the kernel refuses), from other hosts by one RDMA read "
+        "(btl_rsm_verbs_single_copy_min).  Off: every message takes the pipelined two-copy path",
+        MCA_BASE_VAR_TYPE_BOOL, &c->single_copy,
         OPAL_INFO_LVL_4);
     /* Every rendezvous message to a far receiver goes by get by default, and from
      * single_copy_split on the get is shared with the sender (btl_rsm_get.c); to a
