@@ -203,6 +203,8 @@ typedef struct mca_btl_rsm_component_t {
     int verbs_gid_index;
     unsigned int verbs_timeout, verbs_retry_count;
     size_t verbs_single_copy_min;   /* smallest message to a remote peer sent by RDMA read */
+    unsigned verbs_rails;           /* most ports a connection stripes its reads over */
+    size_t verbs_stripe_min;        /* smallest read cut across the rails */
 
     /* this rank */
     uint32_t my_local_rank, nlocal;
@@ -249,6 +251,8 @@ typedef struct mca_btl_rsm_component_t {
     uint64_t v_registered;          /* bytes registered now */
     uint64_t v_registered_shared;   /* of those, pools mapped from another local rank's segment */
     uint64_t v_reads, v_read_bytes;         /* single-copy RDMA reads done as a receiver */
+    uint64_t v_striped_reads;       /* of those, cut across two or more rails */
+    uint64_t v_rail_read_bytes;     /* bytes those reads took over rails other than the first */
     uint64_t v_user_registered;     /* bytes of user buffers registered now (rcache) */
     uint64_t v_user_registrations;  /* user-buffer registrations made (cache misses) */
     bool verbs_open;                /* the RDMA back end is up (progress polls it) */
@@ -320,15 +324,17 @@ bool rsm_send_internal(mca_btl_base_endpoint_t *ep, uint8_t tag, const void *dat
 
 /* btl_rsm_get.c: single copy.  A registration handle; its first
  * btl_registration_handle_size bytes (RSM_HANDLE_WIRE) travel in ob1's RGET header
- * to the receiver, which needs the rkey of a verbs registration.  A CMA
- * registration needs nothing from the wire (its rkey is 0). */
+ * to the receiver, which needs the rkeys of a verbs registration, one per rail
+ * (each port has its own protection domain).  A CMA registration needs nothing
+ * from the wire (its rkeys are 0). */
 enum { RSM_REG_TOKEN = 0, RSM_REG_CMA = 1, RSM_REG_VERBS = 2 };
+#define RSM_RAILS_MAX 4             /* = RSM_VRAILS_MAX (rsm_verbs.h) */
 struct mca_btl_base_registration_handle_t {
-    uint32_t rkey;                  /* verbs: the region's remote key */
-    uint32_t lkey;                  /* verbs: its local key (of no use to the peer) */
+    uint32_t rkey[RSM_RAILS_MAX];   /* verbs: the region's remote key on each rail */
+    uint32_t lkey[RSM_RAILS_MAX];   /* verbs: its local keys (of no use to the peer) */
     uint32_t kind;                  /* RSM_REG_*; local only, never sent */
 };
-#define RSM_HANDLE_WIRE (2 * sizeof(uint32_t))
+#define RSM_HANDLE_WIRE (RSM_RAILS_MAX * sizeof(uint32_t))
 #define RSM_TAG_HELP MCA_BTL_TAG_MAX    /* never a registered tag: cannot reach ob1 */
 int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
             uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,

@@ -179,9 +179,23 @@ static int rsm_component_register(void)
         "this host (for testing the back end on one host)",
         MCA_BASE_VAR_TYPE_INT, &c->verbs, OPAL_INFO_LVL_4);
     c->verbs_devices = NULL;
-    reg("verbs_devices", "RDMA ports to use, \"device[:port]\" separated by commas, the first "
-        "active one taken (e.g. \"mlx5_0:1\" or \"rxe0\"); empty: the first active port of any "
-        "device", MCA_BASE_VAR_TYPE_STRING, &c->verbs_devices, OPAL_INFO_LVL_4);
+    reg("verbs_devices", "RDMA ports to use, \"device[:port]\" separated by commas (e.g. "
+        "\"mlx5_0:1\" or \"rxe0,rxe1\"): the first active one carries every connection; with "
+        "btl_rsm_verbs_rails above 1 the next active ones listed become further rails, over which "
+        "large messages are striped (rail r of a process connects to rail r of its peer: list the "
+        "ports in the same order on every host, rail r on the network of every host's rail r).  "
+        "Empty: the first active port of any device, one rail", MCA_BASE_VAR_TYPE_STRING,
+        &c->verbs_devices, OPAL_INFO_LVL_4);
+    c->verbs_rails = RSM_RAILS_MAX;
+    reg("verbs_rails", "Most ports (rails, 1..4) one connection to another host uses, taken in "
+        "order from btl_rsm_verbs_devices: single-copy reads of at least btl_rsm_verbs_stripe_min "
+        "bytes are cut across them, one piece per rail (seed 000, 3.3).  A connection uses as many "
+        "as both ends have.  1: no striping",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_rails, OPAL_INFO_LVL_4);
+    c->verbs_stripe_min = 64 * 1024;
+    reg("verbs_stripe_min", "Single-copy reads from another host of at least this many bytes are "
+        "cut across the connection's rails (btl_rsm_verbs_rails); shorter ones take the first rail",
+        MCA_BASE_VAR_TYPE_SIZE_T, &c->verbs_stripe_min, OPAL_INFO_LVL_5);
     c->verbs_pool_size = 56 * 1024;
     reg("verbs_pool_size", "Bytes of block pool per remote sender and destination host: the "
         "receivers a sender reaches on one host share one pool there (a shared-memory segment, "
@@ -263,7 +277,7 @@ static int rsm_component_register(void)
     m->btl_latency = 1;
     m->btl_bandwidth = 40000;
     m->btl_flags = MCA_BTL_FLAGS_SEND | (c->single_copy ? MCA_BTL_FLAGS_GET : 0);
-    m->btl_registration_handle_size = RSM_HANDLE_WIRE;    /* a verbs rkey (btl_rsm.h) */
+    m->btl_registration_handle_size = RSM_HANDLE_WIRE;    /* a verbs rkey per rail (btl_rsm.h) */
     m->btl_get_limit = SIZE_MAX;
     m->btl_get_alignment = 0;
     m->btl_get_local_registration_threshold = 0;

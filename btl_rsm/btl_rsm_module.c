@@ -156,9 +156,11 @@ static int rsm_finalize(mca_btl_base_module_t *btl)
     RSM_VERBOSE(10, "%" PRIu64 " single-copy gets, %" PRIu64 " bytes; %" PRIu64 " halves written "
                 "for receivers, %" PRIu64 " bytes", c->gets, c->get_bytes, c->helped, c->help_bytes);
     if (c->verbs_open) {
-        RSM_VERBOSE(10, "%" PRIu64 " single-copy RDMA reads, %" PRIu64 " bytes; %" PRIu64
+        RSM_VERBOSE(10, "%" PRIu64 " single-copy RDMA reads, %" PRIu64 " bytes (%" PRIu64
+                    " striped, %" PRIu64 " bytes over further rails); %" PRIu64
                     " user-buffer registrations, %" PRIu64 " bytes left registered at the end",
-                    c->v_reads, c->v_read_bytes, c->v_user_registrations, c->v_user_registered);
+                    c->v_reads, c->v_read_bytes, c->v_striped_reads, c->v_rail_read_bytes,
+                    c->v_user_registrations, c->v_user_registered);
     }
     RSM_VERBOSE(10, "%" PRIu64 " message starts staged while the pool was full, %" PRIu64
                 " refused; %" PRIu64 " tiny messages sent in a postbox's second half", c->staged,

@@ -20,6 +20,7 @@ enum {
     PV_V_CONNECTS, PV_V_ACCEPTS, PV_V_WRITES, PV_V_WRITE_BYTES, PV_V_ACK_WRITES,
     PV_V_REGISTERED, PV_V_REGISTERED_SHARED, PV_V_POOL_GROWS, PV_V_BAD_HANDSHAKES,
     PV_V_READS, PV_V_READ_BYTES, PV_V_USER_REGISTERED, PV_V_USER_REGISTRATIONS,
+    PV_V_STRIPED_READS, PV_V_RAIL_READ_BYTES,
     PV_COUNT
 };
 
@@ -95,6 +96,10 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
     [PV_V_USER_REGISTRATIONS] = {"verbs_user_registrations", "User-buffer registrations made "
                                  "for single copy (the cache's misses; a buffer used again is "
                                  "not registered again while it stays mapped)"},
+    [PV_V_STRIPED_READS] = {"verbs_striped_reads", "Of verbs_reads, those cut across two or more "
+                            "rails (btl_rsm_verbs_rails, btl_rsm_verbs_stripe_min)"},
+    [PV_V_RAIL_READ_BYTES] = {"verbs_rail_read_bytes", "Bytes of verbs_read_bytes that came over "
+                              "rails other than the first"},
 };
 
 /* the send counters of endpoints already released (finalize) */
@@ -146,6 +151,8 @@ static void rsm_counters_read(uint64_t *v)
     v[PV_V_READ_BYTES] = c->v_read_bytes;
     v[PV_V_USER_REGISTERED] = c->v_user_registered;
     v[PV_V_USER_REGISTRATIONS] = c->v_user_registrations;
+    v[PV_V_STRIPED_READS] = c->v_striped_reads;
+    v[PV_V_RAIL_READ_BYTES] = c->v_rail_read_bytes;
 }
 
 void rsm_pvar_retire(const mca_btl_base_endpoint_t *ep)

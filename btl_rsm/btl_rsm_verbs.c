@@ -82,6 +82,14 @@ typedef struct rsm_vconn {
     mca_btl_base_endpoint_t *ep;
 } rsm_vconn_t;
 
+/* A queue pair of a connection on one of its further rails (ports 1.. of
+ * btl_rsm_verbs_devices): it carries only the receiver's single-copy reads. */
+typedef struct rsm_vrailqp {
+    struct ibv_qp *qp;
+    uint32_t psn;
+    uint32_t reads_out;             /* in: RDMA reads posted on it, not complete */
+} rsm_vrailqp_t;
+
 /* The sender's side of one pool per (sender, destination host): the shadow its
  * blocks are composed in and the allocator every connection to that host's
  * ranks shares (rsm_pool.h; acks from any of them free blocks). */
@@ -118,6 +126,9 @@ struct rsm_vpeer {
     struct ibv_mr *in_pool_mr[RSM_VPOOL_CHUNKS_MAX];
     bool in_pool_shared[RSM_VPOOL_CHUNKS_MAX];   /* mapped from another local rank's segment */
     bool in_pool_private[RSM_VPOOL_CHUNKS_MAX];  /* not shareable: plain registered memory */
+    rsm_vrailqp_t out_rail[RSM_VRAILS_MAX];  /* [1..out_rails): the sender's, read from */
+    rsm_vrailqp_t in_rail[RSM_VRAILS_MAX];   /* [1..in_rails): the receiver's, reading */
+    unsigned out_rails, in_rails;   /* rails of each half, rail 0 (out / in) included */
     uint32_t acks_pushed;           /* inbound: acks written through this seq (exclusive) */
     uint32_t pool_msgs_acked;       /* inbound: ep->in_pool_msgs when acks were last pushed */
     struct rsm_vpeer *next_connecting;
@@ -126,7 +137,10 @@ struct rsm_vpeer {
 static struct {
     bool open;
     bool closing;                   /* finalize: peers tear down too; errors are expected */
-    rsm_vdev_t dev;
+    rsm_vdev_t dev;                 /* rail 0: every connection, the handshake, the pool */
+    rsm_vdev_t rail[RSM_VRAILS_MAX];    /* [1..n_rails): further ports, for striped reads */
+    unsigned n_rails;
+    uint32_t rail_reads_out;        /* reads in flight on rails 1..: their queues are polled */
     opal_hash_table_t by_name;      /* process name -> endpoint */
     opal_hash_table_t by_qpn;       /* inbound queue pair number -> endpoint */
     mca_btl_base_endpoint_t **eps;  /* every endpoint served by verbs (finalize, pvars) */
@@ -233,6 +247,18 @@ static void conn_free(rsm_vconn_t *q)
     reg_free(q->buf, q->mr, q->bytes);
     reg_free(q->acks, q->ack_mr, ack_bytes());
     memset(q, 0, sizeof(*q));
+}
+
+/* The queue pairs of a half's further rails. */
+static void rails_free(rsm_vrailqp_t *rail, unsigned *n)
+{
+    for (unsigned r = 1; r < RSM_VRAILS_MAX; r++) {
+        if (rail[r].qp != NULL) {
+            ibv_destroy_qp(rail[r].qp);
+        }
+        memset(&rail[r], 0, sizeof(rail[r]));
+    }
+    *n = 0;
 }
 
 /* One more chunk for G's pool: its shadow, registered, and its allocator
@@ -511,58 +537,91 @@ static void push_acks(mca_btl_base_endpoint_t *ep)
 
 /* ---- completions ---- */
 
-/* A single-copy read in flight (rsm_verbs_get); its work request's id is its
- * address with the low bit set, a write's is its connection's. */
+/* A single-copy read in flight (rsm_verbs_get), in one piece per rail.  Work
+ * request ids: the last request of a piece is the read's address | rail << 1 | 1
+ * (signalled); the others are unsignalled and show up only in error: on rail 0
+ * their id is the connection's (as a write's), on further rails the read's
+ * address | rail << 1. */
 typedef struct rsm_vread {
     struct rsm_vread *next, *all_next;
     rsm_vconn_t *q;
     mca_btl_base_endpoint_t *ep;
     void *local_address;
     struct mca_btl_base_registration_handle_t *local_handle;
-    mca_btl_base_rdma_completion_fn_t cbfunc;
+    mca_btl_base_rdma_completion_fn_t cbfunc;   /* NULL: the get was refused, nobody waits */
     void *cbcontext, *cbdata;
-    uint32_t nwr;                   /* work requests it took (reads past 1 GiB are cut) */
+    uint32_t nwr[RSM_VRAILS_MAX];   /* work requests each rail's piece took (cut at 1 GiB) */
+    unsigned parts;                 /* pieces not complete */
+    int status;                     /* the first piece's failure, or IBV_WC_SUCCESS */
 } rsm_vread_t;
 
-static void read_done(rsm_vread_t *r, int status)
+static void read_done(rsm_vread_t *r, unsigned rail, int status)
 {
-    r->q->reads_out -= r->nwr;
+    if (rail == 0) {
+        r->q->reads_out -= r->nwr[0];
+    } else {
+        r->ep->v->in_rail[rail].reads_out -= r->nwr[rail];
+        vs.rail_reads_out -= r->nwr[rail];
+    }
+    if (status != IBV_WC_SUCCESS && r->status == IBV_WC_SUCCESS) {
+        r->status = status;
+    }
+    if (--r->parts > 0) {
+        return;
+    }
     rsm_vread_t copy = *r;
     r->next = vs.free_reads;
     vs.free_reads = r;
-    if (status != IBV_WC_WR_FLUSH_ERR && !vs.closing) {
+    if (copy.cbfunc != NULL && copy.status != IBV_WC_WR_FLUSH_ERR && !vs.closing) {
         copy.cbfunc(&mca_btl_rsm, copy.ep, copy.local_address, copy.local_handle, copy.cbcontext,
-                    copy.cbdata, status == IBV_WC_SUCCESS ? OPAL_SUCCESS : OPAL_ERROR);
+                    copy.cbdata, copy.status == IBV_WC_SUCCESS ? OPAL_SUCCESS : OPAL_ERROR);
     }
 }
 
-static int poll_send_cq(void)
+/* The send completions of rail RAIL's queue pairs: writes (rail 0) and reads. */
+static int poll_rail_cq(struct ibv_cq *cq, unsigned rail)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     struct ibv_wc wc[16];
-    int n = ibv_poll_cq(vs.dev.scq, 16, wc), done = 0;
+    int n = ibv_poll_cq(cq, 16, wc), done = 0;
     for (int i = 0; i < n; i++) {
-        rsm_vread_t *r = (wc[i].wr_id & 1) ? (rsm_vread_t *) (uintptr_t) (wc[i].wr_id - 1) : NULL;
-        rsm_vconn_t *q = r != NULL ? r->q : (rsm_vconn_t *) (uintptr_t) wc[i].wr_id;
+        uint64_t id = wc[i].wr_id;
+        bool last = (id & 1) != 0;
+        rsm_vread_t *r = last || rail > 0 ? (rsm_vread_t *) (uintptr_t) (id & ~(uint64_t) 7) : NULL;
+        rsm_vconn_t *q = r == NULL ? (rsm_vconn_t *) (uintptr_t) id : NULL;
+        mca_btl_base_endpoint_t *ep = r != NULL ? r->ep : q != NULL ? q->ep : NULL;
         if (OPAL_UNLIKELY(wc[i].status != IBV_WC_SUCCESS)) {
-            if (q != NULL && q->ep != NULL && wc[i].status != IBV_WC_WR_FLUSH_ERR) {
-                conn_failed(q->ep, r != NULL ? "an RDMA read (single copy) completed in error"
-                                             : "an RDMA write completed in error",
-                            ibv_wc_status_str(wc[i].status));
+            if (ep != NULL && wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+                char what[96];
+                /* no colon in it: the help message reads "failed while WHAT: why" */
+                snprintf(what, sizeof(what), "an RDMA %s%s completed in error",
+                         r != NULL ? "read (single copy)" : "write",
+                         rail == 0 ? "" : rail == 1 ? " on the second rail" : " on a further rail");
+                conn_failed(ep, what, ibv_wc_status_str(wc[i].status));
             }
-            if (r != NULL) {
-                read_done(r, wc[i].status);
+            if (last) {
+                read_done(r, (unsigned) (id >> 1) & 3, wc[i].status);
             }
             continue;
         }
-        if (r != NULL) {
-            read_done(r, IBV_WC_SUCCESS);
-        } else {
+        if (last) {
+            read_done(r, (unsigned) (id >> 1) & 3, IBV_WC_SUCCESS);
+        } else if (q != NULL) {
             q->completed += c->verbs_signal;
         }
         done++;
     }
     return n < 0 ? -1 : done;
+}
+
+static int poll_send_cq(void)
+{
+    int done = poll_rail_cq(vs.dev.scq, 0);
+    for (unsigned k = 1; k < vs.n_rails && vs.rail_reads_out > 0 && done >= 0; k++) {
+        int d = poll_rail_cq(vs.rail[k].scq, k);
+        done = d < 0 ? d : done + d;
+    }
+    return done;
 }
 
 static int sq_room(rsm_vconn_t *q)
@@ -662,6 +721,11 @@ static int send_offer(mca_btl_base_endpoint_t *ep, int type)
     m.conn = v->out.qp->qp_num;
     memcpy(m.pool_tag, v->group->tag, RSM_VPOOL_TAG);
     m.pool_chunks = (uint8_t) v->group->made;   /* a chunk being grown too */
+    m.rails = (uint8_t) v->out_rails;
+    for (unsigned r = 1; r < v->out_rails; r++) {
+        m.rail[r - 1] = (rsm_vrail_t){.addr = vs.rail[r].self, .qpn = v->out_rail[r].qp->qp_num,
+                                      .psn = v->out_rail[r].psn};
+    }
     return rsm_vud_send(&vs.dev, &v->ah, &v->addr, &m);
 }
 
@@ -707,6 +771,15 @@ int rsm_verbs_connect(mca_btl_base_endpoint_t *ep)
         conn_failed(ep, "registering memory or creating a queue pair", reg_error(errno));
         return OPAL_ERR_UNREACH;
     }
+    /* the further rails: queue pairs the receiver will read our buffers through */
+    for (unsigned r = 1; r < vs.n_rails; r++) {
+        if ((v->out_rail[r].qp = rsm_vqp_create(&vs.rail[r])) == NULL) {
+            conn_failed(ep, "creating a queue pair on a further rail", strerror(errno));
+            return OPAL_ERR_UNREACH;
+        }
+        v->out_rail[r].psn = random_psn();
+    }
+    v->out_rails = vs.n_rails;
     if ((ep->slots == NULL && (ep->slots = calloc(lay->queue_len, sizeof(rsm_slot_t))) == NULL)
         || (ep->stale == NULL && (ep->stale = calloc(lay->queue_len, 1)) == NULL)) {
         conn_failed(ep, "allocating the queue's bookkeeping", strerror(ENOMEM));
@@ -779,6 +852,11 @@ static void reply(mca_btl_base_endpoint_t *ep, const rsm_vmsg_t *req, int type, 
             m.pool_rkey[i] = v->in_pool_mr[i]->rkey;
         }
         m.pool_len = (uint32_t) vs.pool_bytes;
+        m.rails = (uint8_t) (v->in_rails > 0 ? v->in_rails : 1);
+        for (unsigned r = 1; r < v->in_rails; r++) {
+            m.rail[r - 1] = (rsm_vrail_t){.addr = vs.rail[r].self, .qpn = v->in_rail[r].qp->qp_num,
+                                          .psn = v->in_rail[r].psn};
+        }
     }
     int rc = rsm_vud_send(&vs.dev, &v->ah, &req->addr, &m);
     if (rc != 0) {
@@ -834,6 +912,27 @@ static void accept_req(const rsm_vmsg_t *m)
         reply(ep, m, RSM_VMSG_REJ, RSM_VREJ_NOMEM);
         return;
     }
+    /* the further rails both ends have: ours connect to the sender's now, and a
+     * rail that will not is left out (its reads go over the others) */
+    unsigned rails = m->rails < vs.n_rails ? m->rails : vs.n_rails;
+    v->in_rails = 1;
+    for (unsigned r = 1; r < rails; r++) {
+        rsm_vrailqp_t *l = &v->in_rail[r];
+        const rsm_vrail_t *pr = &m->rail[r - 1];
+        l->psn = random_psn();
+        if ((l->qp = rsm_vqp_create(&vs.rail[r])) == NULL
+            || (rc = rsm_vqp_connect(&vs.rail[r], l->qp, &pr->addr, pr->qpn, pr->psn, l->psn)) != 0) {
+            RSM_VERBOSE(1, "no queue pair on %s for %s (%s): its messages are read over %u rail%s",
+                        vs.rail[r].name, peer_str(ep), strerror(rc ? -rc : errno), r,
+                        r > 1 ? "s" : "");
+            if (l->qp != NULL) {
+                ibv_destroy_qp(l->qp);
+                l->qp = NULL;
+            }
+            break;
+        }
+        v->in_rails = r + 1;
+    }
     ep->in_queue = rsm_layout_queue(&c->vlayout, q->buf, 0);
     ep->in_acks = (_Atomic uint8_t *) q->acks;
     ep->head = ep->unacked = ep->in_published = 0;
@@ -842,9 +941,10 @@ static void accept_req(const rsm_vmsg_t *m)
     opal_hash_table_set_value_uint32(&vs.by_qpn, q->qp->qp_num, ep);
     c->v_accepts++;
     reply(ep, m, RSM_VMSG_REP, 0);
-    RSM_VERBOSE(10, "accepted a connection from %s over %s (queue pair %u, %zu-byte queue, "
-                "pool %.8s of %u x %zu bytes, chunk 0 %s)", peer_str(ep), vs.dev.name,
-                q->qp->qp_num, q->bytes, m->pool_tag, v->in_chunks, vs.pool_bytes,
+    RSM_VERBOSE(10, "accepted a connection from %s over %s and %u further rail%s (queue pair %u, "
+                "%zu-byte queue, pool %.8s of %u x %zu bytes, chunk 0 %s)", peer_str(ep),
+                vs.dev.name, v->in_rails - 1, v->in_rails == 2 ? "" : "s", q->qp->qp_num,
+                q->bytes, m->pool_tag, v->in_chunks, vs.pool_bytes,
                 v->in_pool_shared[0] ? "mapped from another rank here"
                 : v->in_pool_private[0] ? "in private memory" : "created");
 }
@@ -1025,6 +1125,21 @@ static void take_rep(const rsm_vmsg_t *m)
         conn_failed(ep, "moving the queue pair to ready-to-send", strerror(-rc));
         return;
     }
+    unsigned rails = m->rails < v->out_rails ? m->rails : v->out_rails;
+    for (unsigned r = 1; r < rails; r++) {
+        const rsm_vrail_t *pr = &m->rail[r - 1];
+        rc = rsm_vqp_connect(&vs.rail[r], v->out_rail[r].qp, &pr->addr, pr->qpn, pr->psn,
+                             v->out_rail[r].psn);
+        if (rc != 0) {
+            conn_failed(ep, "moving a further rail's queue pair to ready-to-send", strerror(-rc));
+            return;
+        }
+    }
+    for (unsigned r = rails; r < v->out_rails; r++) {    /* rails the receiver has not */
+        ibv_destroy_qp(v->out_rail[r].qp);
+        memset(&v->out_rail[r], 0, sizeof(v->out_rail[r]));
+    }
+    v->out_rails = rails;
     v->out.raddr = m->raddr;
     v->out.rkey = m->rkey;
     v->out.peer_qpn = m->qpn;
@@ -1041,7 +1156,8 @@ static void take_rep(const rsm_vmsg_t *m)
         conn_failed(ep, "connecting", "out of memory");
         return;
     }
-    RSM_VERBOSE(10, "connected to %s over %s in %.1f ms", peer_str(ep), vs.dev.name,
+    RSM_VERBOSE(10, "connected to %s over %s and %u further rail%s in %.1f ms", peer_str(ep),
+                vs.dev.name, v->out_rails - 1, v->out_rails == 2 ? "" : "s",
                 (now_ns() - v->req_first_ns) / 1e6);
     if (v->group->made > v->group->chunks) {
         if (v->chunks < v->group->made) {
@@ -1123,6 +1239,27 @@ static void retry_requests(void)
  * down for longer than the RC retry budget (timeout x (retries + 1), 7.5 s by
  * default) fails every connection, with the message; one back up before that
  * costs nothing (the queue pairs' retries carry on). */
+static bool qp_is(const struct ibv_qp *qp, uint32_t num)
+{
+    return qp != NULL && qp->qp_num == num;
+}
+
+/* A queue pair of ours on rail RAIL in error (queue pair numbers are per
+ * device): its connection fails, with the message. */
+static void qp_event(const rsm_vevent_t *ev, unsigned rail)
+{
+    for (uint32_t i = 0; i < vs.n_eps; i++) {
+        struct rsm_vpeer *v = vs.eps[i]->v;
+        bool ours = rail == 0 ? qp_is(v->out.qp, ev->qp_num) || qp_is(v->in.qp, ev->qp_num)
+                              : qp_is(v->out_rail[rail].qp, ev->qp_num)
+                                    || qp_is(v->in_rail[rail].qp, ev->qp_num);
+        if (ours) {
+            conn_failed(vs.eps[i], "the device reported the queue pair in error",
+                        ibv_event_type_str((enum ibv_event_type) ev->type));
+        }
+    }
+}
+
 static void poll_events(void)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
@@ -1140,13 +1277,17 @@ static void poll_events(void)
                 vs.port_down_ns = 0;
             }
         } else if (ev.qp_num != 0) {
-            for (uint32_t i = 0; i < vs.n_eps; i++) {
-                struct rsm_vpeer *v = vs.eps[i]->v;
-                if ((v->out.qp != NULL && v->out.qp->qp_num == ev.qp_num)
-                    || (v->in.qp != NULL && v->in.qp->qp_num == ev.qp_num)) {
-                    conn_failed(vs.eps[i], "the device reported the queue pair in error",
-                                ibv_event_type_str((enum ibv_event_type) ev.type));
-                }
+            qp_event(&ev, 0);
+        }
+    }
+    /* a further rail: its reads fail (and say so) once their retries run out */
+    for (unsigned k = 1; k < vs.n_rails; k++) {
+        while (rsm_vdev_event(&vs.rail[k], &ev)) {
+            if (ev.type == IBV_EVENT_PORT_ERR || ev.type == IBV_EVENT_PORT_ACTIVE) {
+                RSM_VERBOSE(1, "%s (rail %u) is %s", vs.rail[k].name, k,
+                            ev.type == IBV_EVENT_PORT_ERR ? "down" : "up");
+            } else if (ev.qp_num != 0) {
+                qp_event(&ev, k);
             }
         }
     }
@@ -1212,37 +1353,52 @@ int rsm_verbs_progress(void)
 
 typedef struct rsm_vreg {
     mca_rcache_base_registration_t base;    /* first: the cache's own part */
-    struct ibv_mr *mr;
+    struct ibv_mr *mr[RSM_VRAILS_MAX];      /* one per rail: each port has its own domain */
+    size_t bytes;
     struct mca_btl_base_registration_handle_t h;
 } rsm_vreg_t;
+
+_Static_assert(RSM_RAILS_MAX == RSM_VRAILS_MAX, "a handle holds a key per rail");
+
+static int vreg_deregister(void *data, mca_rcache_base_registration_t *reg)
+{
+    rsm_vreg_t *r = (rsm_vreg_t *) reg;
+    if (r->mr[0] != NULL) {
+        mca_btl_rsm_component.v_user_registered -= r->bytes;
+    }
+    for (unsigned k = 0; k < RSM_VRAILS_MAX; k++) {
+        if (r->mr[k] != NULL) {
+            (void) ibv_dereg_mr(r->mr[k]);
+            r->mr[k] = NULL;
+        }
+    }
+    return OPAL_SUCCESS;
+}
 
 static int vreg_register(void *data, void *base, size_t size, mca_rcache_base_registration_t *reg)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     rsm_vreg_t *r = (rsm_vreg_t *) reg;
+    memset(r->mr, 0, sizeof(r->mr));
+    r->h = (struct mca_btl_base_registration_handle_t){.kind = RSM_REG_VERBS};
     /* every user registration allows remote reading, so the cache can hand the same
      * one to a send and to a receive: peers learn an rkey only from our RGET */
-    r->mr = ibv_reg_mr(vs.dev.pd, base, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
-    if (r->mr == NULL) {
-        RSM_VERBOSE(1, "could not register %zu bytes of a user buffer with %s (%s): that message "
-                    "takes the two-copy path", size, vs.dev.name, reg_error(errno));
-        return OPAL_ERR_OUT_OF_RESOURCE;
+    for (unsigned k = 0; k < vs.n_rails; k++) {
+        rsm_vdev_t *d = k == 0 ? &vs.dev : &vs.rail[k];
+        r->mr[k] = ibv_reg_mr(d->pd, base, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+        if (r->mr[k] == NULL) {
+            RSM_VERBOSE(1, "could not register %zu bytes of a user buffer with %s (%s): that "
+                        "message takes the two-copy path", size, d->name, reg_error(errno));
+            r->bytes = 0;
+            (void) vreg_deregister(data, reg);
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
+        r->h.rkey[k] = r->mr[k]->rkey;
+        r->h.lkey[k] = r->mr[k]->lkey;
     }
-    r->h = (struct mca_btl_base_registration_handle_t){.rkey = r->mr->rkey, .lkey = r->mr->lkey,
-                                                        .kind = RSM_REG_VERBS};
+    r->bytes = size;
     c->v_user_registered += size;
     c->v_user_registrations++;
-    return OPAL_SUCCESS;
-}
-
-static int vreg_deregister(void *data, mca_rcache_base_registration_t *reg)
-{
-    rsm_vreg_t *r = (rsm_vreg_t *) reg;
-    if (r->mr != NULL) {
-        mca_btl_rsm_component.v_user_registered -= r->mr->length;
-        (void) ibv_dereg_mr(r->mr);
-        r->mr = NULL;
-    }
     return OPAL_SUCCESS;
 }
 
@@ -1295,10 +1451,24 @@ int rsm_verbs_get(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t rem
         || local_handle->kind != RSM_REG_VERBS) {
         return OPAL_ERR_NOT_AVAILABLE;  /* no connection from that sender: ob1 falls back */
     }
-    uint32_t nwr = (uint32_t) ((size + PIECE - 1) / PIECE);
-    nwr = nwr > 0 ? nwr : 1;
-    if (q->posted - q->completed + q->reads_out + nwr >= vs.dev.sq_depth - 1) {
-        return OPAL_ERR_OUT_OF_RESOURCE;    /* ob1 retries it from its pending list */
+    /* one piece per rail (seed 000, 3.3), whole pages but the last; a short read
+     * takes rail 0 alone */
+    unsigned rails = size >= c->verbs_stripe_min && v->in_rails > 1 ? v->in_rails : 1;
+    size_t share = (size / rails + RSM_PAGE - 1) & ~(size_t) (RSM_PAGE - 1), left = size;
+    size_t len_of[RSM_VRAILS_MAX];
+    uint32_t nwr_of[RSM_VRAILS_MAX] = {0};
+    for (unsigned k = 0; k < rails; k++) {
+        len_of[k] = k + 1 == rails || share > left ? left : share;
+        left -= len_of[k];
+        nwr_of[k] = (uint32_t) ((len_of[k] + PIECE - 1) / PIECE);
+        if (k == 0 && nwr_of[0] == 0) {
+            nwr_of[0] = 1;          /* a read of nothing still completes */
+        }
+        uint64_t out = k == 0 ? q->posted - q->completed + q->reads_out : v->in_rail[k].reads_out;
+        unsigned depth = k == 0 ? vs.dev.sq_depth : vs.rail[k].sq_depth;
+        if (nwr_of[k] > 0 && out + nwr_of[k] >= depth - 1) {
+            return OPAL_ERR_OUT_OF_RESOURCE;    /* ob1 retries it from its pending list */
+        }
     }
     rsm_vread_t *r = vs.free_reads;
     if (r != NULL) {
@@ -1316,38 +1486,83 @@ int rsm_verbs_get(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t rem
     r->cbfunc = cbfunc;
     r->cbcontext = cbcontext;
     r->cbdata = cbdata;
-    r->nwr = nwr;
+    memcpy(r->nwr, nwr_of, sizeof(r->nwr));
+    r->parts = 0;
+    r->status = IBV_WC_SUCCESS;
     size_t off = 0;
-    for (uint32_t k = 0; k < nwr; k++) {
-        size_t len = size - off < PIECE ? size - off : PIECE;
-        struct ibv_sge sge = {.addr = (uintptr_t) local_address + off, .length = (uint32_t) len,
-                              .lkey = local_handle->lkey};
-        struct ibv_send_wr wr = {.wr_id = (uintptr_t) q, .sg_list = &sge, .num_sge = 1,
-                                 .opcode = IBV_WR_RDMA_READ}, *bad;
-        wr.wr.rdma.remote_addr = remote_address + off;
-        wr.wr.rdma.rkey = remote_handle->rkey;
-        if (k + 1 == nwr) {
-            /* only the last is signalled: the send queue completes in order */
-            wr.wr_id = (uintptr_t) r + 1;
-            wr.send_flags = IBV_SEND_SIGNALED;
+    for (unsigned k = 0; k < rails && nwr_of[k] > 0; k++) {
+        struct ibv_qp *qp = k == 0 ? q->qp : v->in_rail[k].qp;
+        size_t end = off + len_of[k];
+        for (uint32_t w = 0; w < nwr_of[k]; w++) {
+            size_t len = end - off < PIECE ? end - off : PIECE;
+            struct ibv_sge sge = {.addr = (uintptr_t) local_address + off, .length = (uint32_t) len,
+                                  .lkey = local_handle->lkey[k]};
+            struct ibv_send_wr wr = {.wr_id = k == 0 ? (uintptr_t) q : (uintptr_t) r | k << 1,
+                                     .sg_list = &sge, .num_sge = 1,
+                                     .opcode = IBV_WR_RDMA_READ}, *bad;
+            wr.wr.rdma.remote_addr = remote_address + off;
+            wr.wr.rdma.rkey = remote_handle->rkey[k];
+            if (w + 1 == nwr_of[k]) {
+                /* only the last is signalled: the send queue completes in order */
+                wr.wr_id = (uintptr_t) r | k << 1 | 1;
+                wr.send_flags = IBV_SEND_SIGNALED;
+            }
+            int rc = ibv_post_send(qp, &wr, &bad);
+            if (OPAL_UNLIKELY(rc != 0)) {
+                /* the pieces already posted complete (or flush) later; nobody waits for them */
+                r->cbfunc = NULL;
+                if (k == 0) {
+                    q->reads_out += w;
+                } else {
+                    v->in_rail[k].reads_out += w;
+                    vs.rail_reads_out += w;
+                }
+                if (r->parts == 0) {
+                    r->next = vs.free_reads;
+                    vs.free_reads = r;
+                }
+                conn_failed(ep, "posting an RDMA read (single copy)", strerror(rc));
+                return OPAL_ERROR;
+            }
+            off += len;
         }
-        int rc = ibv_post_send(q->qp, &wr, &bad);
-        if (OPAL_UNLIKELY(rc != 0)) {
-            q->reads_out += k;          /* those posted complete (or flush) before the job ends */
-            r->next = vs.free_reads;
-            vs.free_reads = r;
-            conn_failed(ep, "posting an RDMA read (single copy)", strerror(rc));
-            return OPAL_ERROR;
+        if (k == 0) {
+            q->reads_out += nwr_of[0];
+        } else {
+            v->in_rail[k].reads_out += nwr_of[k];
+            vs.rail_reads_out += nwr_of[k];
+            c->v_rail_read_bytes += len_of[k];
         }
-        off += len;
+        r->parts++;
     }
-    q->reads_out += nwr;
     c->v_reads++;
     c->v_read_bytes += size;
+    c->v_striped_reads += r->parts > 1;
     return OPAL_SUCCESS;
 }
 
 /* ---- life cycle ---- */
+
+static void close_devices(void)
+{
+    for (unsigned k = 1; k < vs.n_rails; k++) {
+        rsm_vdev_close(&vs.rail[k]);
+    }
+    vs.n_rails = 0;
+    vs.rail_reads_out = 0;
+    rsm_vdev_close(&vs.dev);
+}
+
+/* "rxe0:1" or "rxe0:1 + rxe2:1" */
+static const char *rails_str(void)
+{
+    static char buf[4 * 72];
+    size_t n = (size_t) snprintf(buf, sizeof(buf), "%s", vs.dev.name);
+    for (unsigned k = 1; k < vs.n_rails && n < sizeof(buf); k++) {
+        n += (size_t) snprintf(buf + n, sizeof(buf) - n, " + %s", vs.rail[k].name);
+    }
+    return buf;
+}
 
 bool rsm_verbs_init(void)
 {
@@ -1376,8 +1591,16 @@ bool rsm_verbs_init(void)
     c->vparams = rsm_layout_fingerprint(&c->vlayout) * 31 + c->verbs_pool_chunks;
     vs.queue_bytes = c->vlayout.queues_bytes;
     vs.pool_bytes = c->vlayout.pool_bytes;
-    if (rsm_vdev_open(&vs.dev, c->verbs_devices, c->verbs_gid_index, c->verbs_sq_depth,
+    if (rsm_vdev_open(&vs.dev, c->verbs_devices, 0, false, c->verbs_gid_index, c->verbs_sq_depth,
                       c->verbs_srq_depth, err, sizeof(err)) != 0) {
+        int e = errno;
+        if (e == ENOMEM || e == EPERM || e == EAGAIN) {
+            /* a port, but no memory to set it up: say why (an ordinary user's
+             * locked-memory limit), since the user asked for rsm */
+            opal_show_help("help-btl-rsm.txt", "verbs-setup", true, opal_process_info.nodename,
+                           err, reg_error(e));
+            return false;
+        }
         /* no device: local peers are still served; remote ones are declined */
         RSM_VERBOSE(c->verbs_devices != NULL && c->verbs_devices[0] != '\0' ? 1 : 10,
                     "no RDMA back end: %s", err);
@@ -1385,6 +1608,22 @@ bool rsm_verbs_init(void)
     }
     vs.dev.timeout = (uint8_t) c->verbs_timeout;
     vs.dev.retry_cnt = (uint8_t) c->verbs_retry_count;
+    /* further rails: the next active ports the device list names (never guessed:
+     * an unnamed port may sit on another network than the peers' rail) */
+    vs.n_rails = 1;
+    unsigned want = c->verbs_rails < 1 ? 1 : c->verbs_rails > RSM_VRAILS_MAX ? RSM_VRAILS_MAX
+                                                                              : c->verbs_rails;
+    for (unsigned k = 1; k < want && c->verbs_devices != NULL && c->verbs_devices[0] != '\0'; k++) {
+        rsm_vdev_t *d = &vs.rail[k];
+        if (rsm_vdev_open(d, c->verbs_devices, k, true, c->verbs_gid_index, c->verbs_sq_depth, 0,
+                          err, sizeof(err)) != 0) {
+            RSM_VERBOSE(10, "rail %u: %s", k, err);
+            break;
+        }
+        d->timeout = vs.dev.timeout;
+        d->retry_cnt = vs.dev.retry_cnt;
+        vs.n_rails = k + 1;
+    }
     vs.my_name = name64(&opal_proc_local_get()->proc_name);
     OBJ_CONSTRUCT(&vs.by_name, opal_hash_table_t);
     OBJ_CONSTRUCT(&vs.by_qpn, opal_hash_table_t);
@@ -1395,7 +1634,7 @@ bool rsm_verbs_init(void)
     OPAL_MODEX_SEND_STRING(rc, OPAL_PMIX_GLOBAL, RSM_VMODEX_KEY, &vs.dev.self,
                            sizeof(vs.dev.self));
     if (rc != OPAL_SUCCESS) {
-        rsm_vdev_close(&vs.dev);
+        close_devices();
         OBJ_DESTRUCT(&vs.by_name);
         OBJ_DESTRUCT(&vs.by_qpn);
         return false;
@@ -1403,7 +1642,7 @@ bool rsm_verbs_init(void)
     vs.open = true;
     RSM_VERBOSE(10, "RDMA back end on %s (GID index %d, MTU %s, %s): %zu-byte queues, "
                 "%zu-byte pools per sender and host, %u-deep send queues, %u-deep shared "
-                "receive queue", vs.dev.name, vs.dev.gid_index, rsm_vmtu_str(vs.dev.self.mtu),
+                "receive queue", rails_str(), vs.dev.gid_index, rsm_vmtu_str(vs.dev.self.mtu),
                 vs.dev.self.global ? "RoCE" : "InfiniBand", vs.queue_bytes, vs.pool_bytes,
                 c->verbs_sq_depth, c->verbs_srq_depth);
     return true;
@@ -1436,7 +1675,7 @@ mca_btl_base_endpoint_t *rsm_verbs_add_proc(opal_proc_t *proc)
         ep->v->addr = *addr;
         ep->v->have_addr = true;
         RSM_VERBOSE(10, "peer %s on %s: verbs (%s)", OPAL_NAME_PRINT(proc->proc_name),
-                    peer_host(ep), vs.dev.name);
+                    peer_host(ep), rails_str());
     }
     free(addr);
     return ep;
@@ -1457,6 +1696,8 @@ void rsm_verbs_finalize(void)
             ep->pending_head = frag->next;
             rsm_frag_complete(frag, OPAL_ERR_UNREACH);
         }
+        rails_free(v->out_rail, &v->out_rails);
+        rails_free(v->in_rail, &v->in_rails);
         conn_free(&v->out);
         conn_free(&v->in);
         pool_detach(v);
@@ -1497,7 +1738,7 @@ void rsm_verbs_finalize(void)
     vs.free_reads = NULL;
     OBJ_DESTRUCT(&vs.by_name);
     OBJ_DESTRUCT(&vs.by_qpn);
-    rsm_vdev_close(&vs.dev);
+    close_devices();
     vs.open = vs.closing = false;
 }
 

@@ -43,6 +43,18 @@ const char *rsm_vmsg_check(const void *msg, size_t len, uint64_t me, uint32_t ex
     if (m.pool_chunks < 1 || m.pool_chunks > RSM_VMSG_CHUNKS) {
         return "pool chunk count out of range";
     }
+    if (m.type == RSM_VMSG_REQ || m.type == RSM_VMSG_REP) {
+        if (m.rails < 1 || m.rails > RSM_VRAILS_MAX) {
+            return "rail count out of range";
+        }
+        for (unsigned r = 1; r < m.rails; r++) {
+            const rsm_vrail_t *l = &m.rail[r - 1];
+            if (l->addr.global > 1 || l->addr.mtu < 1 || l->addr.mtu > 5
+                || (l->qpn & 0xff000000u) != 0 || (l->psn & 0xff000000u) != 0 || l->qpn == 0) {
+                return "bad address, queue pair number or packet sequence number of a rail";
+            }
+        }
+    }
     if (m.type == RSM_VMSG_REQ || m.type == RSM_VMSG_GROW) {
         for (int i = 0; i < RSM_VPOOL_TAG; i++) {
             char ch = m.pool_tag[i];
@@ -117,7 +129,7 @@ static void parse_token(const char *tok, size_t toklen, char *dev, size_t devlen
     *port = colon != NULL ? atoi(colon + 1) : 0;
 }
 
-static int open_port(rsm_vdev_t *d, const char *spec, char *err, size_t errlen)
+static int open_port(rsm_vdev_t *d, const char *spec, unsigned skip, char *err, size_t errlen)
 {
     int ndev = 0;
     struct ibv_device **list = ibv_get_device_list(&ndev);
@@ -125,6 +137,7 @@ static int open_port(rsm_vdev_t *d, const char *spec, char *err, size_t errlen)
         if (list != NULL) {
             ibv_free_device_list(list);
         }
+        errno = ENODEV;
         return err_out(err, errlen, -1, "%s", "no RDMA device (ibv_get_device_list found none)");
     }
     const char *p = spec != NULL ? spec : "";
@@ -152,6 +165,10 @@ static int open_port(rsm_vdev_t *d, const char *spec, char *err, size_t errlen)
                 if ((want_port != 0 && port != want_port) || !port_usable(ctx, (uint8_t) port, &pa)) {
                     continue;
                 }
+                if (skip > 0) {
+                    skip--;         /* an earlier rail's */
+                    continue;
+                }
                 d->ctx = ctx;
                 d->port = (uint8_t) port;
                 /* RDMA reads a queue pair may have outstanding, as initiator and as
@@ -174,7 +191,9 @@ static int open_port(rsm_vdev_t *d, const char *spec, char *err, size_t errlen)
     } while (p != NULL && d->ctx == NULL);
     ibv_free_device_list(list);
     if (d->ctx == NULL) {
-        return err_out(err, errlen, -1, "no active port among the devices named by \"%s\"",
+        errno = ENODEV;
+        return err_out(err, errlen, -1, skip > 0 ? "no further active port among the devices "
+                       "named by \"%s\"" : "no active port among the devices named by \"%s\"",
                        spec != NULL && spec[0] != '\0' ? spec : "(any)");
     }
     return 0;
@@ -243,13 +262,14 @@ static int ud_up(rsm_vdev_t *d)
     return 0;
 }
 
-int rsm_vdev_open(rsm_vdev_t *d, const char *spec, int gid_index, unsigned sq_depth,
-                  unsigned srq_depth, char *err, size_t errlen)
+int rsm_vdev_open(rsm_vdev_t *d, const char *spec, unsigned skip, bool rail_only, int gid_index,
+                  unsigned sq_depth, unsigned srq_depth, char *err, size_t errlen)
 {
     memset(d, 0, sizeof(*d));
-    if (open_port(d, spec, err, errlen) != 0) {
+    if (open_port(d, spec, skip, err, errlen) != 0) {
         return -1;
     }
+    d->rail_only = rail_only;
     int table = d->gid_index;
     d->gid_index = gid_index >= 0 ? gid_index : d->self.global ? find_gid(d->ctx, d->port, table) : 0;
     union ibv_gid gid;
@@ -257,6 +277,7 @@ int rsm_vdev_open(rsm_vdev_t *d, const char *spec, int gid_index, unsigned sq_de
         snprintf(err, errlen, "%s has no usable GID (RoCE v2 with an IPv4 address); is its "
                  "network interface up with an address?", d->name);
         rsm_vdev_close(d);
+        errno = ENODEV;
         return -1;
     }
     memcpy(d->self.gid, gid.raw, sizeof(d->self.gid));
@@ -264,17 +285,22 @@ int rsm_vdev_open(rsm_vdev_t *d, const char *spec, int gid_index, unsigned sq_de
     d->srq_depth = srq_depth;
     size_t ud_bytes = (size_t) (RSM_VUD_RECVS + 1) * RSM_VUD_SLOT;
     struct ibv_srq_init_attr sa = {.attr = {.max_wr = srq_depth, .max_sge = 1}};
-    if ((d->pd = ibv_alloc_pd(d->ctx)) == NULL
-        || (d->scq = ibv_create_cq(d->ctx, 4096, NULL, NULL, 0)) == NULL
-        || (d->rcq = ibv_create_cq(d->ctx, (int) srq_depth + 64, NULL, NULL, 0)) == NULL
-        || (d->ucq = ibv_create_cq(d->ctx, RSM_VUD_RECVS + 32, NULL, NULL, 0)) == NULL
-        || (d->srq = ibv_create_srq(d->pd, &sa)) == NULL
-        || (d->ud_buf = calloc(1, ud_bytes)) == NULL
-        || (d->ud_mr = ibv_reg_mr(d->pd, d->ud_buf, ud_bytes, IBV_ACCESS_LOCAL_WRITE)) == NULL
-        || ud_up(d) != 0 || rsm_vdev_refill(d) != 0) {
+    bool ok = (d->pd = ibv_alloc_pd(d->ctx)) != NULL
+              && (d->scq = ibv_create_cq(d->ctx, 4096, NULL, NULL, 0)) != NULL;
+    if (ok && !rail_only) {
+        ok = (d->rcq = ibv_create_cq(d->ctx, (int) srq_depth + 64, NULL, NULL, 0)) != NULL
+             && (d->ucq = ibv_create_cq(d->ctx, RSM_VUD_RECVS + 32, NULL, NULL, 0)) != NULL
+             && (d->srq = ibv_create_srq(d->pd, &sa)) != NULL
+             && (d->ud_buf = calloc(1, ud_bytes)) != NULL
+             && (d->ud_mr = ibv_reg_mr(d->pd, d->ud_buf, ud_bytes, IBV_ACCESS_LOCAL_WRITE)) != NULL
+             && ud_up(d) == 0 && rsm_vdev_refill(d) == 0;
+    }
+    if (!ok) {
+        int e = errno;          /* ENOMEM, EPERM, EAGAIN: likely the locked-memory limit */
         snprintf(err, errlen, "%s: setting up the protection domain, completion queues, shared "
-                 "receive queue or handshake queue pair failed (%s)", d->name, strerror(errno));
+                 "receive queue or handshake queue pair failed", d->name);
         rsm_vdev_close(d);
+        errno = e;
         return -1;
     }
     /* asynchronous events (a port going down) are polled from progress */
@@ -282,6 +308,7 @@ int rsm_vdev_open(rsm_vdev_t *d, const char *spec, int gid_index, unsigned sq_de
     if (fl < 0 || fcntl(d->ctx->async_fd, F_SETFL, fl | O_NONBLOCK) != 0) {
         snprintf(err, errlen, "%s: the asynchronous event channel (%s)", d->name, strerror(errno));
         rsm_vdev_close(d);
+        errno = EIO;
         return -1;
     }
     return 0;
@@ -352,6 +379,13 @@ struct ibv_qp *rsm_vqp_create(rsm_vdev_t *d)
         .send_cq = d->scq, .recv_cq = d->rcq, .srq = d->srq, .qp_type = IBV_QPT_RC,
         .cap = {.max_send_wr = d->sq_depth, .max_send_sge = 1, .max_inline_data = 256},
     };
+    if (d->rail_only) {
+        /* reads only, either way: nothing is ever received into it */
+        ia.recv_cq = d->scq;
+        ia.cap.max_recv_wr = 1;
+        ia.cap.max_recv_sge = 1;
+        ia.cap.max_inline_data = 0;
+    }
     struct ibv_qp *qp = ibv_create_qp(d->pd, &ia);
     if (qp == NULL) {
         ia.cap.max_inline_data = 0;     /* a device without inline sends */

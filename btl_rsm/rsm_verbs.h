@@ -32,12 +32,13 @@
 #include <stdint.h>
 
 #define RSM_VMSG_MAGIC 0x52534d56u      /* "RSMV" */
-#define RSM_VMSG_VERSION 3
+#define RSM_VMSG_VERSION 4
 
 enum { RSM_VMSG_REQ = 1, RSM_VMSG_REP = 2, RSM_VMSG_REJ = 3, RSM_VMSG_GROW = 4, RSM_VMSG_GROWN = 5 };
 
 #define RSM_VPOOL_TAG 32        /* hex digits of a pool's tag (128 random bits) */
 #define RSM_VMSG_CHUNKS 4       /* most chunks a pool may grow to */
+#define RSM_VRAILS_MAX 4        /* most ports (rails) one connection stripes over */
 
 /* Why a request was refused (REJ's status). */
 enum { RSM_VREJ_PARAMS = 1, RSM_VREJ_NOMEM = 2, RSM_VREJ_QP = 3 };
@@ -51,6 +52,14 @@ typedef struct rsm_vaddr {
     uint8_t mtu;                /* enum ibv_mtu of its port */
     uint8_t global;             /* 1: address by GID (RoCE), 0: by LID (InfiniBand) */
 } rsm_vaddr_t;
+
+/* One more rail of a connection (seed 000, 3.3: striping over interfaces): a
+ * queue pair on another port, with that port's address.  Rail 0 is the
+ * connection's own queue pair (rsm_vmsg_t.qpn / .psn / .addr). */
+typedef struct rsm_vrail {
+    rsm_vaddr_t addr;           /* ud_qpn unused */
+    uint32_t qpn, psn;
+} rsm_vrail_t;
 
 /* A handshake message on the UD queue pair (all fields little endian on the
  * wire is not needed: both ends are the same build of the same job, and the
@@ -71,7 +80,11 @@ typedef struct rsm_vaddr {
  * GROW "map chunks up to N of the pool with this tag for the connection of my
  * queue pair QPN", GROWN "mapped: here they are".  Chunk i is the segment
  * "/rsm-<tag>-vp<i>" and stripe i of the layout (rsm_postbox.h): a run names
- * its chunk, and the receiver checks it against the chunks it has mapped. */
+ * its chunk, and the receiver checks it against the chunks it has mapped.
+ *
+ * Rails: a REQ offers the sender's queue pairs on its other ports (RAILS - 1 of
+ * them), the REP answers with as many of the receiver's as it connected.  They
+ * carry only the receiver's single-copy RDMA reads, cut across the rails. */
 typedef struct rsm_vmsg {
     uint32_t magic;
     uint8_t version, type;
@@ -88,15 +101,19 @@ typedef struct rsm_vmsg {
     uint32_t pool_rkey[RSM_VMSG_CHUNKS];
     uint32_t pool_len;          /* REP, GROWN: bytes of each chunk */
     uint8_t pool_chunks;        /* REQ, GROW: chunks to map; REP, GROWN: chunks mapped (1..4) */
-    uint8_t pad[3];
+    uint8_t rails;              /* REQ: rails offered; REP: rails connected (1..RSM_VRAILS_MAX) */
+    uint8_t pad[2];
     char pool_tag[RSM_VPOOL_TAG];   /* REQ, GROW: names the pool (lowercase hex digits) */
+    rsm_vrail_t rail[RSM_VRAILS_MAX - 1];   /* REQ, REP: rails 1.. */
 } rsm_vmsg_t;
 
 /* Is LEN bytes at MSG a well-formed handshake message addressed to ME?
  * Returns NULL, or why not.  A REQ or GROW whose ack row, or a REP or GROWN
  * whose queue, is shorter than EXPECT_LEN is refused, and so is a REP or GROWN
  * whose pool chunks are shorter than EXPECT_POOL_LEN or wrap, a REQ or GROW
- * whose pool tag is not hex digits, and a chunk count outside 1..4. */
+ * whose pool tag is not hex digits, a chunk count outside 1..4, and a REQ or REP
+ * with a rail count outside 1..RSM_VRAILS_MAX or a rail's address or queue pair
+ * malformed. */
 const char *rsm_vmsg_check(const void *msg, size_t len, uint64_t me, uint32_t expect_len,
                            uint32_t expect_pool_len);
 
@@ -130,20 +147,28 @@ typedef struct rsm_vdev {
     uint8_t timeout, retry_cnt;     /* RC retransmission: 4.096 us * 2^timeout, retry_cnt times */
     uint8_t max_rd;             /* RDMA reads outstanding per queue pair, either end (1..16) */
     uint8_t port;
+    bool rail_only;             /* another rail: a protection domain and a send completion
+                                 * queue for its queue pairs' reads, no handshake or receives */
     int gid_index;
     rsm_vaddr_t self;
     char name[64];              /* "rxe0:1" */
 } rsm_vdev_t;
 
-#define RSM_VUD_SLOT 256         /* a UD receive slot: 40-byte GRH + message */
+#define RSM_VUD_SLOT 512         /* a UD receive slot: 40-byte GRH + message (under any
+                                  * port's MTU: InfiniBand's smallest in use is 2048) */
 #define RSM_VUD_RECVS 64
+_Static_assert(sizeof(rsm_vmsg_t) + 40 <= RSM_VUD_SLOT, "a handshake message fits a UD slot");
 #define RSM_VQKEY 0x52534d51u
 
-/* Open the first port named by SPEC ("dev:port,dev:port", empty: the first
- * active port of any device).  GID_INDEX < 0: an IPv4-mapped RoCE v2 GID,
- * else any valid one.  0, or -1 with ERR filled. */
-int rsm_vdev_open(rsm_vdev_t *d, const char *spec, int gid_index, unsigned sq_depth,
-                  unsigned srq_depth, char *err, size_t errlen);
+/* Open the first active port named by SPEC ("dev:port,dev:port", empty: the
+ * first active port of any device), after skipping SKIP active ones (rails:
+ * rail r is the r-th active port SPEC names; a port is counted once).
+ * RAIL_ONLY: no shared receive queue and no handshake queue pair.
+ * GID_INDEX < 0: an IPv4-mapped RoCE v2 GID, else any valid one.  0, or -1
+ * with ERR filled and errno ENODEV (no usable port) or the failing call's
+ * (ENOMEM, EPERM, EAGAIN: most likely the locked-memory limit). */
+int rsm_vdev_open(rsm_vdev_t *d, const char *spec, unsigned skip, bool rail_only, int gid_index,
+                  unsigned sq_depth, unsigned srq_depth, char *err, size_t errlen);
 void rsm_vdev_close(rsm_vdev_t *d);
 /* Top the shared receive queue up to its depth; 0 or -errno. */
 int rsm_vdev_refill(rsm_vdev_t *d);

@@ -1,8 +1,10 @@
 # Hosts inside one guest, launched by Open MPI's own rsh launcher (source it in a guest
 # script, after guest_env.sh):
-#   gh_up N        hosts h0..h(N-1): each its own host name (UTS namespace), its own
+#   gh_up N [RAILS] hosts h0..h(N-1): each its own host name (UTS namespace), its own
 #                  /dev/shm and /tmp (mount namespace), its own NIC xhI with address
-#                  10.77.0.(I+1), and its own soft-RoCE device rxeI on that NIC
+#                  10.77.0.(I+1), and its own soft-RoCE device rxeI on that NIC; with
+#                  RAILS 2 a second rail too, as on a dual-rail cluster: NIC xsI
+#                  (10.77.1.(I+1)) on a second bridge and device rxsI on it
 #   gh_on HOST COMMAND...   run COMMAND on HOST through the agent; as with ssh, the words
 #                  are joined into one command line for the host's /bin/sh
 #   GH_MPIRUN      mpirun options that launch a job on the hosts: add --host h0:2,h1:2 ...
@@ -16,7 +18,9 @@
 # the initial one.  What makes a NIC a host's own is the environment its agent gives
 # orted, and orted its ranks (/run/xbg/hosts/hI.env): OMPI_MCA_btl_tcp_if_include=xhI,
 # OMPI_MCA_btl_rsm_verbs_devices=rxeI:1 (btl rsm's verbs back end) and
-# UCX_NET_DEVICES=rxeI:1; a job's own --mca / -x settings win over them.  The NICs hang on
+# UCX_NET_DEVICES=rxeI:1; a job's own --mca / -x settings win over them.  With two rails
+# the device list names rxsI:1 too, and OMPI_MCA_btl_rsm_verbs_rails=1 keeps jobs on one
+# rail unless they ask for both (--mca btl_rsm_verbs_rails 2).  The NICs hang on
 # one bridge, like hosts on a switch.  Two addresses of one namespace would talk over
 # `lo`; policy routing keeps them off it: what a host sends from its address (rxe always
 # does so; Open MPI's tcp binds its sockets to it) is routed out of its own NIC (rule
@@ -35,10 +39,10 @@ GH=/run/xbg
 GH_AGENT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/guest_agent
 GH_MPIRUN=(--mca plm rsh --mca plm_rsh_agent "$GH_AGENT" --mca plm_rsh_no_tree_spawn 1
            --mca orte_leave_session_attached 1 --mca oob_tcp_if_include lo --bind-to none)
-gh_addr() { echo "10.77.0.$(($1 + 1))"; }
+gh_addr() { echo "10.77.${2:-0}.$(($1 + 1))"; }
 
 gh_up() {
-    local n=$1 i j
+    local n=$1 rails=${2:-1} i j
     modprobe -a veth bridge overlay crc32_generic rdma_rxe || return 1
     # no IPv6 on the NICs (one GID each, no neighbour discovery); a long backlog: under TCG
     # softirqs drain a veth slowly, and rxe's bursts overflowed the default 1000 packets
@@ -51,22 +55,41 @@ gh_up() {
         ip link add "xh$i" type veth peer name "xh${i}p" && ip link set "xh${i}p" master xbr up &&
             ip addr add "$(gh_addr "$i")/32" dev "xh$i" && ip link set "xh$i" up || return 1
     done
+    if [ "$rails" -gt 1 ]; then
+        ip link add xbs type bridge && ip link set xbs up || return 1
+        for ((i = 0; i < n; i++)); do
+            ip link add "xs$i" type veth peer name "xs${i}p" && ip link set "xs${i}p" master xbs up &&
+                ip addr add "$(gh_addr "$i" 1)/32" dev "xs$i" && ip link set "xs$i" up || return 1
+        done
+    fi
     ip rule add pref 1000 lookup local && ip rule del pref 0 || return 1
     for ((i = 0; i < n; i++)); do
-        ip rule add pref 100 from "$(gh_addr "$i")" iif lo lookup $((100 + i)) || return 1
-        for ((j = 0; j < n; j++)); do
-            [ "$i" = "$j" ] && continue
-            ip route add "$(gh_addr "$j")" dev "xh$i" src "$(gh_addr "$i")" table $((100 + i)) &&
-                ip neigh replace "$(gh_addr "$j")" lladdr "$(cat "/sys/class/net/xh$j/address")" \
-                    dev "xh$i" nud permanent || return 1
+        local r nic dev
+        for ((r = 0; r < rails; r++)); do
+            nic=$([ "$r" = 0 ] && echo xh || echo xs)
+            ip rule add pref 100 from "$(gh_addr "$i" "$r")" iif lo lookup $((100 + i)) || return 1
+            for ((j = 0; j < n; j++)); do
+                [ "$i" = "$j" ] && continue
+                ip route add "$(gh_addr "$j" "$r")" dev "$nic$i" src "$(gh_addr "$i" "$r")" \
+                    table $((100 + i)) &&
+                    ip neigh replace "$(gh_addr "$j" "$r")" \
+                        lladdr "$(cat "/sys/class/net/$nic$j/address")" dev "$nic$i" nud permanent ||
+                    return 1
+            done
         done
         rdma link add "rxe$i" type rxe netdev "xh$i" || return 1
+        if [ "$rails" -gt 1 ]; then rdma link add "rxs$i" type rxe netdev "xs$i" || return 1; fi
     done
     mkdir -p "$GH/hosts"
     for ((i = 0; i < n; i++)); do
         local h=h$i own=$GH/hosts/h$i.tmp
-        printf 'OMPI_MCA_btl_tcp_if_include=xh%d\nOMPI_MCA_btl_rsm_verbs_devices=rxe%d:1\nUCX_NET_DEVICES=rxe%d:1\n' \
-            "$i" "$i" "$i" > "$GH/hosts/$h.env"
+        if [ "$rails" -gt 1 ]; then
+            printf 'OMPI_MCA_btl_tcp_if_include=xh%d\nOMPI_MCA_btl_rsm_verbs_devices=rxe%d:1,rxs%d:1\nOMPI_MCA_btl_rsm_verbs_rails=1\nUCX_NET_DEVICES=rxe%d:1\n' \
+                "$i" "$i" "$i" "$i" > "$GH/hosts/$h.env"
+        else
+            printf 'OMPI_MCA_btl_tcp_if_include=xh%d\nOMPI_MCA_btl_rsm_verbs_devices=rxe%d:1\nUCX_NET_DEVICES=rxe%d:1\n' \
+                "$i" "$i" "$i" > "$GH/hosts/$h.env"
+        fi
         mkdir -p "$own"
         # the holder: a shell that makes the host (name, mounts) and becomes `sleep`; its
         # namespaces live as long as it does (the guest powers off at the end)
@@ -96,12 +119,13 @@ gh_on() { "$GH_AGENT" "$@"; }
 # --- what the guest scripts share (TAP from test/lib.sh, sourced by guest_env.sh)
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-# gh_up_tap N: the hosts, reported as the first check; the script ends if they fail
+# gh_up_tap N [RAILS]: the hosts, reported as the first check; the script ends if they fail
 gh_up_tap() {
-    local t
+    local t rail2=
     t=$(now)
-    if gh_up "$1" 2> "$GH/up.err"; then
-        ok "$1 hosts up in $(since "$t") s: h0 (NIC xh0 $(gh_addr 0), rxe0) and h1 (NIC xh1 $(gh_addr 1), rxe1)"
+    [ "${2:-1}" -gt 1 ] && rail2="; second rail: xs0 $(gh_addr 0 1) rxs0, xs1 $(gh_addr 1 1) rxs1"
+    if gh_up "$1" "${2:-1}" 2> "$GH/up.err"; then
+        ok "$1 hosts up in $(since "$t") s: h0 (NIC xh0 $(gh_addr 0), rxe0) and h1 (NIC xh1 $(gh_addr 1), rxe1)$rail2"
     else
         not_ok "$1 hosts up"; diag < "$GH/up.err"; tap_done; exit 1
     fi
@@ -110,10 +134,12 @@ gh_up_tap() {
 # hardware counter: packets, RNR NAKs, retries, errors); gh_delta A B NAME
 gh_snap() {
     local d c
-    for d in lo xh0 xh1; do
+    for d in lo xh0 xh1 xs0 xs1; do
+        [ -d "/sys/class/net/$d" ] || continue
         for c in rx_bytes tx_bytes; do echo "$d.$c $(cat "/sys/class/net/$d/statistics/$c")"; done
     done
-    for d in rxe0 rxe1; do
+    for d in rxe0 rxe1 rxs0 rxs1; do
+        [ -d "/sys/class/infiniband/$d" ] || continue
         for c in /sys/class/infiniband/$d/ports/1/hw_counters/*; do echo "$d.${c##*/} $(cat "$c")"; done
     done
 }

@@ -18,6 +18,9 @@
  *                       eager and rendezvous traffic from rank 0 to 1, and the
  *                       1 MiB messages go by single copy: one RDMA read each
  *                       (btl_rsm_verbs_reads, _read_bytes, _user_registrations)
+ *                       mpit_read verbs R: the job runs on R rails (btl_rsm_verbs_rails):
+ *                       each 1 MiB read is cut across them, the receiver's
+ *                       verbs_striped_reads and verbs_rail_read_bytes say so (0 on one rail)
  *   mpit_read verbs-2copy    the same with btl_rsm_verbs_single_copy_min SIZE_MAX:
  *                       no reads, the 1 MiB messages through the pool
  *   mpit_read verbs-memory   any number of ranks on two hosts over self,rsm: a
@@ -328,12 +331,13 @@ static void mode_used(bool have)
 }
 
 /* The verbs back end's counters, bound one by one so that a missing one is named. */
-static void mode_verbs(bool single_copy)
+static void mode_verbs(bool single_copy, unsigned rails)
 {
-    enum { VW, VWB, VC, VR, VRB, VUR, NV };
+    enum { VW, VWB, VC, VR, VRB, VUR, VSR, VRR, NV };
     static const char *const vn[NV] = {"verbs_writes", "verbs_write_bytes", "verbs_connects",
                                        "verbs_reads", "verbs_read_bytes",
-                                       "verbs_user_registrations"};
+                                       "verbs_user_registrations", "verbs_striped_reads",
+                                       "verbs_rail_read_bytes"};
     MPI_T_pvar_session vs[NV];
     MPI_T_pvar_handle vh[NV];
     int have[NV], all[NV];
@@ -395,6 +399,17 @@ static void mode_verbs(bool single_copy)
                   (unsigned long long) want_b, (unsigned long long) d[VR],
                   (unsigned long long) d[VUR], read ? ">= 1" : "0", (unsigned long long) d[VWB],
                   read ? " (the data does not go through the pool: under a quarter)" : "");
+        }
+        if (all[VSR] && all[VRR]) {
+            /* a 1 MiB read cut in RAILS whole-page pieces: all but the first rail's */
+            uint64_t want = read && rails > 1 ? (uint64_t) ph[k].n : 0;
+            uint64_t share = ((uint64_t) ph[k].len / rails + 4095) & ~(uint64_t) 4095;
+            uint64_t want_b = want ? (uint64_t) ph[k].n * (ph[k].len - share) : 0;
+            check(peer[VSR] == want && peer[VRR] == want_b,
+                  "verbs %s over %u rail%s: receiver's verbs_striped_reads +%llu (expected %llu), "
+                  "verbs_rail_read_bytes +%llu (expected %llu)", ph[k].what, rails,
+                  rails > 1 ? "s" : "", (unsigned long long) peer[VSR], (unsigned long long) want,
+                  (unsigned long long) peer[VRR], (unsigned long long) want_b);
         }
     }
     if (all[VC]) {
@@ -638,7 +653,7 @@ int main(int argc, char **argv)
         if (strcmp(mode, "verbs-idle") == 0) {
             mode_verbs_idle();
         } else if (strcmp(mode, "verbs") == 0 || strcmp(mode, "verbs-2copy") == 0) {
-            mode_verbs(strcmp(mode, "verbs") == 0);
+            mode_verbs(strcmp(mode, "verbs") == 0, argc > 2 ? (unsigned) atoi(argv[2]) : 1);
         } else {
             mode_verbs_memory(size, verbs_grow ? (argc > 2 ? atoi(argv[2]) : 0) : -1);
         }

@@ -21,12 +21,13 @@ MAX4=${RSM_VERBS_MAX4:-$((1 << 20))}
 SOAK=${RSM_VERBS_SOAK:-15}
 W=$GH/test
 mkdir -p "$W"
-gh_up_tap 2
+gh_up_tap 2 2
 rdma link > "$W/rdma"
-check "rdma link: rxe0 on xh0 and rxe1 on xh1, both ACTIVE" bash -c "
-    grep -q '^link rxe0/1 state ACTIVE .*netdev xh0 ' $W/rdma && grep -q '^link rxe1/1 state ACTIVE .*netdev xh1 ' $W/rdma"
-check "h0's env file names its rxe device for btl rsm (OMPI_MCA_btl_rsm_verbs_devices=rxe0:1)" \
-    grep -qx 'OMPI_MCA_btl_rsm_verbs_devices=rxe0:1' "$GH/hosts/h0.env"
+check "rdma link: rxe0 on xh0 and rxe1 on xh1, rxs0 on xs0 and rxs1 on xs1 (the second rail), all ACTIVE" bash -c "
+    grep -q '^link rxe0/1 state ACTIVE .*netdev xh0 ' $W/rdma && grep -q '^link rxe1/1 state ACTIVE .*netdev xh1 ' $W/rdma &&
+    grep -q '^link rxs0/1 state ACTIVE .*netdev xs0 ' $W/rdma && grep -q '^link rxs1/1 state ACTIVE .*netdev xs1 ' $W/rdma"
+check "h0's env file names its rxe devices for btl rsm (OMPI_MCA_btl_rsm_verbs_devices=rxe0:1,rxs0:1) and one rail unless a job asks for two" \
+    bash -c "grep -qx 'OMPI_MCA_btl_rsm_verbs_devices=rxe0:1,rxs0:1' $GH/hosts/h0.env && grep -qx 'OMPI_MCA_btl_rsm_verbs_rails=1' $GH/hosts/h0.env"
 # the kernel's own verbs resources (GSI QP...): after the jobs, what is left must be this
 rdma resource show > "$W/res.0" 2>&1
 
@@ -175,6 +176,35 @@ if [ "$job_rc" -eq 0 ] && [[ $line == ok* ]]; then
     ok "$L: ${line#ok 1 - soak } ($job_secs s)"
 else
     failed "$L: exit $job_rc after $job_secs s: ${line#* - }" soak
+fi
+
+# --- 5b. striping over two rails (seed 000, 3.3): each host's second NIC and device (xsI,
+# rxsI, on a bridge of their own); single-copy reads of 64 KiB or more are cut in two
+R2=(--mca btl_rsm_verbs_rails 2)
+job mpit2 120 -np 2 --host h0:1,h1:1 "${RSM[@]}" "${R2[@]}" "$B/test/mpi/mpit_read" verbs 2
+relay_tap "2 hosts x 1 rank, 2 rails, MPI_T: " < "$W/mpit2"
+if [ "$job_rc" -ne 0 ] || ! grep -q '^1\.\.' "$W/mpit2"; then
+    failed "2 hosts x 1 rank, 2 rails, MPI_T: mpit_read verbs 2 finished and passed (exit $job_rc, $job_secs s)" mpit2
+fi
+a0=$(d mpit2 xh0.tx_bytes); b0=$(d mpit2 xs0.tx_bytes)
+check "2 hosts x 1 rank, 2 rails: the 8 x 1 MiB that h1 read from h0 left h0 over both NICs: xh0 sent $a0 B, xs0 $b0 B (each >= 4 MiB)" \
+    [ "$a0" -ge 4194304 -a "$b0" -ge 4194304 ]
+L="2 hosts x 1 rank, 2 rails, self,rsm, mpi_p2p up to $MAX1 B"
+job v1r2 240 -np 2 --host h0:1,h1:1 "${RSM[@]}" "${R2[@]}" "${VERBOSE[@]}" "$B/test/mpi/mpi_p2p" -M "$MAX1"
+p2p v1r2 "$L"
+n2=$(cat "$W/v1r2" "$W/v1r2.err" | grep -cE 'btl:rsm: peer [^ ]+ on h[01]: verbs \(rxe([01]):1 \+ rxs\1:1\)')
+check "$L: btl_base_verbose names both rails of each rank's own host for its peer ($n2 of 2 lines: verbs (rxeI:1 + rxsI:1))" [ "$n2" -eq 2 ]
+V2=$(p2p_bytes "$MAX1")
+a0=$(d v1r2 xs0.tx_bytes); a1=$(d v1r2 xs1.tx_bytes)
+check "$L: the second rail carried a share of each direction's $V2 B: xs0 sent $a0 B, xs1 $a1 B (each >= $((V2 / 4)))" \
+    [ "$a0" -ge $((V2 / 4)) -a "$a1" -ge $((V2 / 4)) ]
+L="2 hosts x 2 ranks, 2 rails, self,rsm, rsm_soak $SOAK s"
+job soak2 $((SOAK + 150)) -np 4 --host h0:2,h1:2 "${RSM[@]}" "${R2[@]}" "$B/test/rsm/rsm_soak" "$SOAK"
+line=$(grep -E '^(not )?ok 1 - soak' "$W/soak2")
+if [ "$job_rc" -eq 0 ] && [[ $line == ok* ]]; then
+    ok "$L: ${line#ok 1 - soak } ($job_secs s)"
+else
+    failed "$L: exit $job_rc after $job_secs s: ${line#* - }" soak2
 fi
 
 # --- 6. registered memory per host: N ranks on each host, all pairs talking

@@ -11,7 +11,10 @@
 # verified traffic (mpit_read verbs); 2 hosts x 2 ranks, mpi_p2p with on-host peers by shm
 # and off-host ones by verbs in one job; the same with btl_rsm_verbs 2 (every peer by
 # verbs); btl_rsm_verbs 0 makes the job fail at once with the peer unreachable, not hang;
-# rsm_soak on 2 x 2; btl_rsm_verbs_registered_bytes summed per host after a verified
+# rsm_soak on 2 x 2; striping over two rails (each host's second NIC and rxe device, jobs
+# with btl_rsm_verbs_rails 2): mpit_read verbs 2 (every 1 MiB read cut in two, the second
+# half counted in btl_rsm_verbs_rail_read_bytes and seen leaving over the second NIC),
+# mpi_p2p up to 16 MiB and rsm_soak on 2 x 2; btl_rsm_verbs_registered_bytes summed per host after a verified
 # all-pairs exchange (mpit_read verbs-memory) at 2, 4 and 8 ranks per host (4, 8, 16 ranks;
 # RSM_VERBS_MEM_N=2,4 leaves out the 16-rank job, ~22 s) equals the formula exactly: per
 # connection and side a queue and an ack row, per (sender, destination host) one pool that

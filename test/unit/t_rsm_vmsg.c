@@ -1,7 +1,8 @@
 /* The verbs back end's checks on what a peer sends (rsm_verbs.h): handshake
  * messages (length, magic, version, type, addressee, queue pair and packet
  * numbers, the remote region's length and wrap, the pool's tag and length) and the immediate that names a
- * queue's new tail (only forward, never past a whole queue). */
+ * queue's new tail (only forward, never past a whole queue), and the further
+ * rails a REQ or REP offers (count, each one's address and queue pair). */
 #include <string.h>
 
 #include "rsm_verbs.h"
@@ -25,6 +26,18 @@ static rsm_vmsg_t good(void)
     m.rlen = 128;
     memcpy(m.pool_tag, "0123456789abcdef0123456789abcdef", RSM_VPOOL_TAG);
     m.pool_chunks = 1;
+    m.rails = 1;
+    return m;
+}
+
+/* a REQ or REP with a second rail */
+static rsm_vmsg_t with_rail(rsm_vmsg_t m)
+{
+    m.rails = 2;
+    m.rail[0].addr.mtu = 3;
+    m.rail[0].addr.global = 1;
+    m.rail[0].qpn = 0x12;
+    m.rail[0].psn = 0x123456;
     return m;
 }
 
@@ -99,6 +112,29 @@ int main(void)
     CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a REQ whose pool tag is short");
     m = good(); m.type = RSM_VMSG_REJ; m.rlen = 0; m.qpn = 0xffffffff;
     CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) == NULL, "a REJ carries no region");
+
+    m = good(); m.rails = 0;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a REQ of 0 rails: refused");
+    m = good(); m.rails = RSM_VRAILS_MAX + 1;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a REQ of 5 rails: refused");
+    m = with_rail(good());
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) == NULL, "a REQ with a second rail passes");
+    m = with_rail(good_rep());
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) == NULL, "a REP with a second rail passes");
+    m = with_rail(good()); m.rail[0].qpn = 0x1000000;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a rail's queue pair number over 24 bits");
+    m = with_rail(good()); m.rail[0].qpn = 0;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a rail's queue pair number 0");
+    m = with_rail(good_rep()); m.rail[0].psn = 0x1000000;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a rail's packet sequence number over 24 bits");
+    m = with_rail(good()); m.rail[0].addr.mtu = 0;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a rail's MTU 0");
+    m = with_rail(good_rep()); m.rail[0].addr.global = 7;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a rail's addressing mode 7");
+    m = with_rail(good()); m.rails = 3;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a third rail left empty: refused");
+    m = good(); m.type = RSM_VMSG_GROW; m.rails = 0;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) == NULL, "a GROW carries no rails");
 
     /* immediates: head 10 (consumed through 9), published 12, queue of 16 */
     CHECK(rsm_vimm_valid(13, 10, 12, 16), "the next unit's tail");
