@@ -4,9 +4,12 @@
 # ib_write_bw), in one QEMU/TCG guest holding two hosts h0 and h1 (test/guest/).
 #
 #   bench/rsm-verbs-guest.sh [REPEATS] [LAT_SIZES] [BW_SIZES]      (defaults 3 0:512 4K:4M)
+#   TRANSPORTS="rsm rsm-2rails ucx" BENCHMARKS="xb-bw xb-bibw" FLOORS=0 bench/rsm-verbs-guest.sh
+#                                   (a subset; FLOORS=0 leaves perftest out)
 #
-# Transports: rsm (defaults: single copy by RDMA read past the eager limit), rsm-2copy (single
-# copy off: the pipelined two-copy path through the pool), ucx, tcp.  Each repeat runs, in
+# Transports: rsm (defaults: single copy by RDMA read past the eager limit, one rail),
+# rsm-2rails (the same striped over each host's two rails: btl_rsm_verbs_rails 2), rsm-2copy
+# (single copy off: the pipelined two-copy path through the pool), ucx (one rail), tcp.  Each repeat runs, in
 # turn, every transport's ping-pong (xb-latency), streaming (xb-bw,
 # window 64) and bi-directional (xb-bibw) benchmark, 1 rank per host, payloads verified,
 # then perftest's floors; the table gives medians over the repeats and rsm's ratio to ucx
@@ -24,8 +27,11 @@ OUT=${OUT:-$TOP_BUILDDIR/rsm-verbs-guest}
 guest_require veth bridge overlay crc32_generic rdma_rxe
 mkdir -p "$OUT"
 guest_prepare
-guest_boot $((600 + REPEATS * 900)) 3072 2 "$TOP/bench/rsm_verbs_guest_bench.sh" \
-    "$TOP_BUILDDIR" "$REPEATS" "$LAT" "$BW"
+TRANSPORTS=${TRANSPORTS:-rsm rsm-2rails rsm-2copy ucx tcp}
+BENCHMARKS=${BENCHMARKS:-xb-latency xb-bw xb-bibw}
+n_jobs=$(($(wc -w <<< "$TRANSPORTS") * $(wc -w <<< "$BENCHMARKS")))
+guest_boot $((600 + REPEATS * (n_jobs * 90 + 120))) 3072 2 "$TOP/bench/rsm_verbs_guest_bench.sh" \
+    "$TOP_BUILDDIR" "$REPEATS" "$LAT" "$BW" "$TRANSPORTS" "$BENCHMARKS" "${FLOORS:-1}"
 cp "$GUEST_WORK/out" "$OUT/console.txt"
 grep -q '^xbguest-bench-done' "$OUT/console.txt" ||
     { echo "the guest did not finish (qemu $guest_qrc); see $OUT/console.txt"; grep '^#' "$OUT/console.txt"; exit 1; }
@@ -51,15 +57,17 @@ for bench, unit in (('xb-latency', 'us (half round trip)'), ('xb-bw', 'MB/s'), (
         continue
     fk = 'lat' if bench == 'xb-latency' else 'bw'
     print(f'\n{bench}, {unit}, medians of {max(len(v) for k in keys for v in rows[k].values())} repeats')
-    print(f'{"size":>9} {"rsm":>10} {"rsm-2copy":>10} {"ucx":>10} {"tcp":>10} {"rsm/2copy":>9} '
-          f'{"rsm/ucx":>8} {"rsm/tcp":>8} {"floor":>10}')
+    print(f'{"size":>9} {"rsm":>10} {"rsm-2rails":>10} {"rsm-2copy":>10} {"ucx":>10} {"tcp":>10} '
+          f'{"2rails/rsm":>10} {"2rails/ucx":>10} {"rsm/2copy":>9} {"rsm/ucx":>8} {"rsm/tcp":>8} {"floor":>10}')
     for k in keys:
-        m = {t: med(rows[k].get(t, [])) for t in ('rsm', 'rsm-2copy', 'ucx', 'tcp')}
+        m = {t: med(rows[k].get(t, [])) for t in ('rsm', 'rsm-2rails', 'rsm-2copy', 'ucx', 'tcp')}
         fl = floors.get((fk, k[1]))
         fs = f'{med(fl):10.2f}' if fl else f'{"":>10}'
-        print(f'{k[1]:>9} {m["rsm"]:10.2f} {m["rsm-2copy"]:10.2f} {m["ucx"]:10.2f} {m["tcp"]:10.2f} '
+        print(f'{k[1]:>9} {m["rsm"]:10.2f} {m["rsm-2rails"]:10.2f} {m["rsm-2copy"]:10.2f} {m["ucx"]:10.2f} '
+              f'{m["tcp"]:10.2f} {m["rsm-2rails"] / m["rsm"]:10.2f} {m["rsm-2rails"] / m["ucx"]:10.2f} '
               f'{m["rsm"] / m["rsm-2copy"]:9.2f} {m["rsm"] / m["ucx"]:8.2f} {m["rsm"] / m["tcp"]:8.2f} {fs}')
 print('\nfloor: perftest on the same devices (ib_write_lat typical us; ib_write_bw average MB/s)')
-print('lower is better for latency, higher for bandwidth; ratios are rsm / other; rsm-2copy is rsm with '
-      'btl_rsm_verbs_single_copy_min SIZE_MAX (every message through the pool)')
+print('lower is better for latency, higher for bandwidth; ratios are the first / the second; rsm-2rails is '
+      'rsm with btl_rsm_verbs_rails 2 (reads of 64 KiB or more striped over both rails); rsm-2copy is rsm '
+      'with btl_rsm_verbs_single_copy_min SIZE_MAX (every message through the pool); nan: not run')
 EOF

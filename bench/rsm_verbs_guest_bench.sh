@@ -1,22 +1,26 @@
 #!/bin/bash
 # Runs inside the guest of bench/rsm-verbs-guest.sh: the comparison of btl rsm's verbs
 # back end between two hosts (test/guest/guest_hosts.sh: h0 and h1, each with its own
-# soft-RoCE device rxeI on its own NIC) against pml ucx over the same devices (rc_verbs),
+# soft-RoCE device rxeI on its own NIC, and a second rail rxsI on a second NIC) against pml ucx over the same devices (rc_verbs),
 # tcp over the same NICs, and the verbs floor (perftest's ib_write_lat / ib_write_bw).
 # Prints the benchmarks' JSON rows, each prefixed "row TRANSPORT REPEAT ", and the floors
 # as "floor KIND SIZE VALUE"; the machine side takes medians.
-#   BUILDDIR REPEATS LAT_SIZES BW_SIZES
+#   BUILDDIR REPEATS LAT_SIZES BW_SIZES TRANSPORTS BENCHMARKS FLOORS
 B=$1 REPEATS=${2:-3} LAT=${3:-0:512} BW=${4:-4K:4M}
+TRANSPORTS=${5:-rsm rsm-2rails rsm-2copy ucx tcp} BENCHMARKS=${6:-xb-latency xb-bw xb-bibw}
+FLOORS=${7:-1}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../test/guest/guest_env.sh" xbguest 1536
 . "$here/../test/guest/guest_hosts.sh"
 W=$GH/bench
 mkdir -p "$W"
-gh_up 2 > "$W/up.log" 2>&1 || { echo "# hosts did not come up"; cat "$W/up.log"; exit 1; }
+gh_up 2 2 > "$W/up.log" 2>&1 || { echo "# hosts did not come up"; cat "$W/up.log"; exit 1; }
 
 declare -A how
 how[rsm]="--mca pml ob1 --mca btl self,rsm"
 # the same without single copy: every message through the pool (the two-copy pipeline)
+# striped: single-copy reads of 64 KiB or more cut across rxeI and rxsI (seed 000, 3.3)
+how[rsm-2rails]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_rails 2"
 how[rsm-2copy]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_single_copy_min 18446744073709551615"
 how[ucx]="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,rc_verbs,ud_verbs -x UCX_UD_VERBS_ETH_DGID_CHECK=n"
 how[tcp]="--mca pml ob1 --mca btl self,tcp"
@@ -33,14 +37,14 @@ perftest() {
 
 counters() {
     local f
-    for f in /sys/class/infiniband/rxe[01]/ports/1/hw_counters/*; do
+    for f in /sys/class/infiniband/rx[es][01]/ports/1/hw_counters/*; do
         echo "${f#/sys/class/infiniband/}" "$(cat "$f")" | sed 's,/ports/1/hw_counters/,.,'
     done
 }
 echo "# placement inside TCG is meaningless: both hosts share the guest's 2 vCPUs"
 for ((r = 1; r <= REPEATS; r++)); do
-    for t in rsm rsm-2copy ucx tcp; do
-        for b in xb-latency xb-bw xb-bibw; do
+    for t in $TRANSPORTS; do
+        for b in $BENCHMARKS; do
             sizes=$BW iters=(-i 30 -w 3)     # 100 took 300 s at 4 MiB two-copy bibw under TCG
             [ "$b" = xb-latency ] && sizes=$LAT iters=(-i 1000 -w 50)
             counters > "$W/c0"
@@ -58,6 +62,7 @@ for ((r = 1; r <= REPEATS; r++)); do
                 END { if (n) print "" }' "$W/c0" -
         done
     done
+    [ "$FLOORS" = 1 ] || continue
     for s in 8 64 512; do
         perftest ib_write_lat -s "$s" -n 1000 | awk -v s="$s" '$1 == s && NF >= 5 { print "floor lat " s " " $5 }'
     done
