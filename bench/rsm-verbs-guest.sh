@@ -6,6 +6,8 @@
 #   bench/rsm-verbs-guest.sh [REPEATS] [LAT_SIZES] [BW_SIZES]      (defaults 3 0:512 4K:4M)
 #   TRANSPORTS="rsm rsm-2rails ucx" BENCHMARKS="xb-bw xb-bibw" FLOORS=0 bench/rsm-verbs-guest.sh
 #                                   (a subset; FLOORS=0 leaves perftest out)
+#   SHAPE=120mbit XB_ARGS="-W 16 -i 5" ...   every host NIC shaped by tbf (the links, not the
+#                                   emulated CPUs, bound a transfer: what striping is for)
 #
 # Transports: rsm (defaults: single copy by RDMA read past the eager limit, one rail),
 # rsm-2rails (the same striped over each host's two rails: btl_rsm_verbs_rails 2), rsm-2copy
@@ -20,18 +22,19 @@
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 export TOP_SRCDIR=$TOP TOP_BUILDDIR=${TOP_BUILDDIR:-$TOP/build}
-REPEATS=${1:-3} LAT=${2:-0:512} BW=${3:-4K:4M}
+REPEATS=${1:-3} LAT=${2:-0:512} BW=${3:-4K:4M} XB_ARGS=${XB_ARGS:-}
 OUT=${OUT:-$TOP_BUILDDIR/rsm-verbs-guest}
 . "$TOP/test/lib.sh"
 . "$TOP/test/guest/guest_lib.sh"
-guest_require veth bridge overlay crc32_generic rdma_rxe
+guest_require veth bridge overlay crc32_generic rdma_rxe sch_tbf
 mkdir -p "$OUT"
 guest_prepare
 TRANSPORTS=${TRANSPORTS:-rsm rsm-2rails rsm-2copy ucx tcp}
 BENCHMARKS=${BENCHMARKS:-xb-latency xb-bw xb-bibw}
 n_jobs=$(($(wc -w <<< "$TRANSPORTS") * $(wc -w <<< "$BENCHMARKS")))
 guest_boot $((600 + REPEATS * (n_jobs * 90 + 120))) 3072 2 "$TOP/bench/rsm_verbs_guest_bench.sh" \
-    "$TOP_BUILDDIR" "$REPEATS" "$LAT" "$BW" "$TRANSPORTS" "$BENCHMARKS" "${FLOORS:-1}"
+    "$TOP_BUILDDIR" "$REPEATS" "$LAT" "$BW" "${TRANSPORTS// /,}" "${BENCHMARKS// /,}" "${FLOORS:-1}" \
+    "${SHAPE:-}" "${XB_ARGS// /,}"
 cp "$GUEST_WORK/out" "$OUT/console.txt"
 grep -q '^xbguest-bench-done' "$OUT/console.txt" ||
     { echo "the guest did not finish (qemu $guest_qrc); see $OUT/console.txt"; grep '^#' "$OUT/console.txt"; exit 1; }

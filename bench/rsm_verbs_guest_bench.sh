@@ -5,16 +5,31 @@
 # tcp over the same NICs, and the verbs floor (perftest's ib_write_lat / ib_write_bw).
 # Prints the benchmarks' JSON rows, each prefixed "row TRANSPORT REPEAT ", and the floors
 # as "floor KIND SIZE VALUE"; the machine side takes medians.
-#   BUILDDIR REPEATS LAT_SIZES BW_SIZES TRANSPORTS BENCHMARKS FLOORS
+#   BUILDDIR REPEATS LAT_SIZES BW_SIZES TRANSPORTS BENCHMARKS FLOORS SHAPE XB_ARGS
+# SHAPE (e.g. 120mbit): every host NIC (both rails) shaped to that rate by tbf, so the
+# links, not the emulated CPUs, bound a transfer; XB_ARGS: more benchmark options, comma
+# separated (e.g. -W,16,-i,5)
 B=$1 REPEATS=${2:-3} LAT=${3:-0:512} BW=${4:-4K:4M}
-TRANSPORTS=${5:-rsm rsm-2rails rsm-2copy ucx tcp} BENCHMARKS=${6:-xb-latency xb-bw xb-bibw}
-FLOORS=${7:-1}
+# lists come comma-separated (the guest's command line splits words)
+TRANSPORTS=${5:-rsm,rsm-2rails,rsm-2copy,ucx,tcp} BENCHMARKS=${6:-xb-latency,xb-bw,xb-bibw}
+TRANSPORTS=${TRANSPORTS//,/ } BENCHMARKS=${BENCHMARKS//,/ }
+FLOORS=${7:-1} SHAPE=${8:-} XB_ARGS=${9:-}
+XB_ARGS=${XB_ARGS//,/ }
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../test/guest/guest_env.sh" xbguest 1536
 . "$here/../test/guest/guest_hosts.sh"
 W=$GH/bench
 mkdir -p "$W"
 gh_up 2 2 > "$W/up.log" 2>&1 || { echo "# hosts did not come up"; cat "$W/up.log"; exit 1; }
+if [ -n "$SHAPE" ]; then
+    # a queue deep enough that rxe's bursts wait instead of being dropped (a drop costs an
+    # RC retransmission timeout, 1 s)
+    for nic in xh0 xh1 xs0 xs1; do
+        tc qdisc add dev "$nic" root tbf rate "$SHAPE" burst 64kb limit 32mb ||
+            { echo "# could not shape $nic"; exit 1; }
+    done
+    echo "# every host NIC shaped to $SHAPE (tbf)"
+fi
 
 declare -A how
 how[rsm]="--mca pml ob1 --mca btl self,rsm"
@@ -50,7 +65,7 @@ for ((r = 1; r <= REPEATS; r++)); do
             counters > "$W/c0"
             # shellcheck disable=SC2086
             run_mpi 600 "${GH_MPIRUN[@]}" -np 2 --host h0:1,h1:1 ${how[$t]} \
-                "$B/bench/$b" -m "$sizes" "${iters[@]}" > "$W/out" 2> "$W/err"
+                "$B/bench/$b" -m "$sizes" "${iters[@]}" $XB_ARGS > "$W/out" 2> "$W/err"
             rc=$?
             if [ $rc -ne 0 ]; then
                 echo "# $t $b repeat $r failed (exit $rc):"; tail -5 "$W/err" | sed 's/^/#   /'

@@ -65,6 +65,8 @@ typedef struct pmeth_modex {
     pmeth_modex_link_t links[PMETH_MAX_LINKS];
 } pmeth_modex_t;
 
+#define PMETH_DEFER_MAX 32     /* frames the keeper may leave for progress, per link */
+
 typedef struct pmeth_link {
     char ifname[IFNAMSIZ];
     int ifindex;
@@ -74,6 +76,10 @@ typedef struct pmeth_link {
     uint32_t unkicked;                  /* frames posted since the last kick */
     bool refused;                       /* the last kick found the link down */
     struct pmeth_held *held_oldest, *held_newest;   /* frames held in this link's ring */
+    /* frames the keeper took from the ring and left for progress (all but the
+     * acks it could take itself), in ring order: progress takes them first */
+    struct pmeth_rx_frame deferred[PMETH_DEFER_MAX];
+    uint32_t ndeferred;
     /* statistics (MPI_T and the finalize summary) */
     uint64_t frames_out, bytes_out, frames_in, bytes_in;
 } pmeth_link_t;
@@ -190,6 +196,7 @@ typedef struct mca_btl_pmeth_component_t {
     int credit_policy;                  /* pmeth_credit_policy_t */
     unsigned int credit_budget, credit_port_bytes, credit_floor, credit_lease_us;
     uint64_t idle_since_ns, yields;
+    unsigned int keeper_us;             /* the keeper's interval; 0: no keeper thread */
 
     /* this process */
     uint32_t my_id, job_key;
@@ -210,6 +217,9 @@ typedef struct mca_btl_pmeth_component_t {
     bool early_completion;
     pmeth_held_t *free_held;
     opal_recursive_mutex_t lock;
+    bool keeper_on;                     /* the keeper runs: the lock is taken for real */
+    _Atomic uint64_t progress_calls;    /* the keeper's sign that the process is in MPI */
+    uint64_t keeper_passes, keeper_frames;  /* its work while the process was away */
     bool in_progress;
     bool probing;                       /* add_procs is probing: DATA is not taken yet */
 
@@ -256,8 +266,20 @@ typedef struct mca_btl_pmeth_component_t {
 extern mca_btl_pmeth_component_t mca_btl_pmeth_component;
 extern mca_btl_base_module_t mca_btl_pmeth;
 
-#define PMETH_LOCK() OPAL_THREAD_LOCK(&mca_btl_pmeth_component.lock)
-#define PMETH_UNLOCK() OPAL_THREAD_UNLOCK(&mca_btl_pmeth_component.lock)
+/* A real lock when the application has threads or the keeper runs
+ * (btl_pmeth_keeper.c); keeper_on changes only while nobody holds it. */
+#define PMETH_LOCK()                                                                    \
+    do {                                                                                \
+        if (mca_btl_pmeth_component.keeper_on || opal_using_threads()) {                \
+            opal_mutex_lock(&mca_btl_pmeth_component.lock);                             \
+        }                                                                               \
+    } while (0)
+#define PMETH_UNLOCK()                                                                  \
+    do {                                                                                \
+        if (mca_btl_pmeth_component.keeper_on || opal_using_threads()) {                \
+            opal_mutex_unlock(&mca_btl_pmeth_component.lock);                           \
+        }                                                                               \
+    } while (0)
 
 #define PMETH_VERBOSE(level, ...) \
     opal_output_verbose(level, opal_btl_base_framework.framework_output, "btl:pmeth: " __VA_ARGS__)
@@ -322,6 +344,14 @@ int pmeth_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
                 size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
                 mca_btl_base_descriptor_t **descriptor);
 int pmeth_endpoint_service(mca_btl_base_endpoint_t *ep, uint64_t now);
+/* its timer half, for the keeper: due resends and owed acks, nothing for ob1 */
+int pmeth_endpoint_keep(mca_btl_base_endpoint_t *ep, uint64_t now);
+/* recv.c, for the keeper: take LINK's standalone acks (when no ob1 callback
+ * hangs on them), leave every other frame for progress; acks taken */
+int pmeth_keeper_poll_link(pmeth_link_t *link);
+/* btl_pmeth_keeper.c: the thread that runs it while the process is away from MPI */
+void pmeth_keeper_start(void);
+void pmeth_keeper_stop(void);
 void pmeth_acked(mca_btl_base_endpoint_t *ep, const pmeth_wire_view_t *v, uint64_t now);
 int pmeth_send_ack(mca_btl_base_endpoint_t *ep);
 void pmeth_kick_all(bool force);

@@ -178,6 +178,14 @@ static int pmeth_component_register(void)
         "otherwise delays by a whole scheduler time slice (milliseconds).  Costs one system "
         "call per interval while idle; 0: never", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->yield_us,
         OPAL_INFO_LVL_6);
+    c->keeper_us = 2000;
+    reg("keeper_us", "While the process is away from MPI (no progress call for this many "
+        "microseconds), a thread resends the frames whose retransmit timers ran out and sends "
+        "the acknowledgements owed, every this many microseconds: a send that completed before "
+        "its acknowledgement (btl_pmeth_early_completion) is delivered even if the sender never "
+        "calls MPI again, e.g. while it waits for its peer outside MPI.  The thread never "
+        "delivers to MPI.  0: no thread (lost frames are then resent only while the process "
+        "calls MPI)", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->keeper_us, OPAL_INFO_LVL_5);
     c->kick_batch = 16;
     reg("kick_batch", "Frames posted to a send ring before the kernel is told (one system call for "
         "the batch); latency-critical frames and the end of each progress call kick at once",
@@ -308,6 +316,7 @@ static int pmeth_component_open(void)
 
 static int pmeth_component_close(void)
 {
+    pmeth_keeper_stop();        /* if finalize did not (it is a no-op then) */
     if (lock_constructed) {
         OBJ_DESTRUCT(&mca_btl_pmeth_component.lock);
         lock_constructed = false;
@@ -658,6 +667,7 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     }
     modules[0] = m;
     *num_btls = 1;
+    pmeth_keeper_start();
     return modules;
 }
 
@@ -673,6 +683,7 @@ static int pmeth_component_progress(void)
     if (c->nlinks == 0) {
         return 0;
     }
+    atomic_fetch_add_explicit(&c->progress_calls, 1, memory_order_relaxed);
     PMETH_LOCK();
     if (c->in_progress) {       /* a callback called progress: do not deliver out of order */
         PMETH_UNLOCK();

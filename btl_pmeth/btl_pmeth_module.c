@@ -212,6 +212,7 @@ static void summary(void)
 static int pmeth_finalize(mca_btl_base_module_t *btl)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    pmeth_keeper_stop();
     PMETH_LOCK();
     /* let the last acknowledgements go out and come in, briefly: the peer may
      * still wait for our ack of its last frames */

@@ -23,6 +23,7 @@ enum {
     PV_APM_MIGRATIONS, PV_APM_MIG_FAULT, PV_APM_FAILBACKS, PV_APM_MIG_MANUAL, PV_APM_REARMS,
     PV_APM_REARMS_FAILED, PV_APM_PATHS_DEAD, PV_APM_FRAMES_MOVED, PV_APM_RECOVERIES,
     PV_CREDIT_WAITS, PV_CREDIT_ASKED, PV_CREDIT_REQUESTS, PV_CREDIT_MOVES,
+    PV_KEEPER_PASSES, PV_KEEPER_FRAMES,
     PV_COUNT
 };
 
@@ -36,6 +37,10 @@ static xbtl_counter_def_t pmeth_counters[PV_COUNT] = {
                         "timer expired"},
     [PV_RTX_FAST] = {"retransmits_fast", "Frames sent again because later frames were "
                      "selectively acknowledged past them (fast retransmit)"},
+    [PV_KEEPER_PASSES] = {"keeper_passes", "Times the keeper thread (btl_pmeth_keeper_us) found "
+                          "the process away from MPI with frames to resend or acks owed"},
+    [PV_KEEPER_FRAMES] = {"keeper_frames", "Frames it resent and acks it sent then (its resends "
+                          "are in retransmits_timeout too)"},
     [PV_DUPLICATES] = {"duplicates", "DATA frames received twice (a retransmit whose original "
                        "had arrived): dropped, acknowledged again"},
     [PV_OUT_OF_WINDOW] = {"out_of_window", "DATA frames outside the receive window: dropped"},
@@ -102,6 +107,8 @@ static void pmeth_counters_read(uint64_t *v)
     }
     v[PV_RTX_TIMEOUT] = c->retransmits_timeout;
     v[PV_RTX_FAST] = c->retransmits_fast;
+    v[PV_KEEPER_PASSES] = c->keeper_passes;
+    v[PV_KEEPER_FRAMES] = c->keeper_frames;
     v[PV_DUPLICATES] = c->duplicates;
     v[PV_OUT_OF_WINDOW] = c->out_of_window;
     v[PV_DROP_TRUNCATED] = c->drops[PMETH_WIRE_TRUNCATED];

@@ -232,12 +232,88 @@ static void note_unknown_sender(uint32_t id)
     }
 }
 
-int pmeth_poll_link(pmeth_link_t *link, unsigned budget)
+/* One frame taken from LINK's ring: checked, then acted on; 1 when it was data
+ * for ob1. */
+static int take_frame(pmeth_link_t *link, const struct pmeth_rx_frame *f, uint64_t *now)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    pmeth_wire_view_t v;
+    pmeth_wire_expect_t expect = {.ethertype = (uint16_t) c->ethertype, .job_key = c->job_key,
+                                  .my_id = c->my_id, .max_frame = link->mtu + 14,
+                                  .nlinks = PMETH_MAX_LINKS};
+    pmeth_wire_verdict_t verdict = pmeth_wire_parse(f->frame, f->len, &expect, &v);
+    if (OPAL_UNLIKELY(verdict != PMETH_WIRE_OK)) {
+        c->drops[verdict]++;
+        pmeth_ring_rx_put(link->ring, f->id);
+        return 0;
+    }
+    /* a NIC passes frames for other MACs to packet sockets too (veth, a
+     * flooding switch): only frames addressed to this link are ours */
+    if (OPAL_UNLIKELY(memcmp(f->frame, link->mac, 6) != 0)) {
+        c->drops[PMETH_WIRE_FOREIGN]++;
+        pmeth_ring_rx_put(link->ring, f->id);
+        return 0;
+    }
+    link->frames_in++;
+    link->bytes_in += f->len;
+    mca_btl_base_endpoint_t *ep = v.src_id < c->nby_id ? c->by_id[v.src_id] : NULL;
+    switch (v.type) {
+    case PMETH_WIRE_PROBE:
+        pmeth_answer_probe(link, &v);
+        pmeth_ring_rx_put(link->ring, f->id);
+        break;
+    case PMETH_WIRE_PROBE_REPLY:
+        pmeth_probe_reply(link, &v);
+        pmeth_ring_rx_put(link->ring, f->id);
+        break;
+    case PMETH_WIRE_ACK:
+        if (ep != NULL && ep->state == PMETH_EP_READY) {
+            if (*now == 0) {
+                *now = pmeth_now_ns();
+            }
+            if (v.current) {
+                note_current(link, &v, ep);
+            }
+            pmeth_acked(ep, &v, *now);
+        }
+        pmeth_ring_rx_put(link->ring, f->id);
+        break;
+    case PMETH_WIRE_PATH_DOWN:
+        if (ep != NULL && ep->state == PMETH_EP_READY) {
+            pmeth_apm_path_down_notice(ep, &v);
+        }
+        pmeth_ring_rx_put(link->ring, f->id);
+        break;
+    case PMETH_WIRE_DATA:
+        /* while probing, ob1 has not added the sender yet: not acked, it comes again */
+        if (ep == NULL || ep->state != PMETH_EP_READY || c->probing) {
+            if (ep == NULL) {
+                note_unknown_sender(v.src_id);
+            }
+            pmeth_ring_rx_put(link->ring, f->id);
+            break;
+        }
+        on_data(link, f, &v, ep, now);
+        return 1;
+    default:
+        pmeth_ring_rx_put(link->ring, f->id);   /* reserved for later protocol steps */
+        break;
+    }
+    return 0;
+}
+
+int pmeth_poll_link(pmeth_link_t *link, unsigned budget)
+{
     struct pmeth_rx_frame frames[64];
     uint64_t now = 0;
     int total = 0;
+    if (OPAL_UNLIKELY(link->ndeferred > 0)) {
+        /* what the keeper left while we were away: before anything newer */
+        for (uint32_t i = 0; i < link->ndeferred; i++) {
+            total += take_frame(link, &link->deferred[i], &now);
+        }
+        link->ndeferred = 0;
+    }
     if (budget > 64) {
         budget = 64;
     }
@@ -246,70 +322,41 @@ int pmeth_poll_link(pmeth_link_t *link, unsigned budget)
         move_old_held_aside(link);
     }
     for (int i = 0; i < n; i++) {
-        const struct pmeth_rx_frame *f = &frames[i];
-        pmeth_wire_view_t v;
-        pmeth_wire_expect_t expect = {.ethertype = (uint16_t) c->ethertype, .job_key = c->job_key,
-                                      .my_id = c->my_id, .max_frame = link->mtu + 14,
-                                      .nlinks = PMETH_MAX_LINKS};
-        pmeth_wire_verdict_t verdict = pmeth_wire_parse(f->frame, f->len, &expect, &v);
-        if (OPAL_UNLIKELY(verdict != PMETH_WIRE_OK)) {
-            c->drops[verdict]++;
-            pmeth_ring_rx_put(link->ring, f->id);
-            continue;
-        }
-        /* a NIC passes frames for other MACs to packet sockets too (veth, a
-         * flooding switch): only frames addressed to this link are ours */
-        if (OPAL_UNLIKELY(memcmp(f->frame, link->mac, 6) != 0)) {
-            c->drops[PMETH_WIRE_FOREIGN]++;
-            pmeth_ring_rx_put(link->ring, f->id);
-            continue;
-        }
-        link->frames_in++;
-        link->bytes_in += f->len;
-        mca_btl_base_endpoint_t *ep = v.src_id < c->nby_id ? c->by_id[v.src_id] : NULL;
-        switch (v.type) {
-        case PMETH_WIRE_PROBE:
-            pmeth_answer_probe(link, &v);
-            pmeth_ring_rx_put(link->ring, f->id);
-            break;
-        case PMETH_WIRE_PROBE_REPLY:
-            pmeth_probe_reply(link, &v);
-            pmeth_ring_rx_put(link->ring, f->id);
-            break;
-        case PMETH_WIRE_ACK:
-            if (ep != NULL && ep->state == PMETH_EP_READY) {
-                if (now == 0) {
-                    now = pmeth_now_ns();
-                }
-                if (v.current) {
-                    note_current(link, &v, ep);
-                }
-                pmeth_acked(ep, &v, now);
-            }
-            pmeth_ring_rx_put(link->ring, f->id);
-            break;
-        case PMETH_WIRE_PATH_DOWN:
-            if (ep != NULL && ep->state == PMETH_EP_READY) {
-                pmeth_apm_path_down_notice(ep, &v);
-            }
-            pmeth_ring_rx_put(link->ring, f->id);
-            break;
-        case PMETH_WIRE_DATA:
-            /* while probing, ob1 has not added the sender yet: not acked, it comes again */
-            if (ep == NULL || ep->state != PMETH_EP_READY || c->probing) {
-                if (ep == NULL) {
-                    note_unknown_sender(v.src_id);
-                }
-                pmeth_ring_rx_put(link->ring, f->id);
-                break;
-            }
-            on_data(link, f, &v, ep, &now);
-            total++;
-            break;
-        default:
-            pmeth_ring_rx_put(link->ring, f->id);   /* reserved for later protocol steps */
-            break;
-        }
+        total += take_frame(link, &frames[i], &now);
     }
     return total;
+}
+
+int pmeth_keeper_poll_link(pmeth_link_t *link)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    pmeth_wire_expect_t expect = {.ethertype = (uint16_t) c->ethertype, .job_key = c->job_key,
+                                  .my_id = c->my_id, .max_frame = link->mtu + 14,
+                                  .nlinks = PMETH_MAX_LINKS};
+    uint64_t now = 0;
+    int acks = 0;
+    while (link->ndeferred < PMETH_DEFER_MAX) {
+        struct pmeth_rx_frame frames[PMETH_DEFER_MAX];
+        int n = pmeth_ring_rx_poll(link->ring, frames, (int) (PMETH_DEFER_MAX - link->ndeferred));
+        if (n <= 0) {
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            /* an ack the keeper may take: well formed, ours, from a ready peer with no
+             * fragment whose ob1 callback waits for an ack (that callback is ob1's
+             * thread's to make); everything else waits for progress, in order */
+            pmeth_wire_view_t v;
+            mca_btl_base_endpoint_t *ep = NULL;
+            if (pmeth_wire_parse(frames[i].frame, frames[i].len, &expect, &v) == PMETH_WIRE_OK
+                && v.type == PMETH_WIRE_ACK && memcmp(frames[i].frame, link->mac, 6) == 0
+                && v.src_id < c->nby_id && (ep = c->by_id[v.src_id]) != NULL
+                && ep->state == PMETH_EP_READY && ep->cb_at_ack == 0) {
+                take_frame(link, &frames[i], &now);
+                acks++;
+            } else {
+                link->deferred[link->ndeferred++] = frames[i];
+            }
+        }
+    }
+    return acks;
 }

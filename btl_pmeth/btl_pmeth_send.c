@@ -428,25 +428,46 @@ static void resend(mca_btl_pmeth_frag_t *frag, uint8_t xmit, bool fast)
     }
 }
 
-int pmeth_endpoint_service(mca_btl_base_endpoint_t *ep, uint64_t now)
+/* The frames of EP whose timers ran out (or fast retransmits), at most
+ * resend_cap; how many went. */
+static int resend_due(mca_btl_base_endpoint_t *ep, uint64_t now)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (pmeth_txwin_next_deadline(ep->tx) > now && !pmeth_txwin_fast_pending(ep->tx)) {
+        return 0;
+    }
+    pmeth_txwin_due_t due[64];
+    unsigned cap = c->resend_cap < 64 ? c->resend_cap : 64;
+    int n = pmeth_txwin_due(ep->tx, now, due, cap ? cap : 1);
+    for (int i = 0; i < n; i++) {
+        resend((mca_btl_pmeth_frag_t *) due[i].handle, due[i].xmit, due[i].fast);
+    }
+    return n;
+}
+
+int pmeth_endpoint_keep(mca_btl_base_endpoint_t *ep, uint64_t now)
+{
+    if (ep->tx == NULL) {
+        return 0;
+    }
+    int count = resend_due(ep, now);
+    if (pmeth_rxwin_ack_due(ep->rx, now)) {
+        count += pmeth_send_ack(ep);
+    }
+    return count;
+}
+
+int pmeth_endpoint_service(mca_btl_base_endpoint_t *ep, uint64_t now)
+{
     int count = 0;
     if (ep->tx == NULL) {
         pmeth_endpoint_deactivate(ep);
         return 0;
     }
-    if (pmeth_txwin_next_deadline(ep->tx) <= now || pmeth_txwin_fast_pending(ep->tx)) {
-        pmeth_txwin_due_t due[64];
-        unsigned cap = c->resend_cap < 64 ? c->resend_cap : 64;
-        int n = pmeth_txwin_due(ep->tx, now, due, cap ? cap : 1);
-        for (int i = 0; i < n; i++) {
-            resend((mca_btl_pmeth_frag_t *) due[i].handle, due[i].xmit, due[i].fast);
-            count++;
-        }
-        if (n > 0 && ep->apm_conn != NULL) {
-            pmeth_apm_check_silent(ep, now);   /* a timer probe went: is a link silent? */
-        }
+    int n = resend_due(ep, now);
+    count += n;
+    if (n > 0 && ep->apm_conn != NULL) {
+        pmeth_apm_check_silent(ep, now);   /* a timer probe went: is a link silent? */
     }
     if (pmeth_rxwin_ack_due(ep->rx, now)) {
         count += pmeth_send_ack(ep);

@@ -19,6 +19,7 @@ btl_pmeth_mca_btl_pmeth_la_SOURCES = \
 	btl_pmeth/btl_pmeth_send.c \
 	btl_pmeth/btl_pmeth_recv.c \
 	btl_pmeth/btl_pmeth_apm.c \
+	btl_pmeth/btl_pmeth_keeper.c \
 	btl_pmeth/btl_pmeth_pvar.c
 btl_pmeth_mca_btl_pmeth_la_CPPFLAGS = $(XBTL_COMPONENT_CPPFLAGS) -I$(top_srcdir)/apm
 btl_pmeth_mca_btl_pmeth_la_CFLAGS = $(XBTL_COMPONENT_CFLAGS) $(XBTL_WARN_CFLAGS) -O3

@@ -1,7 +1,9 @@
 #!/bin/bash
 # btl pmeth across virtual hosts (contrib/vcluster): the project's p2p suite and verified
 # streams over 1, 2 and 6 links, MTU 1500 and 9000, 1 and 2 ranks per host (vader on a
-# host, pmeth between hosts), 1% frame loss each way, a link down for a second and back;
+# host, pmeth between hosts), 1% frame loss each way, a sender away from MPI under 20% loss
+# (the keeper thread resends; without it nothing arrives until the sender is back), a link
+# down for a second and back;
 # frames really on the links asked for, the BTL copying no byte itself, probes naming an
 # MTU mismatch; and nothing left behind.
 . "${TOP_SRCDIR:-.}/test/lib.sh"
@@ -69,6 +71,24 @@ vc fault loss:n0/eth0:0.01:both loss:n0/eth1:0.01:both >/dev/null
 pm "$LOG/loss" --mca btl self,pmeth -- "$P2P" -M 4194304; rc=$?
 p2p_tap "1% loss each way" "$LOG/loss" $rc
 check "1% loss: frames were retransmitted ($(retrans "$LOG/loss"))" [ "$(retrans "$LOG/loss")" -gt 0 ]
+vc fault --clear >/dev/null
+
+# a sender that leaves MPI right after its sends completed (before their acks) while 20% of
+# the frames through n0 are lost: only the keeper thread resends them (btl_pmeth_keeper_us);
+# with it off the peer waits until the sender calls MPI again
+AWAY=$TOP_BUILDDIR/test/pmeth/pmeth_away
+vc fault loss:n0/eth0:0.2:both loss:n0/eth1:0.2:both >/dev/null
+vc_mpirun --mca btl self,pmeth -- "$AWAY" "$VC_TMP/away.flag" 64 1000 20 >"$LOG/away" 2>"$LOG/away.err"; rc=$?
+line=$(grep -E '^away: (delivered|NOT)' "$LOG/away")
+kf=$(sed -n 's/.*keeper_frames \([0-9]*\).*/\1/p' <<< "$line")
+check "20% loss through n0, rank 0 away from MPI once its 64 sends completed: the keeper resent (${line:-no line})" \
+    sh -c "[ $rc -eq 0 ] && [ ${kf:-0} -gt 0 ] && grep -q 'received 64 messages of 1000 B, 0 wrong' '$LOG/away'"
+[ "$rc" -eq 0 ] || tail -15 "$LOG/away.err" | diag
+vc_mpirun --mca btl self,pmeth --mca btl_pmeth_keeper_us 0 -- "$AWAY" "$VC_TMP/away.flag" 64 1000 3 \
+    >"$LOG/nokeeper" 2>"$LOG/nokeeper.err"; rc=$?
+line=$(grep -E '^away: (delivered|NOT)' "$LOG/nokeeper")
+check "the same with btl_pmeth_keeper_us 0: not delivered while rank 0 is away (${line:-no line}), all of it once it is back in MPI" \
+    sh -c "[ $rc -ne 0 ] && grep -q '^away: NOT delivered' '$LOG/nokeeper' && grep -q 'received 64 messages of 1000 B, 0 wrong' '$LOG/nokeeper'"
 vc fault --clear >/dev/null
 
 # A link taken down for a second while frames are striped onto it, then brought back:

@@ -1,0 +1,104 @@
+/*
+ * btl pmeth's keeper: a thread that keeps the reliability protocol's promises
+ * while the process is away from MPI.
+ *
+ * Why.  pmeth tells ob1 a fragment is done once its frame is in the send ring
+ * (early completion: the frame stays there for resends until the peer acks it).
+ * Its resend timers and delayed acks run in progress, that is, only while the
+ * process calls MPI.  A frame lost after its send completed was therefore resent
+ * only when the sender called MPI again; a sender that then waited for its peer
+ * outside MPI (spinning on shared memory, a file, a socket) while the peer waited
+ * in MPI for that frame hung.  tcp has no such hole: the kernel resends.
+ *
+ * What it does.  Every btl_pmeth_keeper_us it looks whether progress ran since
+ * its last look.  If not (the process is away) and the BTL's lock is free, it
+ * resends the frames whose timers ran out and sends the acks that are owed, then
+ * kicks the rings: the timer half of pmeth_endpoint_service.  A timer's resend
+ * is a probe whose answer (the peer's ack) says which frames are lost, so the
+ * keeper also takes the peer's standalone acks from the receive rings; every
+ * other frame (data for ob1 above all) it leaves, in order, for progress to
+ * take first when the process is back.  It never calls ob1: an ack that would
+ * complete a fragment ob1 waits for is left for progress too.
+ *
+ * Cost.  While the keeper runs, PMETH_LOCK is a real (recursive) mutex, about
+ * 20 ns per lock and unlock on the send and progress paths; the thread wakes
+ * once per interval and does nothing while progress runs.
+ */
+#include "btl_pmeth.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+static pthread_t keeper;
+static _Atomic bool keeper_stop;
+
+static void *keeper_main(void *arg)
+{
+    (void) arg;
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    const struct timespec nap = {.tv_sec = c->keeper_us / 1000000,
+                                 .tv_nsec = (long) (c->keeper_us % 1000000) * 1000};
+    uint64_t seen = UINT64_MAX;
+    while (!atomic_load_explicit(&keeper_stop, memory_order_relaxed)) {
+        nanosleep(&nap, NULL);
+        uint64_t calls = atomic_load_explicit(&c->progress_calls, memory_order_relaxed);
+        if (calls != seen) {
+            seen = calls;           /* in MPI: its own progress keeps the timers */
+            continue;
+        }
+        if (opal_mutex_trylock(&c->lock) != 0) {
+            continue;               /* the process holds it: it is back */
+        }
+        if (!c->in_progress && c->nactive > 0) {
+            /* the peer's acks first: they answer the timer's probe, which tells
+             * which frames to resend (pmeth_txwin_due) */
+            unsigned n = 0, acks = 0;
+            for (uint32_t i = 0; i < c->nlinks; i++) {
+                acks += (unsigned) pmeth_keeper_poll_link(&c->links[i]);
+            }
+            uint64_t now = pmeth_now_ns();
+            for (uint32_t i = 0; i < c->nactive; i++) {
+                n += (unsigned) pmeth_endpoint_keep(c->active[i], now);
+            }
+            if (n + acks > 0) {
+                pmeth_kick_all(true);
+                c->keeper_passes++;
+                c->keeper_frames += n;
+            }
+        }
+        opal_mutex_unlock(&c->lock);
+    }
+    return NULL;
+}
+
+void pmeth_keeper_start(void)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (c->keeper_us == 0 || c->keeper_on) {
+        return;
+    }
+    atomic_store(&keeper_stop, false);
+    c->keeper_on = true;            /* before the thread: PMETH_LOCK locks from now on */
+    int rc = pthread_create(&keeper, NULL, keeper_main, NULL);
+    if (rc != 0) {
+        c->keeper_on = false;
+        PMETH_VERBOSE(1, "no keeper thread (%s): frames lost after a send completed are resent "
+                      "only while the process calls MPI", strerror(rc));
+    }
+}
+
+/* Before finalize takes the lock: afterwards PMETH_LOCK is what it was. */
+void pmeth_keeper_stop(void)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (!c->keeper_on) {
+        return;
+    }
+    atomic_store(&keeper_stop, true);
+    pthread_join(keeper, NULL);
+    c->keeper_on = false;
+    PMETH_VERBOSE(10, "keeper: %" PRIu64 " passes while the process was away, %" PRIu64
+                  " frames resent or acks sent", c->keeper_passes, c->keeper_frames);
+}
