@@ -74,3 +74,10 @@ print('lower is better for latency, higher for bandwidth; ratios are the first /
       'rsm with btl_rsm_verbs_rails 2 (reads of 64 KiB or more striped over both rails); rsm-2copy is rsm '
       'with btl_rsm_verbs_single_copy_min SIZE_MAX (every message through the pool); nan: not run')
 EOF
+# PNG plots of the medians (matplotlib: Debian's python3-matplotlib)
+for py in python3 /usr/bin/python3; do
+    if "$py" -c 'import matplotlib' 2>/dev/null; then
+        "$py" "$TOP/bench/rsm_verbs_plot.py" "$OUT/console.txt" "$OUT" | sed 's/^/plot: /'
+        break
+    fi
+done
