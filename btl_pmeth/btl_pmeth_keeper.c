@@ -20,9 +20,10 @@
  * take first when the process is back.  It never calls ob1: an ack that would
  * complete a fragment ob1 waits for is left for progress too.
  *
- * Cost.  While the keeper runs, PMETH_LOCK is a real (recursive) mutex, about
- * 20 ns per lock and unlock on the send and progress paths; the thread wakes
- * once per interval and does nothing while progress runs.
+ * Cost.  While the keeper runs, PMETH_LOCK is a real (recursive) mutex on the
+ * send and progress paths: latency +1-4%, small-message streaming -4 to -7% on
+ * veth (docs/results-2026-11-26-pmeth-keeper/); the thread wakes once per
+ * interval and does nothing while progress runs.
  */
 #include "btl_pmeth.h"
 
