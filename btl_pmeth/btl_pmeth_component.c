@@ -683,7 +683,12 @@ static int pmeth_component_progress(void)
     if (c->nlinks == 0) {
         return 0;
     }
-    atomic_fetch_add_explicit(&c->progress_calls, 1, memory_order_relaxed);
+    if (c->keeper_on) {
+        /* only "it moved" matters to the keeper: a plain store, no locked add */
+        atomic_store_explicit(&c->progress_calls,
+                              atomic_load_explicit(&c->progress_calls, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    }
     PMETH_LOCK();
     if (c->in_progress) {       /* a callback called progress: do not deliver out of order */
         PMETH_UNLOCK();
