@@ -152,6 +152,8 @@ struct mca_btl_base_endpoint_t {
     uint32_t slots_with_runs;       /* unreclaimed slots holding pool runs */
     uint8_t *stale;                 /* per slot: last held group follow-on payload (rsm_postbox.h) */
     _Atomic uint8_t *out_acks;      /* its acks for us: a row of OUR control segment */
+    uint32_t peer_consumed;         /* verbs: it consumed through this (exclusive), said in
+                                       the immediates of its own units (rsm_vimm_pack) */
     struct mca_btl_rsm_frag_t *pending_head, *pending_tail;
     rsm_distance_t dist;            /* its core near ours? streaming, single copy (rsm_distance.h) */
 
@@ -247,6 +249,7 @@ typedef struct mca_btl_rsm_component_t {
     uint64_t cleanup_registered;
     /* verbs statistics (MPI_T) */
     uint64_t v_connects, v_accepts, v_writes, v_write_bytes, v_ack_writes, v_bad_handshakes;
+    uint64_t v_acks_piggybacked;    /* units whose immediate carried acks we owed */
     uint64_t v_grows;               /* pools (per sender and destination host) grown a chunk */
     uint64_t v_registered;          /* bytes registered now */
     uint64_t v_registered_shared;   /* of those, pools mapped from another local rank's segment */

@@ -244,9 +244,22 @@ static void distance_sample(mca_btl_base_endpoint_t *ep, uint64_t cycles)
     }
 }
 
+/* Postbox LAST was consumed: the receiver wrote its lap tag into our ack row,
+ * or (verbs) said so in the immediate of one of its own units (rsm_vimm_pack).
+ * The row is written only by the receiver's ordered writes on one queue pair,
+ * the cursor only forward, so neither ever goes back on what it said. */
+static inline bool unit_acked(const mca_btl_base_endpoint_t *ep, uint32_t last)
+{
+    if (atomic_load_explicit(&ep->out_acks[last & ep->q_mask], memory_order_acquire)
+        == rsm_lap_tag(last, ep->q_shift)) {
+        return true;
+    }
+    return ep->remote && (int32_t) (ep->peer_consumed - last) > 0;
+}
+
 void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep)
 {
-    const uint32_t mask = ep->q_mask, shift = ep->q_shift;
+    const uint32_t mask = ep->q_mask;
     if (ep->reclaimed == ep->tail) {
         return;
     }
@@ -264,8 +277,7 @@ void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep)
     rsm_slot_t *oldest = &ep->slots[ep->reclaimed & mask];
     uint32_t last = ep->reclaimed + oldest->span - 1;
     uint64_t t0 = rsm_cycles();
-    uint8_t ack = atomic_load_explicit(&ep->out_acks[last & mask], memory_order_acquire);
-    if (ack != rsm_lap_tag(last, shift)) {
+    if (!unit_acked(ep, last)) {
         return;
     }
     if (!ep->remote) {          /* a NIC wrote a remote peer's acks: no core to measure */
@@ -274,8 +286,7 @@ void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep)
     /* with no pool runs outstanding (inline traffic) only the newest slot's ack matters */
     if (ep->slots_with_runs == 0) {
         last = ep->tail - 1;
-        if (atomic_load_explicit(&ep->out_acks[last & mask], memory_order_acquire)
-            == rsm_lap_tag(last, shift)) {
+        if (unit_acked(ep, last)) {
             ep->reclaimed = ep->tail;
             return;
         }
@@ -283,8 +294,7 @@ void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep)
     while (ep->reclaimed != ep->tail) {
         rsm_slot_t *slot = &ep->slots[ep->reclaimed & mask];
         last = ep->reclaimed + slot->span - 1;
-        if (atomic_load_explicit(&ep->out_acks[last & mask], memory_order_acquire)
-            != rsm_lap_tag(last, shift)) {
+        if (!unit_acked(ep, last)) {
             break;
         }
         for (unsigned r = 0; r < slot->nruns; r++) {

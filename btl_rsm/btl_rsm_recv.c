@@ -138,9 +138,9 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
         if (r == RSM_PB_DONE && ep->assembler.pair && ep->remote) {
             r = RSM_PB_BAD;             /* only a node's queues carry PAIRs */
         }
+        bool pool = false;
         if (r == RSM_PB_DONE) {
-            bool pool = ep->assembler.type != RSM_PB_INLINE;
-            ep->in_pool_msgs += pool;   /* verbs: pool blocks are scarce, ack them at once */
+            pool = ep->assembler.type != RSM_PB_INLINE;
             bool ok = !pool ? deliver_inline(ep, ep->assembler.tag, slot->u.data, ep->assembler.total)
                             : deliver_runs(ep);
             if (OPAL_UNLIKELY(!ok)) {
@@ -159,6 +159,10 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
                         h.kind, h.nbytes, c->dropped);
         }
         rsm_ack_through(ep, head + n - 1);
+        /* verbs: pool blocks are scarce, their acks go soon (note_acks); counted once
+         * acked, not before the callback: a send from inside it carries the acks done
+         * so far (rsm_vimm_pack), and must not take this message's for done */
+        ep->in_pool_msgs += pool;
         ep->head = head + n;
         delivered++;
         continue;

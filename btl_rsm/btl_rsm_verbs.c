@@ -131,6 +131,8 @@ struct rsm_vpeer {
     unsigned out_rails, in_rails;   /* rails of each half, rail 0 (out / in) included */
     uint32_t acks_pushed;           /* inbound: acks written through this seq (exclusive) */
     uint32_t pool_msgs_acked;       /* inbound: ep->in_pool_msgs when acks were last pushed */
+    bool ack_owed;                  /* inbound: on vs.owed, acks to push when idle */
+    mca_btl_base_endpoint_t *next_owed;
     struct rsm_vpeer *next_connecting;
 };
 
@@ -157,6 +159,7 @@ static struct {
     bool rcache_failed;             /* could not make it: no single copy between hosts */
     struct rsm_vread *free_reads, *all_reads;
     uint32_t ticks;                 /* progress calls: the handshake queue's turn */
+    mca_btl_base_endpoint_t *owed;  /* receivers with acks to push once no message waits */
 } vs;
 
 static uint64_t now_ns(void)
@@ -490,9 +493,20 @@ void rsm_verbs_post_unit(mca_btl_base_endpoint_t *ep, uint32_t seq, uint32_t k)
     if (OPAL_UNLIKELY(v->state != VS_UP)) {
         return;
     }
-    size_t off = (size_t) (seq & (mca_btl_rsm_component.vlayout.queue_len - 1)) * RSM_POSTBOX_SIZE;
+    const uint32_t qlen = mca_btl_rsm_component.vlayout.queue_len;
+    size_t off = (size_t) (seq & (qlen - 1)) * RSM_POSTBOX_SIZE;
+    uint32_t imm = seq + k;
+    if (qlen <= RSM_VIMM_PACKED_QLEN_MAX) {
+        /* the acks we owe this peer ride along (rsm_vimm_pack): no write of their own */
+        imm = rsm_vimm_pack(seq + k, ep->unacked);
+        if (v->acks_pushed != ep->unacked) {
+            v->acks_pushed = ep->unacked;
+            v->pool_msgs_acked = ep->in_pool_msgs;
+            mca_btl_rsm_component.v_acks_piggybacked++;
+        }
+    }
     (void) vpost(&v->out, (char *) v->out.buf + off, v->out.mr->lkey, v->out.raddr + off,
-                 v->out.rkey, (size_t) k * RSM_POSTBOX_SIZE, true, seq + k);
+                 v->out.rkey, (size_t) k * RSM_POSTBOX_SIZE, true, imm);
 }
 
 void rsm_verbs_post_data(mca_btl_base_endpoint_t *ep, const void *addr, size_t len)
@@ -641,6 +655,49 @@ static int sq_room(rsm_vconn_t *q)
     return OPAL_SUCCESS;
 }
 
+/* When the receiver writes its acks.  An ack is a write and its RC
+ * acknowledgement: it doubles the packets of a small message, and written at
+ * once it goes out between the message and the reply a ping-pong waits for (at
+ * 512 B, 3.3 packets per message instead of 2, and the latency of two).  So:
+ * - inline postboxes are acked every eighth of a queue, and pool messages (their
+ *   blocks are few and may be fragmented) each;
+ * - not at once but on the next progress call that finds no message: in a
+ *   ping-pong, after the reply is posted; in a stream, when the receiver catches up;
+ * - at once past a quarter of the queue or 4 pool messages, so that a receiver
+ *   that leaves MPI with acks owed never stalls its sender: fewer than a quarter
+ *   unacked leaves three quarters free, and a message takes at most half. */
+static void note_acks(mca_btl_base_endpoint_t *ep, uint32_t qlen)
+{
+    struct rsm_vpeer *v = ep->v;
+    uint32_t postboxes = ep->unacked - v->acks_pushed;
+    uint32_t pool_msgs = ep->in_pool_msgs - v->pool_msgs_acked;
+    if (postboxes >= qlen / 4 || pool_msgs >= 4) {
+        v->pool_msgs_acked = ep->in_pool_msgs;
+        push_acks(ep);
+    } else if ((postboxes >= qlen / 8 || pool_msgs > 0) && !v->ack_owed) {
+        v->ack_owed = true;
+        v->next_owed = vs.owed;
+        vs.owed = ep;
+    }
+}
+
+static void push_owed_acks(void)
+{
+    mca_btl_base_endpoint_t *ep = vs.owed;
+    vs.owed = NULL;
+    while (ep != NULL) {
+        struct rsm_vpeer *v = ep->v;
+        mca_btl_base_endpoint_t *next = v->next_owed;
+        v->ack_owed = false;
+        v->next_owed = NULL;
+        if (v->state != VS_FAILED) {
+            v->pool_msgs_acked = ep->in_pool_msgs;
+            push_acks(ep);
+        }
+        ep = next;
+    }
+}
+
 static int poll_recv_cq(void)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
@@ -663,27 +720,26 @@ static int poll_recv_cq(void)
             }
             continue;
         }
-        uint32_t tail = ntohl(wc[i].imm_data);
+        uint32_t imm = ntohl(wc[i].imm_data), tail = imm, consumed = ep->peer_consumed;
+        bool packed = qlen <= RSM_VIMM_PACKED_QLEN_MAX;
+        if (packed) {
+            tail = rsm_vimm_tail(imm, ep->in_published);
+        }
         if (OPAL_UNLIKELY(wc[i].opcode != IBV_WC_RECV_RDMA_WITH_IMM
-                          || !rsm_vimm_valid(tail, ep->head, ep->in_published, qlen))) {
+                          || !rsm_vimm_valid(tail, ep->head, ep->in_published, qlen)
+                          || (packed && !rsm_vimm_consumed(imm, ep->peer_consumed, ep->tail,
+                                                           &consumed)))) {
             c->dropped++;
             c->dropped_malformed++;
-            RSM_VERBOSE(1, "dropped a completion from %s with tail %u (head %u, published %u)",
-                        peer_str(ep), tail, ep->head, ep->in_published);
+            RSM_VERBOSE(1, "dropped a completion from %s with immediate 0x%08x (head %u, "
+                        "published %u, our tail %u, it consumed %u)", peer_str(ep), imm,
+                        ep->head, ep->in_published, ep->tail, ep->peer_consumed);
             continue;
         }
         ep->in_published = tail;
+        ep->peer_consumed = consumed;
         delivered += rsm_poll_endpoint(ep, UINT32_MAX);
-        /* Acks cost a write and its RC acknowledgement, doubling the packets of a small
-         * message, so inline traffic is acked every eighth of a queue: the sender can
-         * never wait on those (fewer than 1/8 of its queue are unacked, and a message
-         * takes at most half).  Pool blocks are few and may be fragmented, so a pool
-         * message is acked at once. */
-        if (ep->unacked - ep->v->acks_pushed >= qlen / 8
-            || ep->in_pool_msgs != ep->v->pool_msgs_acked) {
-            ep->v->pool_msgs_acked = ep->in_pool_msgs;
-            push_acks(ep);
-        }
+        note_acks(ep, qlen);
     }
     /* refilled in batches: the queue is deep enough for 32 units unanswered */
     if (vs.dev.srq_posted + 32 <= vs.dev.srq_depth && rsm_vdev_refill(&vs.dev) != 0) {
@@ -1322,6 +1378,9 @@ int rsm_verbs_progress(void)
     if (c->v_connects + c->v_accepts > 0) {
         count = poll_recv_cq();
         (void) poll_send_cq();
+        if (count == 0 && vs.owed != NULL) {
+            push_owed_acks();
+        }
     }
     if ((++vs.ticks & 63) == 0 || OPAL_UNLIKELY(vs.connecting + vs.growing > 0)) {
         poll_events();
@@ -1712,6 +1771,7 @@ void rsm_verbs_finalize(void)
     free(vs.eps);
     vs.eps = NULL;
     vs.n_eps = 0;
+    vs.owed = NULL;
     for (uint32_t i = 0; i < vs.n_groups; i++) {
         rsm_vgroup_t *g = vs.groups[i];
         while (g->made > 0) {

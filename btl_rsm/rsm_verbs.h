@@ -126,6 +126,38 @@ static inline bool rsm_vimm_valid(uint32_t imm, uint32_t head, uint32_t publishe
     return moved >= 1 && moved <= qlen && ahead <= qlen;
 }
 
+/* Acks ride on the reverse traffic.  With queues of at most
+ * RSM_VIMM_PACKED_QLEN_MAX postboxes (the default 128 is far below; both ends
+ * have the same layout, so both know), an immediate is two 16-bit halves: the
+ * low one the unit's tail, the high one how far its sender has consumed the
+ * queue we write to it (its ep->unacked).  A ping-pong then needs no ack write:
+ * each reply acks the message it answers.  Each half names a 32-bit sequence
+ * number within one queue of a number the reader knows (its view of the
+ * peer's tail; its own tail), so 16 bits name it exactly. */
+#define RSM_VIMM_PACKED_QLEN_MAX 16384u
+
+static inline uint32_t rsm_vimm_pack(uint32_t tail, uint32_t consumed)
+{
+    return (tail & 0xffffu) | consumed << 16;
+}
+
+/* the tail, from the newest tail we accepted (then checked by rsm_vimm_valid) */
+static inline uint32_t rsm_vimm_tail(uint32_t imm, uint32_t published)
+{
+    return published + ((imm - published) & 0xffffu);
+}
+
+/* How far the peer consumed our queue to it, from our tail there; false when
+ * that is not within [KNOWN, OUT_TAIL] (what it said before, what we sent): a
+ * corrupt or hostile immediate. */
+static inline bool rsm_vimm_consumed(uint32_t imm, uint32_t known, uint32_t out_tail,
+                                     uint32_t *consumed)
+{
+    uint32_t c = out_tail - ((out_tail - (imm >> 16)) & 0xffffu);
+    *consumed = c;
+    return c - known <= out_tail - known;
+}
+
 #ifdef RSM_VERBS_DEVICE_API
 #include <infiniband/verbs.h>
 

@@ -333,11 +333,12 @@ static void mode_used(bool have)
 /* The verbs back end's counters, bound one by one so that a missing one is named. */
 static void mode_verbs(bool single_copy, unsigned rails)
 {
-    enum { VW, VWB, VC, VR, VRB, VUR, VSR, VRR, NV };
+    enum { VW, VWB, VC, VR, VRB, VUR, VSR, VRR, VAW, VAP, NV };
     static const char *const vn[NV] = {"verbs_writes", "verbs_write_bytes", "verbs_connects",
                                        "verbs_reads", "verbs_read_bytes",
                                        "verbs_user_registrations", "verbs_striped_reads",
-                                       "verbs_rail_read_bytes"};
+                                       "verbs_rail_read_bytes", "verbs_ack_writes",
+                                       "verbs_acks_piggybacked"};
     MPI_T_pvar_session vs[NV];
     MPI_T_pvar_handle vh[NV];
     int have[NV], all[NV];
@@ -411,6 +412,45 @@ static void mode_verbs(bool single_copy, unsigned rails)
                   rails > 1 ? "s" : "", (unsigned long long) peer[VSR], (unsigned long long) want,
                   (unsigned long long) peer[VRR], (unsigned long long) want_b);
         }
+    }
+    /* a ping-pong: every reply acks the message it answers in its immediate, so
+     * neither side writes acks of its own (the barrier's owed acks aside) */
+    if (all[VAW] && all[VAP]) {
+        enum { N = 200, LEN = 100, TAG = 25 };
+        unsigned char out[LEN], in[LEN];
+        uint64_t b[NV], a[NV], d[NV], peer[NV];
+        long bad = 0;
+        int other = 1 - rank;
+        MPI_Barrier(MPI_COMM_WORLD);
+        VREAD(b);
+        for (int i = 0; i < N; i++) {
+            xb_fill(out, LEN, xb_seed((uint64_t) rank, (uint64_t) i, TAG));
+            if (rank == 0) {
+                MPI_Send(out, LEN, MPI_BYTE, other, TAG, MPI_COMM_WORLD);
+                MPI_Recv(in, LEN, MPI_BYTE, other, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(in, LEN, MPI_BYTE, other, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(out, LEN, MPI_BYTE, other, TAG, MPI_COMM_WORLD);
+            }
+            bad += xb_mismatch(in, LEN, xb_seed((uint64_t) other, (uint64_t) i, TAG)) >= 0;
+        }
+        VREAD(a);
+        for (int i = 0; i < NV; i++) {
+            d[i] = a[i] - b[i];
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        bad = peer_bad(bad);
+        if (rank == 1) {
+            MPI_Send(d, NV, MPI_UINT64_T, 0, 96, MPI_COMM_WORLD);
+        } else {
+            MPI_Recv(peer, NV, MPI_UINT64_T, 1, 96, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        check(bad == 0, "verbs ping-pong, %d x %d B each way, verified", N, LEN);
+        check(d[VAP] >= N - 1 && peer[VAP] >= N - 1 && d[VAW] <= 4 && peer[VAW] <= 4,
+              "verbs ping-pong: acks ride in the immediates: verbs_acks_piggybacked rank 0 +%llu, "
+              "rank 1 +%llu (expected >= %d each); verbs_ack_writes rank 0 +%llu, rank 1 +%llu "
+              "(expected <= 4 each)", (unsigned long long) d[VAP], (unsigned long long) peer[VAP],
+              N - 1, (unsigned long long) d[VAW], (unsigned long long) peer[VAW]);
     }
     if (all[VC]) {
         uint64_t v[NV], pv[NV];

@@ -144,5 +144,27 @@ int main(void)
     CHECK(!rsm_vimm_valid(11, 10, 12, 16), "backwards: refused");
     CHECK(rsm_vimm_valid(3, 0xfffffffeu, 0xffffffffu, 16), "across the 32-bit wrap");
     CHECK(!rsm_vimm_valid(0x80000000u, 10, 12, 16), "far away: refused");
+
+    /* packed immediates (queues up to RSM_VIMM_PACKED_QLEN_MAX): tail | consumed << 16 */
+    uint32_t c = 0;
+    uint32_t imm = rsm_vimm_pack(0x12345678u, 0x0abc1234u);
+    CHECK(rsm_vimm_tail(imm, 0x12345600u) == 0x12345678u, "packed: the tail from the last one");
+    CHECK(rsm_vimm_tail(rsm_vimm_pack(0x00010003u, 0), 0x0000fffeu) == 0x00010003u,
+          "packed: a tail across a 16-bit wrap");
+    CHECK(rsm_vimm_tail(rsm_vimm_pack(2, 0), 0xfffffff0u) == 2, "packed: a tail across the 32-bit wrap");
+    CHECK(rsm_vimm_consumed(imm, 0x0abc1200u, 0x0abc1240u, &c) && c == 0x0abc1234u,
+          "packed: consumed, within what we sent");
+    CHECK(rsm_vimm_consumed(rsm_vimm_pack(0, 0x00020001u), 0x0001fff0u, 0x00020010u, &c)
+          && c == 0x00020001u, "packed: consumed across a 16-bit wrap");
+    CHECK(rsm_vimm_consumed(rsm_vimm_pack(0, 5), 0xfffffff8u, 9, &c) && c == 5,
+          "packed: consumed across the 32-bit wrap");
+    CHECK(rsm_vimm_consumed(rsm_vimm_pack(0, 0x40), 0x40, 0x50, &c) && c == 0x40,
+          "packed: nothing new consumed is accepted");
+    CHECK(!rsm_vimm_consumed(rsm_vimm_pack(0, 0x51), 0x40, 0x50, &c),
+          "packed: consumed past what we sent: refused");
+    CHECK(!rsm_vimm_consumed(rsm_vimm_pack(0, 0x3f), 0x40, 0x50, &c),
+          "packed: consumed going back: refused");
+    CHECK(!rsm_vimm_consumed(rsm_vimm_pack(0, 0x8000), 0x40, 0x50, &c),
+          "packed: consumed far away: refused");
     return tap_done();
 }
