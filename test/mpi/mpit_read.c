@@ -331,6 +331,25 @@ static void mode_used(bool have)
 }
 
 /* The verbs back end's counters, bound one by one so that a missing one is named. */
+/* The end of a measured phase: this rank's counter changes D = A - B over N
+ * counters, rank 1's bad-payload count added into the returned one, and rank
+ * 1's changes in PEER at rank 0 (message tag TAG). */
+static long phase_end(long bad, int n, const uint64_t *b, const uint64_t *a, uint64_t *d,
+                      uint64_t *peer, int tag)
+{
+    for (int i = 0; i < n; i++) {
+        d[i] = a[i] - b[i];
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    bad = peer_bad(bad);
+    if (rank == 1) {
+        MPI_Send(d, n, MPI_UINT64_T, 0, tag, MPI_COMM_WORLD);
+    } else {
+        MPI_Recv(peer, n, MPI_UINT64_T, 1, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    return bad;
+}
+
 static void mode_verbs(bool single_copy, unsigned rails)
 {
     enum { VW, VWB, VC, VR, VRB, VUR, VSR, VRR, VAW, VAP, NV };
@@ -365,16 +384,7 @@ static void mode_verbs(bool single_copy, unsigned rails)
         VREAD(b);
         long bad = transfer(ph[k].n, ph[k].len, ph[k].window, 20 + (int) k);
         VREAD(a);
-        for (int i = 0; i < NV; i++) {
-            d[i] = a[i] - b[i];
-        }
-        MPI_Barrier(MPI_COMM_WORLD);
-        bad = peer_bad(bad);
-        if (rank == 1) {
-            MPI_Send(d, NV, MPI_UINT64_T, 0, 98, MPI_COMM_WORLD);
-        } else {
-            MPI_Recv(peer, NV, MPI_UINT64_T, 1, 98, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        }
+        bad = phase_end(bad, NV, b, a, d, peer, 98);
         uint64_t bytes = (uint64_t) ph[k].n * ph[k].len;
         check(bad == 0, "verbs %s from rank 0 to 1 verified", ph[k].what);
         /* rendezvous messages of 1 MiB go by one RDMA read each with single copy
@@ -435,16 +445,7 @@ static void mode_verbs(bool single_copy, unsigned rails)
             bad += xb_mismatch(in, LEN, xb_seed((uint64_t) other, (uint64_t) i, TAG)) >= 0;
         }
         VREAD(a);
-        for (int i = 0; i < NV; i++) {
-            d[i] = a[i] - b[i];
-        }
-        MPI_Barrier(MPI_COMM_WORLD);
-        bad = peer_bad(bad);
-        if (rank == 1) {
-            MPI_Send(d, NV, MPI_UINT64_T, 0, 96, MPI_COMM_WORLD);
-        } else {
-            MPI_Recv(peer, NV, MPI_UINT64_T, 1, 96, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        }
+        bad = phase_end(bad, NV, b, a, d, peer, 96);
         check(bad == 0, "verbs ping-pong, %d x %d B each way, verified", N, LEN);
         check(d[VAP] >= N - 1 && peer[VAP] >= N - 1 && d[VAW] <= 4 && peer[VAW] <= 4,
               "verbs ping-pong: acks ride in the immediates: verbs_acks_piggybacked rank 0 +%llu, "
