@@ -271,17 +271,23 @@ void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep)
      * the receiver wrote that line after our last read of it (our last look
      * found this byte, and every later one, not yet written), so the load
      * fetched the line from the receiver's cache: a sample of how far its core
-     * is (rsm_distance.h).  Reclaim runs when the queue or the pool looks full:
-     * about one sample per window of a streaming benchmark, and nothing timed
-     * on the receive path. */
+     * is (rsm_distance.h).  Reclaim runs when the queue or the pool looks full
+     * and every RSM_COLLECT_EVERY postboxes; every reclaim is timed until the
+     * first decision, one in RSM_DIST_EVERY after it, nothing on the receive
+     * path. */
     rsm_slot_t *oldest = &ep->slots[ep->reclaimed & mask];
     uint32_t last = ep->reclaimed + oldest->span - 1;
-    uint64_t t0 = rsm_cycles();
+    /* a NIC wrote a remote peer's acks: no core to measure */
+    const bool timed = !ep->remote && ep->dist_skip == 0;
+    uint64_t t0 = timed ? rsm_cycles() : 0;
     if (!unit_acked(ep, last)) {
         return;
     }
-    if (!ep->remote) {          /* a NIC wrote a remote peer's acks: no core to measure */
+    if (timed) {
         distance_sample(ep, rsm_cycles() - t0);
+        ep->dist_skip = ep->dist.decisions > 0 ? RSM_DIST_EVERY - 1 : 0;
+    } else if (!ep->remote) {
+        ep->dist_skip--;
     }
     /* with no pool runs outstanding (inline traffic) only the newest slot's ack matters */
     if (ep->slots_with_runs == 0) {

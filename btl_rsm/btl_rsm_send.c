@@ -185,7 +185,6 @@ static void post_pointer(mca_btl_base_endpoint_t *ep, uint8_t tag, mca_btl_rsm_f
             rsm_seg_barrier(&ep->area->seg[frag->runs[r].stripe]);
         }
     }
-    rsm_postbox_t pb;
     unsigned r = 0;
     ep->sent_pool++;
     for (unsigned s = 0; s < frag->nruns; s++) {
@@ -193,27 +192,32 @@ static void post_pointer(mca_btl_base_endpoint_t *ep, uint8_t tag, mca_btl_rsm_f
     }
     for (uint32_t i = 0; i < n; i++) {
         rsm_slot_t *slot = &ep->slots[ep->tail & mask];
+        /* Composed in place, field by field, with stores only.  A postbox
+         * built on the stack and copied reads narrow stores back with wide
+         * loads; x86 cannot forward those, so the load waits for the whole
+         * store buffer, the payload copy's misses included, to drain. */
+        rsm_postbox_t *pb = &ep->out_queue[ep->tail & mask];
         unsigned k = 0;
         slot->nruns = 0;
         slot->span = 1;
+        rsm_pb_clear_stale(ep->out_queue, ep->stale, mask, ep->tail + 1);
         for (; r < frag->nruns && slot->nruns < RSM_PB_RUNS; r++) {
             slot->runs[slot->nruns++] = frag->runs[r];
             if (frag->segments[r].seg_len > 0) {
                 /* on the wire: where the segment starts (the skew into the
                  * first block, rsm_payload_skew) and what it holds */
-                pb.u.runs[k] = frag->runs[r];
-                pb.u.runs[k].offset += (uint32_t) ((char *) frag->segments[r].seg_addr.pval
-                                                   - (char *) rsm_run_addr(ep->area, &frag->runs[r]));
-                pb.u.runs[k].len = (uint32_t) frag->segments[r].seg_len;
-                k++;
+                rsm_run_t *wire = &pb->u.runs[k++];
+                wire->offset = frag->runs[r].offset
+                               + (uint32_t) ((char *) frag->segments[r].seg_addr.pval
+                                             - (char *) rsm_run_addr(ep->area, &frag->runs[r]));
+                wire->len = (uint32_t) frag->segments[r].seg_len;
+                wire->stripe = frag->runs[r].stripe;
             }
         }
         ep->slots_with_runs += slot->nruns > 0;
-        pb.nbytes = (uint16_t) k;
-        pb.kind = RSM_PB_POINTER | (i == 0 ? RSM_PB_FIRST : 0) | (i == n - 1 ? RSM_PB_LAST : 0);
-        pb.tag = tag;
-        rsm_pb_clear_stale(ep->out_queue, ep->stale, mask, ep->tail + 1);
-        rsm_pb_publish(&ep->out_queue[ep->tail & mask], &pb, ep->tail);
+        rsm_pb_publish_hdr(pb, (uint16_t) k,
+                           RSM_PB_POINTER | (i == 0 ? RSM_PB_FIRST : 0) | (i == n - 1 ? RSM_PB_LAST : 0),
+                           tag, ep->tail);
         if (OPAL_UNLIKELY(ep->remote)) {
             rsm_verbs_post_unit(ep, ep->tail, 1);
         }

@@ -27,50 +27,70 @@ static int blockset_init(rsm_blockset_t *set, uint32_t count, uint32_t block, ui
 
 static void set_bits(rsm_blockset_t *set, uint32_t first, uint32_t n, bool used)
 {
-    for (uint32_t i = first; i < first + n; i++) {
+    while (n > 0) {
+        uint32_t bit = first % 64, k = 64 - bit < n ? 64 - bit : n;
+        uint64_t mask = (k == 64 ? ~0ull : (1ull << k) - 1) << bit;
         if (used) {
-            set->map[i / 64] |= 1ull << (i % 64);
+            set->map[first / 64] |= mask;
         } else {
-            set->map[i / 64] &= ~(1ull << (i % 64));
+            set->map[first / 64] &= ~mask;
         }
+        first += k;
+        n -= k;
     }
 }
 
-/* The lowest run of N free blocks: full words are skipped whole, a word with a
- * free bit is taken bit by bit (ctz for the single-block case). */
+/* The bits of FREE at which a run of N (1..64) free bits starts inside the word:
+ * runs of 1, 2, 4, ... by doubling, then two overlapping runs of the largest
+ * power of two cover N. */
+static uint64_t run_starts(uint64_t free, uint32_t n)
+{
+    uint32_t len = 1;
+    while (2 * len <= n) {
+        free &= free >> len;
+        len *= 2;
+    }
+    if (len < n) {
+        free &= free >> (n - len);
+    }
+    return free;
+}
+
+/* The lowest run of N free blocks, a word at a time: a run carried up from the
+ * words below is tried first (it starts lower), then runs inside the word.  A
+ * bit-by-bit scan cost ~30 ns per 4 KiB message at 64 in flight. */
 static int blockset_alloc(rsm_blockset_t *set, uint32_t n)
 {
     if (n == 0 || n > set->free) {
         return -1;
     }
     const uint32_t words = (set->count + 63) / 64;
-    uint32_t run = 0, first = 0;
+    uint32_t carried = 0;       /* free blocks at the top of the words below */
     for (uint32_t w = 0; w < words; w++) {
-        uint64_t used = set->map[w];
-        if (used == ~0ull) {
-            run = 0;
+        uint64_t free = ~set->map[w];
+        if (free == 0) {
+            carried = 0;
             continue;
         }
-        if (n == 1) {
-            first = w * 64 + (uint32_t) __builtin_ctzll(~used);
-            set->map[w] |= 1ull << (first % 64);
-            set->free--;
+        int64_t first = -1;
+        if (carried > 0) {
+            uint32_t low = free == ~0ull ? 64 : (uint32_t) __builtin_ctzll(~free);
+            if (carried + low >= n) {
+                first = (int64_t) w * 64 - carried;
+            }
+        }
+        if (first < 0 && n <= 64) {
+            uint64_t starts = run_starts(free, n);
+            if (starts != 0) {
+                first = (int64_t) w * 64 + __builtin_ctzll(starts);
+            }
+        }
+        if (first >= 0) {
+            set_bits(set, (uint32_t) first, n, true);
+            set->free -= n;
             return (int) first;
         }
-        for (uint32_t b = 0; b < 64; b++) {
-            if ((used >> b) & 1) {
-                run = 0;
-                continue;
-            }
-            if (run++ == 0) {
-                first = w * 64 + b;
-            }
-            if (run == n) {
-                set_bits(set, first, n, true);
-                set->free -= n;
-                return (int) first;
-            }
-        }
+        carried = free == ~0ull ? carried + 64 : (uint32_t) __builtin_clzll(~free);
     }
     return -1;
 }

@@ -5,11 +5,38 @@
 #include "rsm_pool.h"
 #include "tap.h"
 
+/* First fit the plain way, bit by bit: the lowest run of N free blocks, or -1. */
+static int naive_first_fit(const rsm_blockset_t *set, uint32_t n)
+{
+    uint32_t run = 0;
+    for (uint32_t i = 0; i < set->count; i++) {
+        run = (set->map[i / 64] >> (i % 64)) & 1 ? 0 : run + 1;
+        if (run == n) {
+            return (int) (i + 1 - n);
+        }
+    }
+    return -1;
+}
+
+/* Where rsm_pool_alloc must put LEN bytes: a small block when one is free and
+ * the message fits, else the lowest run of large blocks (offset, or -1). */
+static int64_t expected_offset(const rsm_pool_t *pool, uint32_t len)
+{
+    if (len <= pool->small.block) {
+        int b = naive_first_fit(&pool->small, 1);
+        if (b >= 0) {
+            return pool->small.base + (int64_t) b * pool->small.block;
+        }
+    }
+    int b = naive_first_fit(&pool->large, (len + pool->large.block - 1) / pool->large.block);
+    return b < 0 ? -1 : pool->large.base + (int64_t) b * pool->large.block;
+}
+
 int main(void)
 {
     rsm_layout_t lay;
     const char *why = "";
-    CHECK(rsm_layout_init(&lay, 2, 64, 1, 256 * 1024, 2048, 4096, 512, 32768, &why) == 0, "layout");
+    CHECK(rsm_layout_init(&lay, 2, 64, 1, 4 * 1024 * 1024, 2048, 4096, 512, 32768, &why) == 0, "layout");
     rsm_pool_t pool;
     CHECK(rsm_pool_init(&pool, &lay, 0) == 0, "pool init");
     size_t total = rsm_pool_free_bytes(&pool);
@@ -28,17 +55,27 @@ int main(void)
     /* fill with random sizes, free at random, check no two live runs overlap */
     enum { N = 400 };
     rsm_run_t live[N];
-    int nlive = 0, overlaps = 0, fails = 0, allocs = 0;
+    int nlive = 0, overlaps = 0, fails = 0, allocs = 0, misplaced = 0, crossing = 0, over64 = 0;
     srand(7);
     for (int step = 0; step < 20000; step++) {
         if (nlive < N && (rand() % 3 != 0 || nlive == 0)) {
-            uint32_t len = 1 + (uint32_t) (rand() % 33000);
+            /* mostly messages of one to a few blocks, some of up to 80 large
+             * blocks: runs that cross one or two 64-block words of the map */
+            uint32_t len = 1 + (uint32_t) (rand() % 8 == 0 ? rand() % (80 * 4096) : rand() % 33000);
+            int64_t want = expected_offset(&pool, len);
             rsm_run_t r;
             if (rsm_pool_alloc(&pool, len, &r) != 0) {
+                misplaced += want >= 0;
                 fails++;
                 continue;
             }
+            misplaced += want != (int64_t) r.offset;
             allocs++;
+            if (r.offset >= pool.large.base) {
+                uint32_t b0 = (r.offset - pool.large.base) / 4096, nb = (r.len + 4095) / 4096;
+                crossing += b0 / 64 != (b0 + nb - 1) / 64;
+                over64 += nb > 64;
+            }
             for (int i = 0; i < nlive; i++) {
                 uint64_t a0 = r.offset, a1 = r.offset + r.len, b0 = live[i].offset,
                          b1 = live[i].offset + live[i].len;
@@ -54,8 +91,28 @@ int main(void)
     }
     CHECK(overlaps == 0, "%d allocations, %d refusals when full, no overlap", allocs, fails);
     CHECK(fails > 0, "exhaustion is reported, not overrun");
+    CHECK(misplaced == 0, "every allocation and refusal is the lowest fit, as a bit-by-bit scan finds it "
+          "(%d differ)", misplaced);
+    CHECK(crossing > 100 && over64 > 0, "%d runs crossed a word of the map, %d were longer than one",
+          crossing, over64);
     while (nlive > 0) rsm_pool_free(&pool, &live[--nlive]);
     CHECK(rsm_pool_free_bytes(&pool) == total, "all blocks back after the churn");
+    /* runs of more than a word's 64 blocks, placed exactly */
+    rsm_run_t a, b, c, d;
+    uint32_t lb = pool.large.base;
+    CHECK(rsm_pool_alloc(&pool, 5 * 4096, &a) == 0 && a.offset == lb
+          && rsm_pool_alloc(&pool, 70 * 4096, &b) == 0 && b.offset == lb + 5 * 4096
+          && rsm_pool_alloc(&pool, 60 * 4096, &c) == 0 && c.offset == lb + 75 * 4096,
+          "5, 70 and 60 blocks end to end, across the map's first three words");
+    rsm_pool_free(&pool, &b);
+    CHECK(rsm_pool_alloc(&pool, 71 * 4096, &d) == 0 && d.offset == lb + 135 * 4096,
+          "71 blocks do not fit the 70 freed: taken after the others");
+    CHECK(rsm_pool_alloc(&pool, 64 * 4096, &b) == 0 && b.offset == lb + 5 * 4096,
+          "64 blocks fit the hole the 70 left");
+    rsm_pool_free(&pool, &a);
+    rsm_pool_free(&pool, &b);
+    rsm_pool_free(&pool, &c);
+    rsm_pool_free(&pool, &d);
     rsm_run_t whole;
     CHECK(rsm_pool_alloc(&pool, (uint32_t) (lay.large_count * 4096), &whole) == 0,
           "after the churn one message can take the whole large region");
