@@ -192,6 +192,7 @@ typedef struct mca_btl_rsm_component_t {
     unsigned int stripes;
     bool single_copy;
     size_t single_copy_min;         /* smallest message sent by RDMA get */
+    bool pool_next_fit;             /* node pools: next fit, not first fit (rsm_pool.c) */
     bool single_copy_near;          /* also to receivers measured near */
     size_t single_copy_split;       /* smallest get split with the sender (0: never) */
     bool numa_place;

@@ -151,6 +151,14 @@ static int rsm_component_register(void)
         "SIZE_MAX (18446744073709551615): none (single copy stays unused and unprobed).  The "
         "two-copy path is faster only where sender and receiver share a last-level cache",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->single_copy_min, OPAL_INFO_LVL_4);
+    c->pool_next_fit = true;
+    reg("pool_next_fit", "Allocate pool blocks on this node by next fit: each message's blocks "
+        "follow the last message's, round the pool, so a block is reused a lap after the "
+        "receiver read it, when its cache lines are no longer in the receiver's core.  Off: "
+        "first fit (the lowest free blocks, reused at once), which keeps the pool's working set "
+        "smaller but makes the sender's stores wait for lines the receiver has just read.  Pools "
+        "to other hosts (verbs) always use first fit",
+        MCA_BASE_VAR_TYPE_BOOL, &c->pool_next_fit, OPAL_INFO_LVL_5);
     c->single_copy_near = false;
     reg("single_copy_near", "Use single copy also for receivers measured near (their core shares "
         "a cache with ours, btl_rsm_nt_far_ns).  Off: those get the pipelined two-copy path with "

@@ -66,6 +66,9 @@ static rsm_area_t *area_get(int numa_node)
         if (rc == 0 && rsm_pool_init(&area->pool[k], &c->layout, (uint8_t) k) != 0) {
             rc = -ENOMEM;
         }
+        if (rc == 0) {
+            rsm_pool_set_next_fit(&area->pool[k], c->pool_next_fit);
+        }
         if (rc != 0) {
             opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,
                            "export", name, rsm_layout_seg_size(&c->layout, k), strerror(-rc));

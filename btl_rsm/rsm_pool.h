@@ -14,6 +14,8 @@ typedef struct rsm_blockset {
     uint32_t count, block, free;
     uint32_t base;              /* offset of the first block in the pool */
     uint64_t *map;              /* bit set = block in use */
+    bool next_fit;              /* search from where the last run ended, not from 0 */
+    uint32_t hint;              /* next fit: the block after the last run */
 } rsm_blockset_t;
 
 typedef struct rsm_pool {
@@ -23,6 +25,8 @@ typedef struct rsm_pool {
 
 int rsm_pool_init(rsm_pool_t *pool, const rsm_layout_t *lay, uint8_t stripe);
 void rsm_pool_fini(rsm_pool_t *pool);
+/* First fit (the default) or next fit: see rsm_pool.c for when each pays. */
+void rsm_pool_set_next_fit(rsm_pool_t *pool, bool next_fit);
 /* A run of at least LEN bytes (run->len = LEN).  Returns 0, or -1 when the pool
  * has no such run right now (the caller reclaims acked blocks and retries). */
 int rsm_pool_alloc(rsm_pool_t *pool, uint32_t len, rsm_run_t *run);

@@ -18,18 +18,85 @@ static int naive_first_fit(const rsm_blockset_t *set, uint32_t n)
     return -1;
 }
 
+/* Next fit the plain way: the first run of N free blocks that starts at or
+ * after the hint, else the lowest run. */
+static int naive_next_fit(const rsm_blockset_t *set, uint32_t n)
+{
+    uint32_t run = 0;
+    for (uint32_t i = set->hint; i < set->count; i++) {
+        run = (set->map[i / 64] >> (i % 64)) & 1 ? 0 : run + 1;
+        if (run == n) {
+            return (int) (i + 1 - n);
+        }
+    }
+    return naive_first_fit(set, n);
+}
+
 /* Where rsm_pool_alloc must put LEN bytes: a small block when one is free and
  * the message fits, else the lowest run of large blocks (offset, or -1). */
 static int64_t expected_offset(const rsm_pool_t *pool, uint32_t len)
 {
+    int (*fit)(const rsm_blockset_t *, uint32_t) = pool->large.next_fit ? naive_next_fit
+                                                                         : naive_first_fit;
     if (len <= pool->small.block) {
-        int b = naive_first_fit(&pool->small, 1);
+        int b = fit(&pool->small, 1);
         if (b >= 0) {
             return pool->small.base + (int64_t) b * pool->small.block;
         }
     }
-    int b = naive_first_fit(&pool->large, (len + pool->large.block - 1) / pool->large.block);
+    int b = fit(&pool->large, (len + pool->large.block - 1) / pool->large.block);
     return b < 0 ? -1 : pool->large.base + (int64_t) b * pool->large.block;
+}
+
+/* Random sizes allocated and freed at random: no two live runs overlap, every
+ * placement is the policy's, exhaustion is refused, everything comes back. */
+static void churn(rsm_pool_t *pool, const rsm_layout_t *lay, size_t total, const char *policy)
+{
+    /* fill with random sizes, free at random, check no two live runs overlap */
+    enum { N = 400 };
+    rsm_run_t live[N];
+    int nlive = 0, overlaps = 0, fails = 0, allocs = 0, misplaced = 0, crossing = 0, over64 = 0;
+    srand(7);
+    for (int step = 0; step < 20000; step++) {
+        if (nlive < N && (rand() % 3 != 0 || nlive == 0)) {
+            /* mostly messages of one to a few blocks, some of up to 80 large
+             * blocks: runs that cross one or two 64-block words of the map */
+            uint32_t len = 1 + (uint32_t) (rand() % 8 == 0 ? rand() % (80 * 4096) : rand() % 33000);
+            int64_t want = expected_offset(pool, len);
+            rsm_run_t r;
+            if (rsm_pool_alloc(pool, len, &r) != 0) {
+                misplaced += want >= 0;
+                fails++;
+                continue;
+            }
+            misplaced += want != (int64_t) r.offset;
+            allocs++;
+            if (r.offset >= pool->large.base) {
+                uint32_t b0 = (r.offset - pool->large.base) / 4096, nb = (r.len + 4095) / 4096;
+                crossing += b0 / 64 != (b0 + nb - 1) / 64;
+                over64 += nb > 64;
+            }
+            for (int i = 0; i < nlive; i++) {
+                uint64_t a0 = r.offset, a1 = r.offset + r.len, b0 = live[i].offset,
+                         b1 = live[i].offset + live[i].len;
+                overlaps += a0 < b1 && b0 < a1;
+            }
+            overlaps += !rsm_run_valid(lay, &r);
+            live[nlive++] = r;
+        } else {
+            int k = rand() % nlive;
+            rsm_pool_free(pool, &live[k]);
+            live[k] = live[--nlive];
+        }
+    }
+    CHECK(overlaps == 0, "%s: %d allocations, %d refusals when full, no overlap", policy, allocs, fails);
+    CHECK(fails > 0, "%s: exhaustion is reported, not overrun", policy);
+    CHECK(misplaced == 0, "%s: every allocation and refusal is where a bit-by-bit scan puts it (%d differ)",
+          policy, misplaced);
+    CHECK(crossing > 100 && over64 > 0, "%s: %d runs crossed a word of the map, %d were longer than one", policy,
+          crossing, over64);
+    while (nlive > 0) rsm_pool_free(pool, &live[--nlive]);
+    CHECK(rsm_pool_free_bytes(pool) == total, "%s: all blocks back after the churn", policy);
 }
 
 int main(void)
@@ -52,51 +119,11 @@ int main(void)
     rsm_pool_free(&pool, &l);
     CHECK(rsm_pool_free_bytes(&pool) == total, "frees return everything");
 
-    /* fill with random sizes, free at random, check no two live runs overlap */
-    enum { N = 400 };
-    rsm_run_t live[N];
-    int nlive = 0, overlaps = 0, fails = 0, allocs = 0, misplaced = 0, crossing = 0, over64 = 0;
-    srand(7);
-    for (int step = 0; step < 20000; step++) {
-        if (nlive < N && (rand() % 3 != 0 || nlive == 0)) {
-            /* mostly messages of one to a few blocks, some of up to 80 large
-             * blocks: runs that cross one or two 64-block words of the map */
-            uint32_t len = 1 + (uint32_t) (rand() % 8 == 0 ? rand() % (80 * 4096) : rand() % 33000);
-            int64_t want = expected_offset(&pool, len);
-            rsm_run_t r;
-            if (rsm_pool_alloc(&pool, len, &r) != 0) {
-                misplaced += want >= 0;
-                fails++;
-                continue;
-            }
-            misplaced += want != (int64_t) r.offset;
-            allocs++;
-            if (r.offset >= pool.large.base) {
-                uint32_t b0 = (r.offset - pool.large.base) / 4096, nb = (r.len + 4095) / 4096;
-                crossing += b0 / 64 != (b0 + nb - 1) / 64;
-                over64 += nb > 64;
-            }
-            for (int i = 0; i < nlive; i++) {
-                uint64_t a0 = r.offset, a1 = r.offset + r.len, b0 = live[i].offset,
-                         b1 = live[i].offset + live[i].len;
-                overlaps += a0 < b1 && b0 < a1;
-            }
-            overlaps += !rsm_run_valid(&lay, &r);
-            live[nlive++] = r;
-        } else {
-            int k = rand() % nlive;
-            rsm_pool_free(&pool, &live[k]);
-            live[k] = live[--nlive];
-        }
-    }
-    CHECK(overlaps == 0, "%d allocations, %d refusals when full, no overlap", allocs, fails);
-    CHECK(fails > 0, "exhaustion is reported, not overrun");
-    CHECK(misplaced == 0, "every allocation and refusal is the lowest fit, as a bit-by-bit scan finds it "
-          "(%d differ)", misplaced);
-    CHECK(crossing > 100 && over64 > 0, "%d runs crossed a word of the map, %d were longer than one",
-          crossing, over64);
-    while (nlive > 0) rsm_pool_free(&pool, &live[--nlive]);
-    CHECK(rsm_pool_free_bytes(&pool) == total, "all blocks back after the churn");
+    churn(&pool, &lay, total, "first fit");
+    rsm_pool_set_next_fit(&pool, true);
+    churn(&pool, &lay, total, "next fit");
+    rsm_pool_set_next_fit(&pool, false);
+
     /* runs of more than a word's 64 blocks, placed exactly */
     rsm_run_t a, b, c, d;
     uint32_t lb = pool.large.base;
@@ -113,6 +140,25 @@ int main(void)
     rsm_pool_free(&pool, &b);
     rsm_pool_free(&pool, &c);
     rsm_pool_free(&pool, &d);
+    /* next fit moves on: a run freed a moment ago is not handed out again
+     * until the search comes round */
+    rsm_pool_set_next_fit(&pool, true);
+    rsm_run_t m[3];
+    uint32_t msg = 4096 + 100;  /* two large blocks */
+    CHECK(rsm_pool_alloc(&pool, msg, &m[0]) == 0 && m[0].offset == lb, "next fit: first run at 0");
+    rsm_pool_free(&pool, &m[0]);
+    CHECK(rsm_pool_alloc(&pool, msg, &m[1]) == 0 && m[1].offset == lb + 2 * 4096,
+          "next fit: the next run starts where the last one ended, not where it was freed");
+    uint32_t laps = 0, refused = 0, steps = pool.large.count; /* two laps of two-block runs */
+    for (uint32_t i = 0; i < steps; i++) {
+        rsm_pool_free(&pool, &m[1]);
+        refused += rsm_pool_alloc(&pool, msg, &m[1]) != 0;
+        laps += m[1].offset == lb;
+    }
+    CHECK(refused == 0 && laps == 2, "next fit: one message at a time goes round the pool and back "
+          "(%u laps, %u refused)", laps, refused);
+    rsm_pool_free(&pool, &m[1]);
+    rsm_pool_set_next_fit(&pool, false);
     rsm_run_t whole;
     CHECK(rsm_pool_alloc(&pool, (uint32_t) (lay.large_count * 4096), &whole) == 0,
           "after the churn one message can take the whole large region");
