@@ -41,6 +41,10 @@
 #include "rsm_distance.h"
 #include "rsm_seg.h"
 
+/* Eager limit when the whole job is on one host: 32 KiB of payload plus ob1's
+ * header, rounded to a cache line */
+#define RSM_EAGER_ONE_HOST (32 * 1024 + 64)
+
 #define RSM_VPOOL_CHUNKS_MAX 4     /* a verbs pool grows to at most this many chunks */
 #define RSM_CTL_MAGIC 0x52534d43544c3031ull      /* "RSMCTL01" */
 #define RSM_MODEX_VERSION 1

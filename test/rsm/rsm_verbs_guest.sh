@@ -135,6 +135,8 @@ L="2 hosts x 2 ranks, self,rsm (shm + verbs), mpi_p2p up to $MAX4 B"
 job mix 180 -np 4 --host h0:2,h1:2 "${RSM[@]}" "${VERBOSE[@]}" "$B/test/mpi/mpi_p2p" -M "$MAX4"
 p2p mix "$L"
 peer_check mix 4 1 "$L"
+n=$(cat "$W/mix" "$W/mix.err" | grep -c 'eager up to 16384 bytes (the job spans hosts)')
+check "$L: the job spans hosts, so the eager limit stays 16 KiB ($n of 4 ranks say so)" [ "$n" -eq 4 ]
 echo "# $L: rxe0 sent $(d mix rxe0.sent_pkts), rxe1 sent $(d mix rxe1.sent_pkts) packets"
 
 # --- 3. btl_rsm_verbs 2: every peer by verbs, also on the same host

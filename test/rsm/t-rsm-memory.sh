@@ -22,7 +22,7 @@ work=$(mktemp -d); trap 'touch "$work/go"; rm -rf "$work"' EXIT
 echo "# ranks  measured(B)  formula(B)  touched(B)  per-rank(B)"
 for np in 2 4 8 16; do
     rm -f "$work/go"
-    mpirun_np "$np" 300 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_postboxes $Q --mca btl_rsm_pool_size $P" \
+    mpirun_np "$np" 300 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_postboxes $Q --mca btl_rsm_pool_size $P --mca btl_rsm_eager_limit 16384" \
         -- "$prog" hold "$work/go" >"$work/log" 2>&1 &
     pid=$!
     for _ in $(seq 600); do grep -q "connected $np ranks" "$work/log" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
@@ -34,6 +34,7 @@ for np in 2 4 8 16; do
         touched=$(du -B1 -c $files | tail -1 | awk '{print $1}')
     fi
     touch "$work/go"; wait "$pid"; rc=$?
+    eager_set=$((${eager_set:-0} + $(grep -c 'eager up to 16384 bytes (btl_rsm_eager_limit)' "$work/log")))
     C=$(page $((128 + $(r64 $np) + np * $(r64 $Q) + 8 * 64)))
     A=$(( $(page $((np * Q * 64))) + S * $(pool_bytes) ))
     formula=$(( np * C + np * A ))
@@ -55,10 +56,12 @@ touch "$work/go"; wait "$pid"; rc=$?
 Q=1024
 C=$(page $((128 + $(r64 4) + 4 * $(r64 $Q) + 8 * 64)))
 A=$(( $(page $((4 * Q * 64))) + S * $(pool_bytes) ))
-check "defaults, np 4: queues of 1024 postboxes, inline up to 2112 B, /dev/shm holds ${measured:-0} B = $((4 * C + 4 * A)) B (job rc $rc)" \
+check "defaults, np 4: queues of 1024 postboxes, inline up to 2112 B, eager up to 32 KiB + 64 (one host), /dev/shm holds ${measured:-0} B = $((4 * C + 4 * A)) B (job rc $rc)" \
     sh -c "[ $rc -eq 0 ] && [ '${measured:-0}' -eq $((4 * C + 4 * A)) ] \
-           && [ \$(grep -c 'queues of 1024 postboxes, inline up to 2112 bytes' '$work/log') -eq 4 ]"
+           && [ \$(grep -c 'queues of 1024 postboxes, inline up to 2112 bytes, eager up to 32832 bytes (the whole job on this host)' '$work/log') -eq 4 ]"
 Q=64
+
+check "an eager limit the user set is kept: $eager_set of 30 ranks say 16384 B" [ "$eager_set" -eq 30 ]
 
 # linear in senders: per-rank bytes grow only by the N*Q*64 queue term (4 KiB per extra rank)
 per2=$((m2 / 2)); per16=$((m16 / 16))
