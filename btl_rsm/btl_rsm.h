@@ -160,7 +160,8 @@ struct mca_btl_base_endpoint_t {
                                        the immediates of its own units (rsm_vimm_pack) */
     struct mca_btl_rsm_frag_t *pending_head, *pending_tail;
     rsm_distance_t dist;            /* its core near ours? streaming, single copy (rsm_distance.h) */
-    uint8_t dist_skip;              /* reclaims with new acks until the next timed one */
+    uint8_t dist_skip;
+    bool answered;                  /* a message came from it since our last pool allocation */              /* reclaims with new acks until the next timed one */
 
     /* inbound: peer -> us */
     bool in_connected;

@@ -176,8 +176,9 @@ static int rsm_component_register(void)
         "follow the last message's, round the pool, so a block is reused a lap after the "
         "receiver read it, when its cache lines are no longer in the receiver's core.  Off: "
         "first fit (the lowest free blocks, reused at once), which keeps the pool's working set "
-        "smaller but makes the sender's stores wait for lines the receiver has just read.  Pools "
-        "to other hosts (verbs) always use first fit",
+        "smaller but makes the sender's stores wait for lines the receiver has just read.  A "
+        "message that answers one from the same peer (a ping-pong) takes first fit either way.  "
+        "Pools to other hosts (verbs) always use first fit",
         MCA_BASE_VAR_TYPE_BOOL, &c->pool_next_fit, OPAL_INFO_LVL_5);
     c->single_copy_near = false;
     reg("single_copy_near", "Use single copy also for receivers measured near (their core shares "

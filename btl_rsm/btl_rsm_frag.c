@@ -86,6 +86,8 @@ static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe
     rsm_area_t *area = frag->endpoint->area;
     const rsm_layout_t *lay = area->lay;
     unsigned n = 1;
+    const bool hot = frag->endpoint->answered;
+    frag->endpoint->answered = false;
     /* software striping (seed 000, 3.3): a long message is cut into one piece
      * per stripe, each written into that stripe's part of the pool */
     if (may_stripe && lay->stripes > 1 && len >= (size_t) lay->stripes * 2 * lay->large_block) {
@@ -95,7 +97,7 @@ static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe
         /* one piece: in the first stripe with room (stripe 0 unless it is full;
          * a verbs pool that grew has several, btl_rsm_verbs.c) */
         for (unsigned s = 0; s < lay->stripes; s++) {
-            if (rsm_pool_alloc(&area->pool[s], (uint32_t) len + skew, &frag->runs[0]) == 0) {
+            if (rsm_pool_alloc_fit(&area->pool[s], (uint32_t) len + skew, &frag->runs[0], hot) == 0) {
                 frag->segments[0].seg_addr.pval = (char *) rsm_run_addr(area, &frag->runs[0]) + skew;
                 frag->segments[0].seg_len = len;
                 frag->nruns = 1;

@@ -139,6 +139,7 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
             r = RSM_PB_BAD;             /* only a node's queues carry PAIRs */
         }
         bool pool = false;
+        ep->answered = true;
         if (r == RSM_PB_DONE) {
             pool = ep->assembler.type != RSM_PB_INLINE;
             bool ok = !pool ? deliver_inline(ep, ep->assembler.tag, slot->u.data, ep->assembler.total)

@@ -8,9 +8,13 @@
  * streaming sender of 2-4 KiB messages spent a third of its time stalled on
  * that.  Next fit moves on through the pool, so a block comes back a whole lap
  * later, when the receiver's copies of its lines are long gone; on this machine
- * it moved 2-4 KiB messages 1.3-1.45x faster (btl_rsm/README.md).  The node's
+ * it moved 2-4 KiB messages 1.3-1.5x faster (btl_rsm/README.md).  The node's
  * pools use next fit (btl_rsm_pool_next_fit); the verbs shadow pools first fit,
- * where only a NIC reads the blocks. */
+ * where only a NIC reads the blocks.  A sender that answers a message (a
+ * ping-pong) takes first fit even in a next-fit pool (rsm_pool_alloc_fit):
+ * there the blocks it reuses are the ones still in its own cache, and the 4 KiB
+ * round trip was 0.44 us by next fit against 0.36 by first fit.  Such an
+ * allocation leaves the next-fit hint where it was. */
 #include "rsm_pool.h"
 
 #include <stdlib.h>
@@ -68,7 +72,7 @@ static uint64_t run_starts(uint64_t free, uint32_t n)
  * fit hint's word), a word at a time: a run carried up from the words below is
  * tried first (it starts lower), then runs inside the word.  A bit-by-bit scan
  * cost ~30 ns per 4 KiB message at 64 in flight. */
-static int blockset_alloc(rsm_blockset_t *set, uint32_t n)
+static int blockset_alloc(rsm_blockset_t *set, uint32_t n, bool next_fit)
 {
     if (n == 0 || n > set->free) {
         return -1;
@@ -76,7 +80,7 @@ static int blockset_alloc(rsm_blockset_t *set, uint32_t n)
     const uint32_t words = (set->count + 63) / 64;
     /* next fit: from the hint up, then once more from 0 (runs below the hint
      * and runs that cross it) */
-    const uint32_t start = set->next_fit && set->hint < set->count ? set->hint : 0;
+    const uint32_t start = next_fit && set->hint < set->count ? set->hint : 0;
     uint32_t w = start / 64;
     uint32_t carried = 0;       /* free blocks at the top of the words below */
     for (bool wrapped = start == 0; w < words || !wrapped; w++) {
@@ -109,7 +113,9 @@ static int blockset_alloc(rsm_blockset_t *set, uint32_t n)
         if (first >= 0) {
             set_bits(set, (uint32_t) first, n, true);
             set->free -= n;
-            set->hint = (uint32_t) first + n;   /* past the end: wraps on the next call */
+            if (next_fit) {
+                set->hint = (uint32_t) first + n;   /* past the end: wraps on the next call */
+            }
             return (int) first;
         }
         carried = free == ~0ull ? carried + 64 : (uint32_t) __builtin_clzll(~free);
@@ -143,7 +149,7 @@ void rsm_pool_fini(rsm_pool_t *pool)
     pool->small.map = pool->large.map = NULL;
 }
 
-int rsm_pool_alloc(rsm_pool_t *pool, uint32_t len, rsm_run_t *run)
+int rsm_pool_alloc_fit(rsm_pool_t *pool, uint32_t len, rsm_run_t *run, bool reuse_hot)
 {
     rsm_blockset_t *set = NULL;
     int first = -1;
@@ -152,11 +158,11 @@ int rsm_pool_alloc(rsm_pool_t *pool, uint32_t len, rsm_run_t *run)
     }
     if (len <= pool->small.block) {
         set = &pool->small;
-        first = blockset_alloc(set, 1);
+        first = blockset_alloc(set, 1, set->next_fit && !reuse_hot);
     }
     if (first < 0) {
         set = &pool->large;
-        first = blockset_alloc(set, (len + set->block - 1) / set->block);
+        first = blockset_alloc(set, (len + set->block - 1) / set->block, set->next_fit && !reuse_hot);
     }
     if (first < 0) {
         return -1;
@@ -166,6 +172,11 @@ int rsm_pool_alloc(rsm_pool_t *pool, uint32_t len, rsm_run_t *run)
     run->stripe = pool->stripe;
     memset(run->pad, 0, sizeof(run->pad));
     return 0;
+}
+
+int rsm_pool_alloc(rsm_pool_t *pool, uint32_t len, rsm_run_t *run)
+{
+    return rsm_pool_alloc_fit(pool, len, run, false);
 }
 
 void rsm_pool_free(rsm_pool_t *pool, const rsm_run_t *run)

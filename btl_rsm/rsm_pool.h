@@ -30,6 +30,9 @@ void rsm_pool_set_next_fit(rsm_pool_t *pool, bool next_fit);
 /* A run of at least LEN bytes (run->len = LEN).  Returns 0, or -1 when the pool
  * has no such run right now (the caller reclaims acked blocks and retries). */
 int rsm_pool_alloc(rsm_pool_t *pool, uint32_t len, rsm_run_t *run);
+/* The same; REUSE_HOT takes first fit even in a next-fit pool, and leaves its
+ * hint where it was. */
+int rsm_pool_alloc_fit(rsm_pool_t *pool, uint32_t len, rsm_run_t *run, bool reuse_hot);
 void rsm_pool_free(rsm_pool_t *pool, const rsm_run_t *run);
 /* bytes not allocated */
 size_t rsm_pool_free_bytes(const rsm_pool_t *pool);

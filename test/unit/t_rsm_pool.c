@@ -157,6 +157,15 @@ int main(void)
     }
     CHECK(refused == 0 && laps == 2, "next fit: one message at a time goes round the pool and back "
           "(%u laps, %u refused)", laps, refused);
+    /* an answer (reuse_hot) takes the lowest run and leaves the hint alone */
+    rsm_run_t hot;
+    CHECK(rsm_pool_alloc_fit(&pool, msg, &hot, true) == 0 && hot.offset == lb,
+          "next fit, reuse_hot: first fit, the lowest run");
+    uint32_t was = m[1].offset;
+    rsm_pool_free(&pool, &m[1]);
+    CHECK(rsm_pool_alloc(&pool, msg, &m[1]) == 0 && m[1].offset == was + 2 * 4096,
+          "next fit after an answer: carries on where the last next-fit run ended");
+    rsm_pool_free(&pool, &hot);
     rsm_pool_free(&pool, &m[1]);
     rsm_pool_set_next_fit(&pool, false);
     rsm_run_t whole;
