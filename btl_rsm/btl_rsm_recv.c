@@ -20,9 +20,11 @@ static inline bool deliver_inline(mca_btl_base_endpoint_t *ep, uint8_t tag, void
     if (OPAL_UNLIKELY(reg->cbfunc == NULL)) {
         return false;
     }
-    mca_btl_base_segment_t seg = {.seg_addr.pval = data, .seg_len = len};
-    mca_btl_base_descriptor_t des = {.des_segments = &seg, .des_segment_count = 1};
-    reg->cbfunc(&mca_btl_rsm, tag, &des, reg->cbdata);
+    ep->rx_segs[0].seg_addr.pval = data;
+    ep->rx_segs[0].seg_len = len;
+    ep->rx_des.des_segments = ep->rx_segs;
+    ep->rx_des.des_segment_count = 1;
+    reg->cbfunc(&mca_btl_rsm, tag, &ep->rx_des, reg->cbdata);
     return true;
 }
 
@@ -30,8 +32,7 @@ static bool deliver_runs(mca_btl_base_endpoint_t *ep)
 {
     const rsm_assembler_t *a = &ep->assembler;
     const rsm_layout_t *lay = ep->in_lay;
-    mca_btl_base_segment_t segs[RSM_MSG_MAX_RUNS];
-    mca_btl_base_descriptor_t des = {.des_segments = segs, .des_segment_count = a->nruns};
+    mca_btl_base_segment_t *segs = ep->rx_segs;
     uint8_t tag = a->tag;
 
     if (tag >= MCA_BTL_TAG_MAX || mca_btl_base_active_message_trigger[tag].cbfunc == NULL) {
@@ -43,8 +44,10 @@ static bool deliver_runs(mca_btl_base_endpoint_t *ep)
                                 + rsm_layout_pool_base(lay, run->stripe) + run->offset;
         segs[i].seg_len = run->len;
     }
+    ep->rx_des.des_segments = segs;
+    ep->rx_des.des_segment_count = a->nruns;
     mca_btl_active_message_callback_t *reg = &mca_btl_base_active_message_trigger[tag];
-    reg->cbfunc(&mca_btl_rsm, tag, &des, reg->cbdata);
+    reg->cbfunc(&mca_btl_rsm, tag, &ep->rx_des, reg->cbdata);
     return true;
 }
 
