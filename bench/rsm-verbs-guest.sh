@@ -11,7 +11,8 @@
 #
 # Transports: rsm (defaults: single copy by RDMA read past the eager limit, one rail),
 # rsm-2rails (the same striped over each host's two rails: btl_rsm_verbs_rails 2), rsm-2copy
-# (single copy off: the pipelined two-copy path through the pool), ucx (one rail), tcp.  Each repeat runs, in
+# (single copy off: the pipelined two-copy path through the pool), ucx (one rail), ucx-2rails
+# (pml ucx given both of a host's devices: bench/ucx_both_rails.sh), tcp.  Each repeat runs, in
 # turn, every transport's ping-pong (xb-latency), streaming (xb-bw,
 # window 64) and bi-directional (xb-bibw) benchmark, 1 rank per host, payloads verified,
 # then perftest's floors; the table gives medians over the repeats and rsm's ratio to ucx
@@ -60,19 +61,21 @@ for bench, unit in (('xb-latency', 'us (half round trip)'), ('xb-bw', 'MB/s'), (
         continue
     fk = 'lat' if bench == 'xb-latency' else 'bw'
     print(f'\n{bench}, {unit}, medians of {max(len(v) for k in keys for v in rows[k].values())} repeats')
-    print(f'{"size":>9} {"rsm":>10} {"rsm-2rails":>10} {"rsm-2copy":>10} {"ucx":>10} {"tcp":>10} '
-          f'{"2rails/rsm":>10} {"2rails/ucx":>10} {"rsm/2copy":>9} {"rsm/ucx":>8} {"rsm/tcp":>8} {"floor":>10}')
+    print(f'{"size":>9} {"rsm":>10} {"rsm-2rails":>10} {"rsm-2copy":>10} {"ucx":>10} {"ucx-2rails":>10} {"tcp":>10} '
+          f'{"2rails/rsm":>10} {"2rails/ucx":>10} {"2r/ucx-2r":>10} {"rsm/2copy":>9} {"rsm/ucx":>8} {"rsm/tcp":>8} {"floor":>10}')
     for k in keys:
-        m = {t: med(rows[k].get(t, [])) for t in ('rsm', 'rsm-2rails', 'rsm-2copy', 'ucx', 'tcp')}
+        m = {t: med(rows[k].get(t, [])) for t in ('rsm', 'rsm-2rails', 'rsm-2copy', 'ucx', 'ucx-2rails', 'tcp')}
         fl = floors.get((fk, k[1]))
         fs = f'{med(fl):10.2f}' if fl else f'{"":>10}'
         print(f'{k[1]:>9} {m["rsm"]:10.2f} {m["rsm-2rails"]:10.2f} {m["rsm-2copy"]:10.2f} {m["ucx"]:10.2f} '
-              f'{m["tcp"]:10.2f} {m["rsm-2rails"] / m["rsm"]:10.2f} {m["rsm-2rails"] / m["ucx"]:10.2f} '
+              f'{m["ucx-2rails"]:10.2f} {m["tcp"]:10.2f} {m["rsm-2rails"] / m["rsm"]:10.2f} '
+              f'{m["rsm-2rails"] / m["ucx"]:10.2f} {m["rsm-2rails"] / m["ucx-2rails"]:10.2f} '
               f'{m["rsm"] / m["rsm-2copy"]:9.2f} {m["rsm"] / m["ucx"]:8.2f} {m["rsm"] / m["tcp"]:8.2f} {fs}')
 print('\nfloor: perftest on the same devices (ib_write_lat typical us; ib_write_bw average MB/s)')
 print('lower is better for latency, higher for bandwidth; ratios are the first / the second; rsm-2rails is '
       'rsm with btl_rsm_verbs_rails 2 (reads of 64 KiB or more striped over both rails); rsm-2copy is rsm '
-      'with btl_rsm_verbs_single_copy_min SIZE_MAX (every message through the pool); nan: not run')
+      'with btl_rsm_verbs_single_copy_min SIZE_MAX (every message through the pool); ucx-2rails is pml ucx '
+      'with both devices of each host (rxeI:1,rxsI:1); nan: not run')
 EOF
 # PNG plots of the medians (matplotlib: Debian's python3-matplotlib)
 for py in python3 /usr/bin/python3; do

@@ -31,7 +31,7 @@ if [ -n "$SHAPE" ]; then
     echo "# every host NIC shaped to $SHAPE (tbf)"
 fi
 
-declare -A how
+declare -A how wrap
 how[rsm]="--mca pml ob1 --mca btl self,rsm"
 # the same without single copy: every message through the pool (the two-copy pipeline)
 # striped: single-copy reads of 64 KiB or more cut across rxeI and rxsI (seed 000, 3.3)
@@ -39,6 +39,11 @@ how[rsm-2rails]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_rails 2"
 how[rsm-2copy]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_single_copy_min 18446744073709551615"
 how[ucx]="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,rc_verbs,ud_verbs -x UCX_UD_VERBS_ETH_DGID_CHECK=n"
 how[tcp]="--mca pml ob1 --mca btl self,tcp"
+# pml ucx over both rails: each host's agent names its own first rail (UCX_NET_DEVICES=rxeI:1);
+# the wrapper adds the same host's second (rxsI:1), so UCX stripes its rendezvous over the two
+# (UCX_MAX_RNDV_RAILS, 2 by default) and never touches another host's device
+how[ucx-2rails]=${how[ucx]}
+wrap[ucx-2rails]="$here/ucx_both_rails.sh"
 
 # perftest TOOL ARGS...: server on h1 (rxe1), client on h0 (rxe0); the client's output
 perftest() {
@@ -64,7 +69,7 @@ for ((r = 1; r <= REPEATS; r++)); do
             [ "$b" = xb-latency ] && sizes=$LAT iters=(-i 1000 -w 50)
             counters > "$W/c0"
             # shellcheck disable=SC2086
-            run_mpi 600 "${GH_MPIRUN[@]}" -np 2 --host h0:1,h1:1 ${how[$t]} \
+            run_mpi 600 "${GH_MPIRUN[@]}" -np 2 --host h0:1,h1:1 ${how[$t]} ${wrap[$t]:-} \
                 "$B/bench/$b" -m "$sizes" "${iters[@]}" $XB_ARGS > "$W/out" 2> "$W/err"
             rc=$?
             if [ $rc -ne 0 ]; then
