@@ -160,8 +160,8 @@ struct mca_btl_base_endpoint_t {
                                        the immediates of its own units (rsm_vimm_pack) */
     struct mca_btl_rsm_frag_t *pending_head, *pending_tail;
     rsm_distance_t dist;            /* its core near ours? streaming, single copy (rsm_distance.h) */
-    uint8_t dist_skip;
-    bool answered;                  /* a message came from it since our last pool allocation */              /* reclaims with new acks until the next timed one */
+    uint8_t dist_skip;              /* reclaims with new acks until the next timed one */
+    bool answered;                  /* a message came from it since our last pool allocation */
 
     /* inbound: peer -> us */
     bool in_connected;
@@ -425,6 +425,7 @@ static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
         ep->rx_des.des_segments = ep->rx_segs;
         ep->rx_des.des_segment_count = 1;
         reg->cbfunc(&mca_btl_rsm, h.tag, &ep->rx_des, reg->cbdata);
+        ep->answered = true;            /* our next pool message answers it (rsm_pool.c) */
         delivered++;
         if (pair) {
             ep->pair_wait = true;       /* acked once its second half is settled */
