@@ -8,11 +8,14 @@
 #                                   (a subset; FLOORS=0 leaves perftest out)
 #   SHAPE=120mbit XB_ARGS="-W 16 -i 5" ...   every host NIC shaped by tbf (the links, not the
 #                                   emulated CPUs, bound a transfer: what striping is for)
+#   HOSTS=h0:2 TRANSPORTS="rsm vader" ...   both ranks on one host (shared memory, with the
+#                                   RDMA devices present)
 #
 # Transports: rsm (defaults: single copy by RDMA read past the eager limit, one rail),
 # rsm-2rails (the same striped over each host's two rails: btl_rsm_verbs_rails 2), rsm-2copy
 # (single copy off: the pipelined two-copy path through the pool), ucx (one rail), ucx-2rails
-# (pml ucx given both of a host's devices: bench/ucx_both_rails.sh), tcp.  Each repeat runs, in
+# (pml ucx given both of a host's devices: bench/ucx_both_rails.sh), tcp, vader (with
+# HOSTS=h0:2).  Each repeat runs, in
 # turn, every transport's ping-pong (xb-latency), streaming (xb-bw,
 # window 64) and bi-directional (xb-bibw) benchmark, 1 rank per host, payloads verified,
 # then perftest's floors; the table gives medians over the repeats and rsm's ratio to ucx
@@ -33,9 +36,10 @@ guest_prepare
 TRANSPORTS=${TRANSPORTS:-rsm rsm-2rails rsm-2copy ucx tcp}
 BENCHMARKS=${BENCHMARKS:-xb-latency xb-bw xb-bibw}
 n_jobs=$(($(wc -w <<< "$TRANSPORTS") * $(wc -w <<< "$BENCHMARKS")))
+xb=${XB_ARGS// /,}
 guest_boot $((600 + REPEATS * (n_jobs * 90 + 120))) 3072 2 "$TOP/bench/rsm_verbs_guest_bench.sh" \
     "$TOP_BUILDDIR" "$REPEATS" "$LAT" "$BW" "${TRANSPORTS// /,}" "${BENCHMARKS// /,}" "${FLOORS:-1}" \
-    "${SHAPE:-}" "${XB_ARGS// /,}"
+    "${SHAPE:--}" "${xb:--}" "${HOSTS:-h0:1,h1:1}"
 cp "$GUEST_WORK/out" "$OUT/console.txt"
 grep -q '^xbguest-bench-done' "$OUT/console.txt" ||
     { echo "the guest did not finish (qemu $guest_qrc); see $OUT/console.txt"; grep '^#' "$OUT/console.txt"; exit 1; }
@@ -71,6 +75,16 @@ for bench, unit in (('xb-latency', 'us (half round trip)'), ('xb-bw', 'MB/s'), (
               f'{m["ucx-2rails"]:10.2f} {m["tcp"]:10.2f} {m["rsm-2rails"] / m["rsm"]:10.2f} '
               f'{m["rsm-2rails"] / m["ucx"]:10.2f} {m["rsm-2rails"] / m["ucx-2rails"]:10.2f} '
               f'{m["rsm"] / m["rsm-2copy"]:9.2f} {m["rsm"] / m["ucx"]:8.2f} {m["rsm"] / m["tcp"]:8.2f} {fs}')
+# transports outside the table's columns (vader): medians and ratios to rsm and ucx
+main = {'rsm', 'rsm-2rails', 'rsm-2copy', 'ucx', 'ucx-2rails', 'tcp'}
+extra = sorted({t for v in rows.values() for t in v} - main)
+for t in extra:
+    print(f'\n{t}: medians, and ratios to rsm and to ucx (latency: lower is better)')
+    print(f'{"bench":>11} {"size":>9} {t:>12} {"rsm":>10} {"ucx":>10} {t + "/rsm":>14} {"rsm/ucx":>8} {t + "/ucx":>14}')
+    for k in sorted(k for k in rows if t in rows[k]):
+        m = {x: med(rows[k].get(x, [])) for x in (t, 'rsm', 'ucx')}
+        print(f'{k[0]:>11} {k[1]:>9} {m[t]:12.2f} {m["rsm"]:10.2f} {m["ucx"]:10.2f} '
+              f'{m[t] / m["rsm"]:14.2f} {m["rsm"] / m["ucx"]:8.2f} {m[t] / m["ucx"]:14.2f}')
 print('\nfloor: perftest on the same devices (ib_write_lat typical us; ib_write_bw average MB/s)')
 print('lower is better for latency, higher for bandwidth; ratios are the first / the second; rsm-2rails is '
       'rsm with btl_rsm_verbs_rails 2 (reads of 64 KiB or more striped over both rails); rsm-2copy is rsm '

@@ -5,7 +5,8 @@
 # tcp over the same NICs, and the verbs floor (perftest's ib_write_lat / ib_write_bw).
 # Prints the benchmarks' JSON rows, each prefixed "row TRANSPORT REPEAT ", and the floors
 # as "floor KIND SIZE VALUE"; the machine side takes medians.
-#   BUILDDIR REPEATS LAT_SIZES BW_SIZES TRANSPORTS BENCHMARKS FLOORS SHAPE XB_ARGS
+#   BUILDDIR REPEATS LAT_SIZES BW_SIZES TRANSPORTS BENCHMARKS FLOORS SHAPE XB_ARGS HOSTS
+# (the guest's command line drops empty words: "-" stands for an empty SHAPE or XB_ARGS)
 # SHAPE (e.g. 120mbit): every host NIC (both rails) shaped to that rate by tbf, so the
 # links, not the emulated CPUs, bound a transfer; XB_ARGS: more benchmark options, comma
 # separated (e.g. -W,16,-i,5)
@@ -13,7 +14,9 @@ B=$1 REPEATS=${2:-3} LAT=${3:-0:512} BW=${4:-4K:4M}
 # lists come comma-separated (the guest's command line splits words)
 TRANSPORTS=${5:-rsm,rsm-2rails,rsm-2copy,ucx,tcp} BENCHMARKS=${6:-xb-latency,xb-bw,xb-bibw}
 TRANSPORTS=${TRANSPORTS//,/ } BENCHMARKS=${BENCHMARKS//,/ }
-FLOORS=${7:-1} SHAPE=${8:-} XB_ARGS=${9:-}
+FLOORS=${7:-1} SHAPE=${8:-} XB_ARGS=${9:-} HOSTS=${10:-h0:1,h1:1}
+[ "$SHAPE" = - ] && SHAPE=
+[ "$XB_ARGS" = - ] && XB_ARGS=
 XB_ARGS=${XB_ARGS//,/ }
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../test/guest/guest_env.sh" xbguest 1536
@@ -39,6 +42,7 @@ how[rsm-2rails]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_rails 2"
 how[rsm-2copy]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_single_copy_min 18446744073709551615"
 how[ucx]="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,rc_verbs,ud_verbs -x UCX_UD_VERBS_ETH_DGID_CHECK=n"
 how[tcp]="--mca pml ob1 --mca btl self,tcp"
+how[vader]="--mca pml ob1 --mca btl self,vader"
 # pml ucx over both rails: each host's agent names its own first rail (UCX_NET_DEVICES=rxeI:1);
 # the wrapper adds the same host's second (rxsI:1), so UCX stripes its rendezvous over the two
 # (UCX_MAX_RNDV_RAILS, 2 by default) and never touches another host's device
@@ -69,7 +73,7 @@ for ((r = 1; r <= REPEATS; r++)); do
             [ "$b" = xb-latency ] && sizes=$LAT iters=(-i 1000 -w 50)
             counters > "$W/c0"
             # shellcheck disable=SC2086
-            run_mpi 600 "${GH_MPIRUN[@]}" -np 2 --host h0:1,h1:1 ${how[$t]} ${wrap[$t]:-} \
+            run_mpi 600 "${GH_MPIRUN[@]}" -np 2 --host "$HOSTS" ${how[$t]} ${wrap[$t]:-} \
                 "$B/bench/$b" -m "$sizes" "${iters[@]}" $XB_ARGS > "$W/out" 2> "$W/err"
             rc=$?
             if [ $rc -ne 0 ]; then

@@ -262,6 +262,7 @@ typedef struct mca_btl_rsm_component_t {
     uint64_t cleanup_registered;
     /* verbs statistics (MPI_T) */
     uint64_t v_connects, v_accepts, v_writes, v_write_bytes, v_ack_writes, v_bad_handshakes;
+    uint64_t v_posts;               /* ibv_post_send calls for writes (pvar verbs_posts) */
     uint64_t v_acks_piggybacked;    /* units whose immediate carried acks we owed */
     uint64_t v_grows;               /* pools (per sender and destination host) grown a chunk */
     uint64_t v_registered;          /* bytes registered now */

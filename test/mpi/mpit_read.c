@@ -352,12 +352,13 @@ static long phase_end(long bad, int n, const uint64_t *b, const uint64_t *a, uin
 
 static void mode_verbs(bool single_copy, unsigned rails)
 {
-    enum { VW, VWB, VC, VR, VRB, VUR, VSR, VRR, VAW, VAP, NV };
+    enum { VW, VWB, VC, VR, VRB, VUR, VSR, VRR, VAW, VAP, VP, VPM, NV };
     static const char *const vn[NV] = {"verbs_writes", "verbs_write_bytes", "verbs_connects",
                                        "verbs_reads", "verbs_read_bytes",
                                        "verbs_user_registrations", "verbs_striped_reads",
                                        "verbs_rail_read_bytes", "verbs_ack_writes",
-                                       "verbs_acks_piggybacked"};
+                                       "verbs_acks_piggybacked", "verbs_posts",
+                                       "pool_messages"};
     MPI_T_pvar_session vs[NV];
     MPI_T_pvar_handle vh[NV];
     int have[NV], all[NV];
@@ -397,6 +398,16 @@ static void mode_verbs(bool single_copy, unsigned rails)
                   (unsigned long long) d[VW], ph[k].n, (unsigned long long) d[VWB],
                   (unsigned long long) bytes, (unsigned long long) peer[VW],
                   (unsigned long long) peer[VWB]);
+        }
+        if (all[VW] && all[VP] && all[VPM]) {
+            /* a pool message's block writes (one or more) go in the ibv_post_send of its
+             * pointer postbox: one doorbell per message; everything else, one per write */
+            check(d[VP] >= 1 && d[VP] + d[VPM] <= d[VW] && (d[VPM] > 0 || d[VP] == d[VW]),
+                  "verbs %s: sender's verbs_posts +%llu, verbs_writes +%llu, pool_messages "
+                  "+%llu (posts + pool messages <= writes: each pool message's blocks went with "
+                  "its pointer postbox; no pool message: a post per write)", ph[k].what,
+                  (unsigned long long) d[VP], (unsigned long long) d[VW],
+                  (unsigned long long) d[VPM]);
         }
         if (all[VR] && all[VRB] && all[VUR]) {
             uint64_t want = read ? (uint64_t) ph[k].n : 0, want_b = read ? bytes : 0;
