@@ -76,9 +76,11 @@ class Cluster:
     launcher.  The two hosts share this machine's cores, so the placement probe still
     applies: it maps a file both hosts see (XB_PROBE_FILE)."""
 
-    def __init__(self, spec, faults=None):
+    def __init__(self, spec, faults=None, cpus="free"):
         self.spec = shlex.split(spec)
         self.faults = shlex.split(faults) if faults else []
+        self.cpus = cpus
+        self.pin = None     # the CPU of rank 0 and of rank 1 (n0, n1), or None: unbound
         self.env = dict(os.environ, XBVC_NAME=CLUSTER_NAME)
         self.probe = f"/run/xbvc/{CLUSTER_NAME}/probe"
 
@@ -87,6 +89,15 @@ class Cluster:
         p = subprocess.run(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if p.returncode != 0:
             sys.exit(f"compare: {' '.join(cmd)} failed: {p.stdout.strip()}")
+        if self.cpus != "free":
+            # vcluster steers each link end's received frames to one CPU (RPS); where a rank
+            # runs against that CPU decides whether every frame costs an inter-CPU wake-up
+            steer = [self._steer_cpu(n) for n in ("n0", "n1")]
+            if None in steer:
+                self.__exit__()
+                sys.exit("compare: --cluster-cpus needs hosts n0 and n1 whose eth0 receive "
+                         "processing is steered to one CPU (vcluster without --reorder)")
+            self.pin = steer if self.cpus == "own" else steer[::-1]
         if self.faults:
             # standing faults (e.g. loss:n0/eth0:0.01:both) for the whole comparison
             cmd = [VCLUSTER, "fault"] + self.faults
@@ -104,6 +115,10 @@ class Cluster:
         """vcluster mpirun: --mca pairs become its --mca options, the rest mpirun's."""
         cmd = [VCLUSTER, "mpirun", "--ppn", str(max(1, np_ // 2)), "--timeout", str(timeout),
                "-x", f"XB_PROBE_FILE={self.probe}"]
+        if self.pin:
+            cmd += ["-x", "XB_PIN_CPUS=" + ",".join(map(str, self.pin))]
+            args = [prog] + args
+            prog = os.path.join(TOP, "bench", "pin_rank.sh")
         rest = []
         i = 0
         while i < len(targs):
@@ -116,6 +131,24 @@ class Cluster:
         if rest:
             cmd += ["--mpirun-args", shlex.join(rest)]
         return cmd + ["--", prog] + args
+
+    def _steer_cpu(self, node, ifname="eth0"):
+        """The CPU the node's received frames on IFNAME are processed on (its rps_cpus),
+        or None when they are not steered to exactly one."""
+        path = f"/sys/class/net/{ifname}/queues/rx-0/rps_cpus"
+        mask = subprocess.run(["ip", "netns", "exec", f"xbvc-{CLUSTER_NAME}-{node}", "cat", path],
+                              stdout=subprocess.PIPE, text=True).stdout.strip().replace(",", "")
+        try:
+            m = int(mask, 16)
+        except ValueError:
+            return None
+        return m.bit_length() - 1 if m and m & (m - 1) == 0 else None
+
+    def _on(self, node):
+        """A command prefix running in NODE (n0, n1), on the CPU its rank runs on
+        (--cluster-cpus), or where the scheduler puts it."""
+        return ["ip", "netns", "exec", f"xbvc-{CLUSTER_NAME}-{node}"] + \
+            (["taskset", "-c", str(self.pin[int(node[1:])])] if self.pin else [])
 
     def _mac(self, node, ifname):
         path = f"/sys/class/net/{ifname}/address"
@@ -143,7 +176,7 @@ class Cluster:
         m0 = ",".join(self._mac("n0", e) for e in eths)
         m1 = ",".join(self._mac("n1", e) for e in eths)
         common = ["--if", ",".join(eths), "--mode", "packet", "--mtu", str(mtu), "--size", str(mtu + 14)]
-        ns = lambda n: ["ip", "netns", "exec", f"xbvc-{CLUSTER_NAME}-{n}"]
+        ns = self._on
         sink = subprocess.Popen(ns("n1") + [tool, "--mac", m1, "--peer-mac", m0, "--me", "2", "--peer", "1",
                                             "--rx", "4096", "--timeout", str(seconds + 20)] + common + ["sink"],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -172,7 +205,7 @@ class Cluster:
         m0, m1 = self._mac("n0", "eth0"), self._mac("n1", "eth0")
         common = ["--if", "eth0", "--mode", "packet", "--size", "64", "--count", str(iters),
                   "--timeout", "30"]
-        ns = lambda n: ["ip", "netns", "exec", f"xbvc-{CLUSTER_NAME}-{n}"]
+        ns = self._on
         pong = subprocess.Popen(ns("n1") + [tool, "--mac", m1, "--peer-mac", m0, "--me", "2",
                                             "--peer", "1"] + common + ["pong"],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -257,6 +290,14 @@ def main():
     ap.add_argument("--cluster-faults", metavar="FAULTS",
                     help="with --cluster: standing faults for the whole run, as `vcluster fault` takes "
                          "them (e.g. \"loss:n0/eth0:0.01:both\")")
+    ap.add_argument("--cluster-cpus", choices=("free", "own", "peer"), default="free",
+                    help="with --cluster: where the two ranks (and the raw-frame floor's two ends) "
+                         "run.  vcluster steers each host's received frames to one CPU (RPS); 'own' "
+                         "puts each rank on the CPU its host's frames are steered to, so every frame "
+                         "wakes the other CPU (an inter-processor interrupt, ~10 us in this VM); "
+                         "'peer' puts it on the other host's, so the sender's CPU processes the frame "
+                         "in its own send call and none is woken; 'free' (default) leaves them to "
+                         "the scheduler, which picks either, run by run")
     ap.add_argument("--merge", metavar="DIR,DIR...",
                     help="run nothing: report the samples of earlier results directories together "
                          "(more runs of each placement); --bench/--transports select from them")
@@ -269,7 +310,7 @@ def main():
         if not eq or not name or not targs.split():
             sys.exit(f"compare: --transport wants NAME=ARGS, not {spec!r}")
         known[name] = targs.split()
-        if args.transports:
+        if args.transports and name not in args.transports.split(","):
             args.transports += "," + name
     if args.cluster and args.baseline == "vader":
         args.baseline = "tcp-eth"
@@ -288,7 +329,7 @@ def main():
               f"{args.merge}; baseline {args.baseline}", flush=True)
     else:
         print(f"# {len(benches)} benchmark(s) x {len(names)} transport(s) x {args.repeats} repeats, "
-              f"{args.np} ranks{' bound to cores' if args.np <= os.cpu_count() else ', oversubscribed'}; "
+              f"{args.np} ranks{' on hosts of a virtual cluster' if args.cluster else ' bound to cores' if args.np <= os.cpu_count() else ', oversubscribed'}; "
               f"baseline {args.baseline}", flush=True)
     for n in names:
         print(f"#   {n:6s} mpirun {' '.join(known[n])}")
@@ -303,11 +344,18 @@ def main():
         benches_to_run = []
     else:
         benches_to_run = benches
-    cluster = Cluster(args.cluster, args.cluster_faults) if args.cluster and benches_to_run else None
+    if args.cluster and args.cluster_cpus != "free" and args.np != 2:
+        sys.exit("compare: --cluster-cpus places one rank per host: --np 2")
+    cluster = Cluster(args.cluster, args.cluster_faults, args.cluster_cpus) \
+        if args.cluster and benches_to_run else None
     if cluster:
         cluster.__enter__()
         print(f"# between the hosts of a virtual cluster: vcluster create {args.cluster}"
-              + (f"; faults: {args.cluster_faults}" if args.cluster_faults else ""), flush=True)
+              + (f"; faults: {args.cluster_faults}" if args.cluster_faults else "")
+              + (f"; ranks and floor on CPUs {cluster.pin} ({args.cluster_cpus}: "
+                 + ("every frame wakes the other CPU" if args.cluster_cpus == "own"
+                    else "frames processed on the sending CPU") + ")" if cluster.pin
+                 else "; ranks unbound (either placement, run by run)"), flush=True)
     try:
         for b in benches_to_run:
             prog_name, default_sizes, metrics = BENCHES[b]
@@ -369,6 +417,13 @@ def main():
     # ---- report ---------------------------------------------------------------
     split = placement_split(samples)
     report = []
+    if cluster and cluster.pin:
+        report.append(f"# cluster CPUs ({args.cluster_cpus}): rank 0 and the floors' n0 end on CPU "
+                      f"{cluster.pin[0]}, rank 1 and n1's on CPU {cluster.pin[1]}; "
+                      + ("each host's received frames are processed on its rank's CPU: every frame "
+                         "wakes the other CPU" if args.cluster_cpus == "own" else
+                         "each host's received frames are processed on the other rank's CPU, in the "
+                         "sender's own send call: no frame wakes a CPU"))
     if split:
         report.append(f"# placement: each row is grouped by the cache-line ping-pong between ranks 0 and 1"
                       f" taken before and after it; near < {split:.0f} ns <= far (see README, 'Placement')")
