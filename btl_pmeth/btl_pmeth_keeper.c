@@ -20,37 +20,83 @@
  * take first when the process is back.  It never calls ob1: an ack that would
  * complete a fragment ob1 waits for is left for progress too.
  *
- * Cost.  While the keeper runs, PMETH_LOCK is a real (recursive) mutex on the
- * send and progress paths: latency +1-4%, small-message streaming -4 to -7% on
- * veth (docs/results-2026-11-26-pmeth-keeper/); the thread wakes once per
- * interval and does nothing while progress runs.
+ * Cost.  While the keeper runs, PMETH_LOCK raises a flag on entry to the send and
+ * progress paths (btl_pmeth.h; a recursive mutex with application threads).  The
+ * thread wakes once per interval while the process is away, and ever less often
+ * (KEEPER_BACKOFF_MAX) while progress runs.  With a mutex and a wake-up every
+ * interval it cost latency +1-4% and small-message streaming -4 to -7% on veth
+ * (docs/results-2026-11-26-pmeth-keeper/).
  */
 #include "btl_pmeth.h"
 
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 static pthread_t keeper;
 static _Atomic bool keeper_stop;
+
+/* The keeper's side of PMETH_LOCK (btl_pmeth.h): raise our flag, then back off
+ * if the process is inside (it waits for our flag to drop, we never wait for
+ * its).  With application threads, the mutex. */
+static bool keeper_enter(mca_btl_pmeth_component_t *c)
+{
+    if (opal_using_threads()) {
+        return opal_mutex_trylock(&c->lock) == 0;
+    }
+    atomic_store_explicit(&c->keeper_in, 1, memory_order_seq_cst);
+    if (c->keeper_fences) {
+        /* the process's fence too: its flag, if raised, is seen now, or it sees ours */
+        (void) syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0);
+    }
+    if (atomic_load_explicit(&c->in_btl, memory_order_seq_cst)) {
+        atomic_store_explicit(&c->keeper_in, 0, memory_order_release);
+        return false;
+    }
+    return true;
+}
+
+static void keeper_leave(mca_btl_pmeth_component_t *c)
+{
+    if (opal_using_threads()) {
+        opal_mutex_unlock(&c->lock);
+    } else {
+        atomic_store_explicit(&c->keeper_in, 0, memory_order_release);
+    }
+}
+
+/* While the process keeps calling MPI the keeper's naps double, up to this many
+ * times btl_pmeth_keeper_us: every wake-up takes the CPU from a rank that is
+ * polling on it (the thread shares its binding), and in this VM each cost some
+ * 30 us; at one every 2 ms, small messages lost 3-4% of their latency (the
+ * median of block averages).  The first nap after the process left MPI ends at
+ * most this many intervals late; the following are btl_pmeth_keeper_us again. */
+#define KEEPER_BACKOFF_MAX 32
 
 static void *keeper_main(void *arg)
 {
     (void) arg;
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    const struct timespec nap = {.tv_sec = c->keeper_us / 1000000,
-                                 .tv_nsec = (long) (c->keeper_us % 1000000) * 1000};
-    uint64_t seen = UINT64_MAX;
+    uint64_t nap_us = c->keeper_us, seen = UINT64_MAX;
     while (!atomic_load_explicit(&keeper_stop, memory_order_relaxed)) {
+        const struct timespec nap = {.tv_sec = (time_t) (nap_us / 1000000),
+                                     .tv_nsec = (long) (nap_us % 1000000) * 1000};
         nanosleep(&nap, NULL);
         uint64_t calls = atomic_load_explicit(&c->progress_calls, memory_order_relaxed);
         if (calls != seen) {
             seen = calls;           /* in MPI: its own progress keeps the timers */
+            if (nap_us < (uint64_t) c->keeper_us * KEEPER_BACKOFF_MAX) {
+                nap_us *= 2;
+            }
             continue;
         }
-        if (opal_mutex_trylock(&c->lock) != 0) {
-            continue;               /* the process holds it: it is back */
+        nap_us = c->keeper_us;
+        if (!keeper_enter(c)) {
+            continue;               /* the process is inside: it is back */
         }
         if (!c->in_progress && c->nactive > 0) {
             /* the peer's acks first: they answer the timer's probe, which tells
@@ -69,7 +115,7 @@ static void *keeper_main(void *arg)
                 c->keeper_frames += n;
             }
         }
-        opal_mutex_unlock(&c->lock);
+        keeper_leave(c);
     }
     return NULL;
 }
@@ -81,7 +127,11 @@ void pmeth_keeper_start(void)
         return;
     }
     atomic_store(&keeper_stop, false);
-    c->keeper_on = true;            /* before the thread: PMETH_LOCK locks from now on */
+    /* membarrier(2) lets the keeper fence for the process (btl_pmeth.h) */
+    long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0);
+    c->keeper_fences = cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0
+                       && syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0;
+    c->keeper_on = true;            /* before the thread: PMETH_LOCK excludes it from now on */
     int rc = pthread_create(&keeper, NULL, keeper_main, NULL);
     if (rc != 0) {
         c->keeper_on = false;
