@@ -35,7 +35,6 @@
 #include "opal/util/proc.h"
 
 #include <net/if.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -217,16 +216,8 @@ typedef struct mca_btl_pmeth_component_t {
     struct mca_btl_pmeth_frag_t *done_head, *done_tail;    /* ob1 callbacks due now */
     bool early_completion;
     pmeth_held_t *free_held;
-    opal_recursive_mutex_t lock;        /* with application threads (MPI_THREAD_MULTIPLE) */
-    bool keeper_on;                     /* the keeper runs: PMETH_LOCK excludes it */
-    /* without application threads, the process and the keeper exclude each other by
-     * two flags (PMETH_LOCK, btl_pmeth_keeper.c): each raises its own, then looks at
-     * the other's; the process waits for a keeper pass to end, the keeper backs off */
-    _Atomic int in_btl;                 /* the process is inside the BTL */
-    _Atomic int keeper_in;              /* the keeper is in a pass */
-    unsigned in_btl_depth;              /* the process's nested PMETH_LOCKs */
-    bool keeper_fences;                 /* membarrier(2) is the keeper's: the process's
-                                         * entry needs no fence of its own */
+    opal_recursive_mutex_t lock;
+    bool keeper_on;                     /* the keeper runs: the lock is taken for real */
     _Atomic uint64_t progress_calls;    /* the keeper's sign that the process is in MPI */
     uint64_t keeper_passes, keeper_frames;  /* its work while the process was away */
     bool in_progress;
@@ -275,45 +266,20 @@ typedef struct mca_btl_pmeth_component_t {
 extern mca_btl_pmeth_component_t mca_btl_pmeth_component;
 extern mca_btl_base_module_t mca_btl_pmeth;
 
-/* A real lock when the application has threads.  Without, only the keeper
- * (btl_pmeth_keeper.c) can run beside the process, and only while the process
- * is away from MPI, so the two exclude each other by a flag each (Dekker's):
- * each raises its own, then looks at the other's; the process waits for a
- * keeper pass to end, the keeper backs off.  Raising a flag and then reading
- * the other's needs a full fence between the two on both sides; the keeper,
- * which enters only after the process has been away for btl_pmeth_keeper_us,
- * makes it for both with membarrier(2) (every thread of the process passes a
- * fence), so the process enters with a plain store and load.  Where the kernel
- * has no membarrier, the process fences too.  keeper_on changes only while
- * nobody is inside. */
-static inline void pmeth_lock(void)
-{
-    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    if (opal_using_threads()) {
-        opal_mutex_lock(&c->lock);
-    } else if (c->keeper_on && c->in_btl_depth++ == 0) {
-        if (c->keeper_fences) {
-            atomic_store_explicit(&c->in_btl, 1, memory_order_relaxed);
-            atomic_signal_fence(memory_order_seq_cst);
-        } else {
-            atomic_store_explicit(&c->in_btl, 1, memory_order_seq_cst);
-        }
-        while (atomic_load_explicit(&c->keeper_in, memory_order_acquire)) {
-            /* a keeper pass: resends and acks, some microseconds */
-        }
-    }
-}
-static inline void pmeth_unlock(void)
-{
-    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    if (opal_using_threads()) {
-        opal_mutex_unlock(&c->lock);
-    } else if (c->keeper_on && --c->in_btl_depth == 0) {
-        atomic_store_explicit(&c->in_btl, 0, memory_order_release);
-    }
-}
-#define PMETH_LOCK() pmeth_lock()
-#define PMETH_UNLOCK() pmeth_unlock()
+/* A real lock when the application has threads or the keeper runs
+ * (btl_pmeth_keeper.c); keeper_on changes only while nobody holds it. */
+#define PMETH_LOCK()                                                                    \
+    do {                                                                                \
+        if (mca_btl_pmeth_component.keeper_on || opal_using_threads()) {                \
+            opal_mutex_lock(&mca_btl_pmeth_component.lock);                             \
+        }                                                                               \
+    } while (0)
+#define PMETH_UNLOCK()                                                                  \
+    do {                                                                                \
+        if (mca_btl_pmeth_component.keeper_on || opal_using_threads()) {                \
+            opal_mutex_unlock(&mca_btl_pmeth_component.lock);                           \
+        }                                                                               \
+    } while (0)
 
 #define PMETH_VERBOSE(level, ...) \
     opal_output_verbose(level, opal_btl_base_framework.framework_output, "btl:pmeth: " __VA_ARGS__)

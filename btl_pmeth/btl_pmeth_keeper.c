@@ -20,54 +20,22 @@
  * take first when the process is back.  It never calls ob1: an ack that would
  * complete a fragment ob1 waits for is left for progress too.
  *
- * Cost.  While the keeper runs, PMETH_LOCK raises a flag on entry to the send and
- * progress paths (btl_pmeth.h; a recursive mutex with application threads).  The
- * thread wakes once per interval while the process is away, and ever less often
- * (KEEPER_BACKOFF_MAX) while progress runs.  With a mutex and a wake-up every
- * interval it cost latency +1-4% and small-message streaming -4 to -7% on veth
+ * Cost.  While the keeper runs, PMETH_LOCK is a real (recursive) mutex on the
+ * send and progress paths; uncontended, it costs nothing measurable.  The thread
+ * wakes once per interval while the process is away, and ever less often
+ * (KEEPER_BACKOFF_MAX) while progress runs: waking every interval, it cost
+ * latency +1-4% and small-message streaming -4 to -7% on veth
  * (docs/results-2026-11-26-pmeth-keeper/).
  */
 #include "btl_pmeth.h"
 
 #include <errno.h>
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 static pthread_t keeper;
 static _Atomic bool keeper_stop;
-
-/* The keeper's side of PMETH_LOCK (btl_pmeth.h): raise our flag, then back off
- * if the process is inside (it waits for our flag to drop, we never wait for
- * its).  With application threads, the mutex. */
-static bool keeper_enter(mca_btl_pmeth_component_t *c)
-{
-    if (opal_using_threads()) {
-        return opal_mutex_trylock(&c->lock) == 0;
-    }
-    atomic_store_explicit(&c->keeper_in, 1, memory_order_seq_cst);
-    if (c->keeper_fences) {
-        /* the process's fence too: its flag, if raised, is seen now, or it sees ours */
-        (void) syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0);
-    }
-    if (atomic_load_explicit(&c->in_btl, memory_order_seq_cst)) {
-        atomic_store_explicit(&c->keeper_in, 0, memory_order_release);
-        return false;
-    }
-    return true;
-}
-
-static void keeper_leave(mca_btl_pmeth_component_t *c)
-{
-    if (opal_using_threads()) {
-        opal_mutex_unlock(&c->lock);
-    } else {
-        atomic_store_explicit(&c->keeper_in, 0, memory_order_release);
-    }
-}
 
 /* While the process keeps calling MPI the keeper's naps double, up to this many
  * times btl_pmeth_keeper_us: every wake-up takes the CPU from a rank that is
@@ -95,8 +63,8 @@ static void *keeper_main(void *arg)
             continue;
         }
         nap_us = c->keeper_us;
-        if (!keeper_enter(c)) {
-            continue;               /* the process is inside: it is back */
+        if (opal_mutex_trylock(&c->lock) != 0) {
+            continue;               /* the process holds it: it is back */
         }
         if (!c->in_progress && c->nactive > 0) {
             /* the peer's acks first: they answer the timer's probe, which tells
@@ -115,7 +83,7 @@ static void *keeper_main(void *arg)
                 c->keeper_frames += n;
             }
         }
-        keeper_leave(c);
+        opal_mutex_unlock(&c->lock);
     }
     return NULL;
 }
@@ -127,11 +95,7 @@ void pmeth_keeper_start(void)
         return;
     }
     atomic_store(&keeper_stop, false);
-    /* membarrier(2) lets the keeper fence for the process (btl_pmeth.h) */
-    long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0);
-    c->keeper_fences = cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0
-                       && syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0;
-    c->keeper_on = true;            /* before the thread: PMETH_LOCK excludes it from now on */
+    c->keeper_on = true;            /* before the thread: PMETH_LOCK locks from now on */
     int rc = pthread_create(&keeper, NULL, keeper_main, NULL);
     if (rc != 0) {
         c->keeper_on = false;
