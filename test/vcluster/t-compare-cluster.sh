@@ -1,0 +1,39 @@
+#!/bin/bash
+# bench/compare.py between virtual hosts with the ranks placed against the hosts' receive
+# steering (--cluster-cpus): the pinning wrapper (bench/pin_rank.sh) puts each rank on the
+# CPU it is given, and a short pinned comparison of pmeth and tcp runs, names where its
+# ranks and the raw-frame floor ran, and measures that floor.  (What each placement costs
+# is measured by benchmarks, not here.)
+. "${TOP_SRCDIR:-.}/test/lib.sh"
+. "$TOP_SRCDIR/test/vcluster/vclib.sh"
+vc_require
+ompi_info 2>/dev/null | grep -q "MCA btl: pmeth" || { echo "# btl pmeth is not installed (contrib/setup)"; exit 77; }
+[ "$(nproc)" -ge 2 ] || { echo "# one CPU: nothing to place"; exit 77; }
+vc_setup tcmpc
+VC_TMP=$(mktemp -d /tmp/xbvc-tcmpc.XXXXXX)
+
+# the wrapper: rank r on the r-th CPU of XB_PIN_CPUS, whatever mpirun bound it to
+vc create pair --links 1 --rate 0 >/dev/null || { not_ok "vcluster create pair"; tap_done; exit; }
+vc_mpirun --mca btl self,tcp -x XB_PIN_CPUS=1,0 -- "$TOP_SRCDIR/bench/pin_rank.sh" \
+    /bin/sh -c 'echo "rank $OMPI_COMM_WORLD_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)"' \
+    > "$VC_TMP/pin" 2>&1
+check "bench/pin_rank.sh with XB_PIN_CPUS=1,0 runs rank 0 on CPU 1 and rank 1 on CPU 0 ($(grep '^rank' "$VC_TMP/pin" | sort | tr '\n' ' '))" \
+    bash -c "grep -qx 'rank 0 1' '$VC_TMP/pin' && grep -qx 'rank 1 0' '$VC_TMP/pin'"
+vc destroy >/dev/null
+
+# compare.py makes (and removes) a cluster of its own
+out=$VC_TMP/cmp
+if xb_limit -t 300 -- env TOP_BUILDDIR="$TOP_BUILDDIR" /usr/bin/python3 "$TOP_SRCDIR/bench/compare.py" \
+        --cluster "pair --links 1 --rate 0 --mtu 9000" --cluster-cpus peer --bench latency \
+        --sizes 8:8 --repeats 1 --no-plots --out "$out" > "$VC_TMP/cmp.log" 2>&1; then
+    ok "compare.py --cluster ... --cluster-cpus peer ran pmeth and tcp"
+else
+    not_ok "compare.py --cluster ... --cluster-cpus peer"; tail -20 "$VC_TMP/cmp.log" | diag
+fi
+# vcluster steers n0's received frames to CPU 0 and n1's to CPU 1: 'peer' swaps them
+check "the report says where: rank 0 and n0's floor end on CPU 1, rank 1 and n1's on CPU 0" \
+    grep -q "^# cluster CPUs (peer): rank 0 and the floors' n0 end on CPU 1, rank 1 and n1's on CPU 0" "$out/table.txt"
+check "8 B latency of pmeth, tcp and the raw floor measured ($(grep -E '^ +8 ' "$out/table.txt" | head -1 | tr -s ' '))" \
+    bash -c "grep -E '^ +8 ' '$out/table.txt' | head -1 | awk '{ exit !(\$2 > 0 && \$4 > 0 && \$6 > 0) }'"
+check "compare.py removed its cluster" bash -c "! ip netns list | grep -q '^xbvc-xbbench-'"
+tap_done
