@@ -92,11 +92,14 @@ class Cluster:
         if self.cpus != "free":
             # vcluster steers each link end's received frames to one CPU (RPS); where a rank
             # runs against that CPU decides whether every frame costs an inter-CPU wake-up
-            steer = [self._steer_cpu(n) for n in ("n0", "n1")]
-            if None in steer:
+            eths, _ = self.links()
+            cpus = [{self._steer_cpu(n, e) for e in eths} for n in ("n0", "n1")]
+            steer = [c.pop() if len(c) == 1 else None for c in cpus]
+            if not eths or None in steer:
                 self.__exit__()
-                sys.exit("compare: --cluster-cpus needs hosts n0 and n1 whose eth0 receive "
-                         "processing is steered to one CPU (vcluster without --reorder)")
+                sys.exit("compare: --cluster-cpus needs hosts n0 and n1 whose links' receive "
+                         "processing is steered to one CPU per host (vcluster without --reorder, "
+                         "and no more links than make each host's land on one CPU)")
             self.pin = steer if self.cpus == "own" else steer[::-1]
         if self.faults:
             # standing faults (e.g. loss:n0/eth0:0.01:both) for the whole comparison
