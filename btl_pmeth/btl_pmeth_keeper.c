@@ -38,11 +38,11 @@ static pthread_t keeper;
 static _Atomic bool keeper_stop;
 
 /* While the process keeps calling MPI the keeper's naps double, up to this many
- * times btl_pmeth_keeper_us: every wake-up takes the CPU from a rank that is
- * polling on it (the thread shares its binding), and in this VM each cost some
- * 30 us; at one every 2 ms, small messages lost 3-4% of their latency (the
- * median of block averages).  The first nap after the process left MPI ends at
- * most this many intervals late; the following are btl_pmeth_keeper_us again. */
+ * times btl_pmeth_keeper_us.  Every wake-up takes the CPU from a rank that is
+ * polling on it (the thread shares its binding): at one every 2 ms, small
+ * messages lost 3-4% of their latency (the median of block averages), some
+ * 30 us per wake-up in this VM.  The first nap after the process left MPI ends
+ * at most this many intervals late; the following are btl_pmeth_keeper_us. */
 #define KEEPER_BACKOFF_MAX 32
 
 static void *keeper_main(void *arg)

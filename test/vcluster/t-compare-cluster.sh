@@ -21,8 +21,18 @@ check "bench/pin_rank.sh with XB_PIN_CPUS=1,0 runs rank 0 on CPU 1 and rank 1 on
     bash -c "grep -qx 'rank 0 1' '$VC_TMP/pin' && grep -qx 'rank 1 0' '$VC_TMP/pin'"
 vc destroy >/dev/null
 
-# compare.py makes (and removes) a cluster of its own
+# compare.py makes (and removes) a cluster of its own; meanwhile, every 20 ms, the CPUs the
+# benchmark's ranks and the floor's two ends may run on (a rank starts on both CPUs and is
+# pinned when pin_rank.sh execs it: every xb-latency process must show one)
 out=$VC_TMP/cmp
+( while :; do
+      for p in $(pgrep -x xb-latency) $(pgrep -x pmeth_floor); do
+          c=$(cat /proc/"$p"/comm 2>/dev/null) && a=$(grep Cpus_allowed_list /proc/"$p"/status 2>/dev/null | cut -f2) &&
+              [ -n "$a" ] && echo "$c $p $a"
+      done
+      sleep 0.02
+  done ) > "$VC_TMP/cpus" 2>/dev/null &
+sampler=$!
 if xb_limit -t 300 -- env TOP_BUILDDIR="$TOP_BUILDDIR" /usr/bin/python3 "$TOP_SRCDIR/bench/compare.py" \
         --cluster "pair --links 1 --rate 0 --mtu 9000" --cluster-cpus peer --bench latency \
         --sizes 8:8 --repeats 1 --no-plots --out "$out" > "$VC_TMP/cmp.log" 2>&1; then
@@ -30,6 +40,12 @@ if xb_limit -t 300 -- env TOP_BUILDDIR="$TOP_BUILDDIR" /usr/bin/python3 "$TOP_SR
 else
     not_ok "compare.py --cluster ... --cluster-cpus peer"; tail -20 "$VC_TMP/cmp.log" | diag
 fi
+kill $sampler 2>/dev/null; wait $sampler 2>/dev/null
+seen=$(sort -u "$VC_TMP/cpus" | awk '{ print $1, $3 }' | sort | uniq -c | tr -s ' ' | tr '\n' ';')
+check "the ranks and the floor's ends ran pinned: every xb-latency and pmeth_floor process seen on one CPU, both CPUs used (${seen:-none seen})" \
+    bash -c "f='$VC_TMP/cpus'; grep -q '^xb-latency ' \$f && grep -q '^pmeth_floor ' \$f &&
+             ! awk '\$3 !~ /^[0-9]+\$/' \$f | grep -q . &&
+             awk '\$1 == \"xb-latency\" { c[\$3] = 1 } END { exit !(c[0] && c[1]) }' \$f"
 # vcluster steers n0's received frames to CPU 0 and n1's to CPU 1: 'peer' swaps them
 check "the report says where: rank 0 and n0's floor end on CPU 1, rank 1 and n1's on CPU 0" \
     grep -q "^# cluster CPUs (peer): rank 0 and the floors' n0 end on CPU 1, rank 1 and n1's on CPU 0" "$out/table.txt"
