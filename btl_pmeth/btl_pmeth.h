@@ -172,6 +172,11 @@ struct mca_btl_base_endpoint_t {
                                            ack: a fragment refused for want of a grant is
                                            retried on one of those callbacks */
     bool credit_blocked;                /* a bulk fragment was refused: no grant (counted once) */
+
+    /* the buffer array coming in (btl_pmeth_recv.c): its frames so far, in
+     * sequence order, held where they are until its last one is in */
+    pmeth_held_t *array_first, *array_last;
+    pmeth_wire_array_t array;           /* the rule's state (pmeth_wire.h) */
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 
@@ -189,6 +194,7 @@ typedef struct mca_btl_pmeth_component_t {
     unsigned int ack_delay_us, ack_every;
     unsigned int fast_retransmit, resend_cap;
     unsigned int stripe_min;
+    unsigned int array_frames;          /* frames one pipeline fragment may span */
     unsigned int probe_timeout_ms, probe_interval_ms;
     bool qdisc_bypass;
     unsigned int poll_budget, kick_batch;
@@ -238,6 +244,8 @@ typedef struct mca_btl_pmeth_component_t {
     uint64_t staged, staged_bytes;      /* frags that waited in private memory: a copy */
     uint64_t copies_tx, copies_rx;      /* bytes the BTL itself copied (0 on the fast path) */
     uint64_t delivered, delivered_bytes;
+    uint64_t arrays_sent, arrays_received;      /* fragments of more than one frame */
+    uint64_t arrays_dropped;            /* malformed arrays from a peer (frames dropped) */
     uint64_t credit_waits;              /* a frame waited for the peer's grant */
     uint64_t credit_asked;              /* frames sent that used up our grant (MORE) */
     uint64_t credit_requests;           /* MORE frames received: answered by an ack at once */
@@ -369,6 +377,8 @@ static inline void pmeth_link_post_once(pmeth_link_t *link, int id, uint32_t len
 void pmeth_add_peer_lazily(uint32_t id);
 /* A held frame is done with: give its slot back (or free its copy). */
 void pmeth_held_release(pmeth_held_t *h);
+/* The frames of a buffer array EP had not finished (teardown). */
+void pmeth_array_release(mca_btl_base_endpoint_t *ep);
 
 /* btl_pmeth_recv.c */
 int pmeth_poll_link(pmeth_link_t *link, unsigned budget);

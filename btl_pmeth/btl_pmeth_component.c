@@ -151,6 +151,14 @@ static int pmeth_component_register(void)
     reg("stripe_min", "Fragments of at least this many bytes are striped round-robin over every "
         "path to the peer; shorter ones take its first path, so small messages do not pay for "
         "the reordering", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->stripe_min, OPAL_INFO_LVL_4);
+    c->array_frames = 1;
+    reg("array_frames", "Frames one ob1 pipeline fragment may span (1-16): seed 001's buffer "
+        "array.  1: every fragment is one frame, handed to ob1 the moment it is in order (the "
+        "receiver sees each frame at once: the paper's peek).  More: a fragment of up to this "
+        "many frames, fewer fragments for ob1 to schedule and call back, handed to ob1 (as one "
+        "descriptor of several segments, still in the ring frames) only when its last frame is "
+        "in.  Message starts and eager messages stay one frame",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->array_frames, OPAL_INFO_LVL_4);
     c->probe_timeout_ms = 3000;
     reg("probe_timeout_ms", "How long a peer's links are probed (a small and a full-MTU frame on "
         "each) before it is declared unreachable over pmeth", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
@@ -591,8 +599,8 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
         c->nlinks++;
     }
 
-    /* every fragment is one frame: ob1's eager limit and pipeline unit are the
-     * payload of the smallest link's frame */
+    /* ob1's eager limit is the payload of the smallest link's frame; its
+     * pipeline unit that many frames times btl_pmeth_array_frames */
     uint32_t min_mtu = c->links[0].mtu;
     for (uint32_t i = 1; i < c->nlinks; i++) {
         min_mtu = c->links[i].mtu < min_mtu ? c->links[i].mtu : min_mtu;
@@ -600,7 +608,12 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     c->frame_payload = min_mtu + PMETH_WIRE_ETH_LEN - PMETH_WIRE_HDR_LEN;
     m->btl_eager_limit = m->btl_eager_limit > c->frame_payload || m->btl_eager_limit == 0
                              ? c->frame_payload : m->btl_eager_limit;
-    m->btl_max_send_size = c->frame_payload;
+    if (c->array_frames < 1 || c->array_frames > PMETH_WIRE_ARRAY_MAX) {
+        PMETH_VERBOSE(1, "btl_pmeth_array_frames %u is not within 1-%d: using %d", c->array_frames,
+                      PMETH_WIRE_ARRAY_MAX, c->array_frames < 1 ? 1 : PMETH_WIRE_ARRAY_MAX);
+        c->array_frames = c->array_frames < 1 ? 1 : PMETH_WIRE_ARRAY_MAX;
+    }
+    m->btl_max_send_size = (size_t) c->frame_payload * c->array_frames;
     m->btl_rndv_eager_limit = m->btl_rndv_eager_limit > c->frame_payload
                                   ? c->frame_payload : m->btl_rndv_eager_limit;
     m->btl_rdma_pipeline_send_length = m->btl_eager_limit;

@@ -104,6 +104,7 @@ void pmeth_endpoint_release(mca_btl_base_endpoint_t *ep)
             pmeth_frag_put((mca_btl_pmeth_frag_t *) handle);
         }
     }
+    pmeth_array_release(ep);
     if (ep->rx != NULL) {
         uintptr_t handle;
         while (pmeth_rxwin_drain(ep->rx, &handle)) {

@@ -18,6 +18,7 @@ mca_btl_pmeth_frag_t *pmeth_frag_get(mca_btl_base_endpoint_t *ep)
         OBJ_CONSTRUCT(&frag->base, mca_btl_base_descriptor_t);
     }
     frag->next = NULL;
+    frag->array_next = NULL;
     frag->endpoint = ep;
     frag->path = 0;
     frag->tag = 0;
@@ -59,6 +60,37 @@ bool pmeth_frag_take_frame(mca_btl_pmeth_frag_t *frag, size_t size)
         p = ep->stripe[tries % ep->nstripe];
     } while (++tries <= ep->nstripe);
     return false;
+}
+
+unsigned pmeth_frag_array_take(mca_btl_pmeth_frag_t *head, unsigned n)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    mca_btl_base_endpoint_t *ep = head->endpoint;
+    if (ep->tx != NULL) {
+        /* frames beyond what may go at once would wait in private memory (a
+         * copy each): the array is cut to the room left */
+        uint32_t inflight = pmeth_txwin_inflight(ep->tx);
+        uint32_t limit = pmeth_send_limit(ep, pmeth_now_ns());
+        uint32_t room = limit > inflight ? limit - inflight : 1;
+        n = n < room ? n : (room > 0 ? room : 1);
+    }
+    mca_btl_pmeth_frag_t **tail = &head->array_next;
+    unsigned got = 1;
+    while (got < n) {
+        mca_btl_pmeth_frag_t *frag = pmeth_frag_get(ep);
+        if (frag == NULL) {
+            break;
+        }
+        if (!pmeth_frag_take_frame(frag, c->frame_payload)) {
+            pmeth_frag_put(frag);
+            break;
+        }
+        frag->state = PMETH_FRAG_INTERNAL;
+        *tail = frag;
+        tail = &frag->array_next;
+        got++;
+    }
+    return got;
 }
 
 bool pmeth_frag_stage(mca_btl_pmeth_frag_t *frag, size_t size)
@@ -115,6 +147,12 @@ bool pmeth_frag_unstage(mca_btl_pmeth_frag_t *frag)
 void pmeth_frag_put(mca_btl_pmeth_frag_t *frag)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    while (frag->array_next != NULL) {
+        mca_btl_pmeth_frag_t *rest = frag->array_next;
+        frag->array_next = rest->array_next;
+        rest->array_next = NULL;
+        pmeth_frag_put(rest);
+    }
     if (frag->frame_id >= 0) {
         pmeth_ring_tx_put(pmeth_frag_link(frag)->ring, frag->frame_id);
         frag->frame_id = -1;
@@ -131,6 +169,7 @@ void pmeth_frag_release_all(void)
         mca_btl_pmeth_frag_t *frag = c->free_frags;
         c->free_frags = frag->next;
         free(frag->staged);
+        free(frag->array_segs);
         OBJ_DESTRUCT(&frag->base);
         free(frag);
     }

@@ -1,6 +1,10 @@
 /*
- * A send fragment: local bookkeeping for one BTL descriptor, always exactly one
- * frame on the wire.  Normally its segment points into a TX ring frame just past
+ * A send fragment: local bookkeeping for one frame on the wire.  An ob1
+ * descriptor is one fragment, or, for a pipeline fragment larger than a frame
+ * (btl_pmeth_array_frames), the first of a buffer array: it carries ob1's
+ * header and the start of the data, and the frames after it are fragments of
+ * their own (INTERNAL: no ob1 behind them) chained on array_next until they
+ * are sent, each then sequenced, acknowledged and resent like any frame.  Normally its segment points into a TX ring frame just past
  * the Ethernet and pmeth headers, so ob1 packs into the memory the kernel sends
  * and the frame itself is the retransmit copy until the peer acknowledges it.
  * When every frame of the link is in flight, a descriptor that starts a message
@@ -21,6 +25,7 @@ enum {
     PMETH_FRAG_CB_QUEUED = 0x10,        /* posted: ob1's callback due at the next progress */
     PMETH_FRAG_CB_DONE = 0x20,          /* ob1 was called back (maybe before the ack) */
     PMETH_FRAG_CB_AT_ACK = 0x40,        /* posted near the limit: called back at its ack */
+    PMETH_FRAG_CONT = 0x80,             /* not the last frame of its buffer array (wire CONT) */
 };
 
 typedef struct mca_btl_pmeth_frag_t {
@@ -28,6 +33,11 @@ typedef struct mca_btl_pmeth_frag_t {
     mca_btl_base_segment_t segment;
     struct mca_btl_pmeth_frag_t *next;  /* free list, or an endpoint's pending list */
     struct mca_btl_pmeth_frag_t *next_done;     /* the callbacks due (CB_QUEUED) */
+    struct mca_btl_pmeth_frag_t *array_next;    /* the rest of its buffer array, until sent */
+    /* the head of a buffer array shows ob1 a segment per frame (ob1 counts the
+     * bytes a completed descriptor carried from its segments); allocated at a
+     * frag's first array, kept while it is reused */
+    mca_btl_base_segment_t *array_segs;
     mca_btl_base_endpoint_t *endpoint;
     uint8_t path;                       /* endpoint path (and so link) of the frame */
     uint8_t tag;
@@ -50,8 +60,13 @@ bool pmeth_frag_stage(mca_btl_pmeth_frag_t *frag, size_t size);
 bool pmeth_frag_move_aside(mca_btl_pmeth_frag_t *frag);
 /* Move a staged fragment's bytes into a frame (the one copy staging costs). */
 bool pmeth_frag_unstage(mca_btl_pmeth_frag_t *frag);
-/* Give back the frame (if any) and the frag. */
+/* Give back the frame (if any) and the frag, and the rest of its buffer
+ * array if it was never sent. */
 void pmeth_frag_put(mca_btl_pmeth_frag_t *frag);
+/* Up to N - 1 more frames for the buffer array HEAD starts (frames of the
+ * stripe, as free and as the window and the peer's grant let go now): how
+ * many frames the array has, HEAD's included. */
+unsigned pmeth_frag_array_take(mca_btl_pmeth_frag_t *head, unsigned n);
 void pmeth_frag_release_all(void);
 /* Acknowledged: call back unless done already, recycle when the BTL owns it or
  * ob1 freed it. */

@@ -186,8 +186,10 @@ static void summary(void)
                   c->acks_sent, dropped, c->staged, c->copies_tx, c->copies_rx);
     PMETH_VERBOSE(10, "%" PRIu64 " held frames moved out of a ring about to wrap; %" PRIu64
                   " peers added when their first frame came; %" PRIu64
-                  " fragments completed before their ack", c->held_moved, c->peers_added_lazily,
-                  c->early_callbacks);
+                  " fragments completed before their ack; buffer arrays: %" PRIu64 " sent, %" PRIu64
+                  " received, %" PRIu64 " dropped as malformed", c->held_moved,
+                  c->peers_added_lazily, c->early_callbacks, c->arrays_sent, c->arrays_received,
+                  c->arrays_dropped);
     static const char *policy_names[] = {"off", "static", "demand"};
     PMETH_VERBOSE(10, "credits (%s, budget %u frames, floor %u): %" PRIu64 " fragments waited "
                   "for a grant, %" PRIu64 " frames used up ours, %" PRIu64 " requests answered, "
@@ -317,13 +319,34 @@ static int pmeth_free(mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des
     if (frag->state & (PMETH_FRAG_IN_WINDOW | PMETH_FRAG_PENDING | PMETH_FRAG_CB_QUEUED)) {
         frag->state |= PMETH_FRAG_USER_FREED;   /* the frame is the retransmit copy: keep it */
     } else {
-        pmeth_frag_put(frag);
+        pmeth_frag_put(frag);       /* with its buffer array, if never sent */
     }
     PMETH_UNLOCK();
     return OPAL_SUCCESS;
 }
 
-/* Pack ob1's data straight into the frame that goes on the wire. */
+/* ob1 reads a completed descriptor's segments to count the bytes it sent: the
+ * head of a buffer array shows one segment per frame.  False without memory. */
+static bool array_segments(mca_btl_pmeth_frag_t *head)
+{
+    if (head->array_segs == NULL) {
+        head->array_segs = malloc(PMETH_WIRE_ARRAY_MAX * sizeof(*head->array_segs));
+        if (head->array_segs == NULL) {
+            return false;
+        }
+    }
+    uint32_t n = 0;
+    for (mca_btl_pmeth_frag_t *f = head; f != NULL; f = f->array_next) {
+        head->array_segs[n++] = f->segment;
+    }
+    head->base.des_segments = head->array_segs;
+    head->base.des_segment_count = n;
+    return true;
+}
+
+/* Pack ob1's data straight into the frame that goes on the wire, or, for a
+ * pipeline fragment larger than a frame, into the frames of a buffer array
+ * (btl_pmeth_array_frames): one iovec per frame, ob1's header in the first. */
 static mca_btl_base_descriptor_t *pmeth_prepare_src(mca_btl_base_module_t *btl,
                                                     mca_btl_base_endpoint_t *ep,
                                                     struct opal_convertor_t *convertor,
@@ -331,25 +354,64 @@ static mca_btl_base_descriptor_t *pmeth_prepare_src(mca_btl_base_module_t *btl,
                                                     uint32_t flags)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    if (reserve >= c->frame_payload) {
+    const size_t payload = c->frame_payload;
+    if (reserve >= payload) {
         return NULL;
     }
-    if (reserve + *size > c->frame_payload) {
-        *size = c->frame_payload - reserve;
+    /* message starts stay one frame: they must never wait for a grant */
+    unsigned nframes = 1;
+    if (reserve + *size > payload && !(flags & MCA_BTL_DES_FLAGS_PRIORITY)
+        && c->array_frames > 1) {
+        size_t want = (reserve + *size + payload - 1) / payload;
+        nframes = want < c->array_frames ? (unsigned) want : c->array_frames;
     }
     PMETH_LOCK();
-    mca_btl_pmeth_frag_t *frag = frag_for(ep, reserve + *size, flags, order);
+    mca_btl_pmeth_frag_t *frag = frag_for(ep, reserve + *size < payload ? reserve + *size : payload,
+                                          flags, order);
+    if (frag != NULL && nframes > 1) {
+        nframes = pmeth_frag_array_take(frag, nframes);
+    }
     if (frag != NULL && *size > 0) {
-        struct iovec iov = {.iov_base = (uint8_t *) frag->segment.seg_addr.pval + reserve,
-                            .iov_len = *size};
-        uint32_t iov_count = 1;
-        size_t max_data = *size;
-        if (opal_convertor_pack(convertor, &iov, &iov_count, &max_data) < 0) {
+        struct iovec iov[PMETH_WIRE_ARRAY_MAX];
+        mca_btl_pmeth_frag_t *f = frag;
+        size_t left = *size;
+        uint32_t iov_count = 0;
+        for (unsigned i = 0; i < nframes && left > 0; i++, f = f->array_next) {
+            size_t room = i == 0 ? payload - reserve : payload;
+            uint8_t *base = (uint8_t *) f->segment.seg_addr.pval + (i == 0 ? reserve : 0);
+            iov[i].iov_base = base;
+            iov[i].iov_len = left < room ? left : room;
+            left -= iov[i].iov_len;
+            iov_count++;
+        }
+        size_t max_data = *size - left;
+        if (opal_convertor_pack(convertor, iov, &iov_count, &max_data) < 0) {
             pmeth_frag_put(frag);
             frag = NULL;
         } else {
             *size = max_data;
-            frag->segment.seg_len = reserve + max_data;
+            /* each frame carries what the convertor put in its iovec; frames
+             * it left empty go back (a DATA frame has a payload) */
+            frag->segment.seg_len = reserve + (iov_count > 0 ? iov[0].iov_len : 0);
+            mca_btl_pmeth_frag_t *prev = frag, *rest = frag->array_next;
+            prev->array_next = NULL;
+            for (unsigned i = 1; rest != NULL; i++) {
+                mca_btl_pmeth_frag_t *next = rest->array_next;
+                rest->array_next = NULL;
+                if (i < iov_count && iov[i].iov_len > 0) {
+                    rest->segment.seg_len = iov[i].iov_len;
+                    prev->state |= PMETH_FRAG_CONT;
+                    prev->array_next = rest;
+                    prev = rest;
+                } else {
+                    pmeth_frag_put(rest);
+                }
+                rest = next;
+            }
+            if (frag->array_next != NULL && !array_segments(frag)) {
+                pmeth_frag_put(frag);
+                frag = NULL;
+            }
         }
     } else if (frag != NULL) {
         frag->segment.seg_len = reserve;

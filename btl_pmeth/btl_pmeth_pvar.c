@@ -23,7 +23,7 @@ enum {
     PV_APM_MIGRATIONS, PV_APM_MIG_FAULT, PV_APM_FAILBACKS, PV_APM_MIG_MANUAL, PV_APM_REARMS,
     PV_APM_REARMS_FAILED, PV_APM_PATHS_DEAD, PV_APM_FRAMES_MOVED, PV_APM_RECOVERIES,
     PV_CREDIT_WAITS, PV_CREDIT_ASKED, PV_CREDIT_REQUESTS, PV_CREDIT_MOVES,
-    PV_KEEPER_PASSES, PV_KEEPER_FRAMES,
+    PV_KEEPER_PASSES, PV_KEEPER_FRAMES, PV_ARRAYS_SENT, PV_ARRAYS_RECEIVED, PV_ARRAYS_DROPPED,
     PV_COUNT
 };
 
@@ -62,7 +62,15 @@ static xbtl_counter_def_t pmeth_counters[PV_COUNT] = {
     [PV_COPIES_RX] = {"copied_bytes_receive", "Bytes the BTL itself copied on the receive side "
                       "(ob1 reads payloads in place from the ring; only frames held ahead of a "
                       "gap for half a lap of the ring move out of it)"},
-    [PV_DELIVERED] = {"delivered_fragments", "DATA frames handed to ob1, in sequence order"},
+    [PV_DELIVERED] = {"delivered_fragments", "Fragments handed to ob1, in sequence order (one "
+                      "DATA frame each, or a buffer array of several)"},
+    [PV_ARRAYS_SENT] = {"arrays_sent", "Fragments sent as buffer arrays of more than one frame "
+                        "(btl_pmeth_array_frames)"},
+    [PV_ARRAYS_RECEIVED] = {"arrays_received", "Buffer arrays of more than one frame handed to "
+                            "ob1 (once their last frame was in)"},
+    [PV_ARRAYS_DROPPED] = {"arrays_dropped", "Buffer arrays from a peer dropped as malformed "
+                           "(more than 16 frames, or frames of different tags); their frames "
+                           "are counted in dropped_malformed"},
     [PV_APM_MIGRATIONS] = {"apm_migrations", "Path migrations: a peer's current path changed "
                            "(on a fault, a fail-back, by hand, or a recovery from no path)"},
     [PV_APM_MIG_FAULT] = {"apm_migrations_fault", "Path migrations because the current path "
@@ -121,6 +129,9 @@ static void pmeth_counters_read(uint64_t *v)
     v[PV_COPIES_TX] = c->copies_tx;
     v[PV_COPIES_RX] = c->copies_rx;
     v[PV_DELIVERED] = c->delivered;
+    v[PV_ARRAYS_SENT] = c->arrays_sent;
+    v[PV_ARRAYS_RECEIVED] = c->arrays_received;
+    v[PV_ARRAYS_DROPPED] = c->arrays_dropped;
     if (c->apm != NULL) {
         apm_counters_t t;
         apm_totals(c->apm, &t);

@@ -4,7 +4,10 @@
  * frame), then DATA goes through the peer's receive window and up to ob1 in
  * sequence order, straight from the ring frame (zero copy).  A frame that
  * arrives ahead of a gap, as striping over links makes them, is held in its
- * ring slot until the gap fills.
+ * ring slot until the gap fills.  A buffer array (frames marked CONT up to one
+ * that is not: one ob1 fragment) is held likewise, frame by frame as each comes
+ * in order, and goes to ob1 as one descriptor with a segment per frame once its
+ * last frame is in: seed 001's array without the peek.
  */
 #include "btl_pmeth.h"
 #include "btl_pmeth_frag.h"
@@ -102,6 +105,134 @@ static void move_old_held_aside(pmeth_link_t *link)
     }
 }
 
+/* Hold the frame in ring slot F of LINK where it is (on the link's list of
+ * held frames, which moves it out of the ring before the ring laps it). */
+static pmeth_held_t *hold(pmeth_link_t *link, const struct pmeth_rx_frame *f)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    pmeth_held_t *h = held_get();
+    if (h == NULL) {
+        return NULL;
+    }
+    h->link = (uint8_t) (link - c->links);
+    h->id = f->id;
+    h->frame = f->frame;
+    h->len = f->len;
+    h->copy = NULL;
+    h->next = NULL;
+    h->lap_next = NULL;
+    h->lap_prev = link->held_newest;
+    if (link->held_newest != NULL) {
+        link->held_newest->lap_next = h;
+    } else {
+        link->held_oldest = h;
+    }
+    link->held_newest = h;
+    return h;
+}
+
+/* Give back the held frames FIRST, FIRST->next, ... (to the ring, or freed). */
+static void release_list(pmeth_held_t *first)
+{
+    while (first != NULL) {
+        pmeth_held_t *h = first;
+        first = h->next;
+        pmeth_held_release(h);
+    }
+}
+
+void pmeth_array_release(mca_btl_base_endpoint_t *ep)
+{
+    release_list(ep->array_first);
+    ep->array_first = ep->array_last = NULL;
+    ep->array = (pmeth_wire_array_t) {0};
+}
+
+/* The array's frames FIRST..., each parsed again where it is now (a frame may
+ * have moved out of the ring meanwhile; nothing from the wire is trusted
+ * twice), to ob1 as one descriptor of a segment per frame. */
+static void deliver_array(pmeth_held_t *first, uint8_t tag)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    const mca_btl_active_message_callback_t *reg = &mca_btl_base_active_message_trigger[tag];
+    mca_btl_base_segment_t segs[PMETH_WIRE_ARRAY_MAX];
+    uint32_t n = 0, frames = 0;
+    size_t bytes = 0;
+    bool ok = true;
+    for (pmeth_held_t *h = first; h != NULL; h = h->next) {
+        pmeth_wire_view_t v;
+        pmeth_wire_expect_t expect = {.ethertype = (uint16_t) c->ethertype, .job_key = c->job_key,
+                                      .my_id = c->my_id, .max_frame = h->len,
+                                      .nlinks = PMETH_MAX_LINKS};
+        frames++;
+        if (!ok || n == PMETH_WIRE_ARRAY_MAX
+            || pmeth_wire_parse(h->frame, h->len, &expect, &v) != PMETH_WIRE_OK) {
+            ok = false;
+            continue;
+        }
+        segs[n].seg_addr.pval = (void *) v.payload;
+        segs[n].seg_len = v.len;
+        bytes += v.len;
+        n++;
+    }
+    if (OPAL_LIKELY(ok && n > 0 && reg->cbfunc != NULL)) {
+        mca_btl_base_descriptor_t des = {.des_segments = segs, .des_segment_count = n};
+        reg->cbfunc(&mca_btl_pmeth, tag, &des, reg->cbdata);
+        c->delivered++;
+        c->delivered_bytes += bytes;
+        c->arrays_received++;
+    } else {
+        c->drops[PMETH_WIRE_MALFORMED] += frames;
+        c->arrays_dropped++;
+    }
+    release_list(first);
+}
+
+/* H, the next frame in sequence (view V) and held, goes by the buffer-array
+ * rule (pmeth_wire_array_next): kept, delivered alone, delivered with the
+ * array it completes, or dropped. */
+static void array_add(mca_btl_base_endpoint_t *ep, pmeth_held_t *h, const pmeth_wire_view_t *v)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    h->next = NULL;
+    switch (pmeth_wire_array_next(&ep->array, v->cont, v->tag)) {
+    case PMETH_ARRAY_SINGLE:
+        deliver(v);
+        pmeth_held_release(h);
+        break;
+    case PMETH_ARRAY_KEEP:
+        if (ep->array_last != NULL) {
+            ep->array_last->next = h;
+        } else {
+            ep->array_first = h;
+        }
+        ep->array_last = h;
+        break;
+    case PMETH_ARRAY_COMPLETE: {
+        pmeth_held_t *first = ep->array_first;
+        ep->array_last->next = h;
+        /* the endpoint starts afresh before ob1 runs (its callback may send) */
+        ep->array_first = ep->array_last = NULL;
+        deliver_array(first, ep->array.tag);
+        break;
+    }
+    case PMETH_ARRAY_DROP_ALL:
+        for (pmeth_held_t *k = ep->array_first; k != NULL; k = k->next) {
+            c->drops[PMETH_WIRE_MALFORMED]++;
+        }
+        c->drops[PMETH_WIRE_MALFORMED]++;
+        c->arrays_dropped++;
+        release_list(ep->array_first);
+        ep->array_first = ep->array_last = NULL;
+        pmeth_held_release(h);
+        break;
+    case PMETH_ARRAY_DROP:
+        c->drops[PMETH_WIRE_MALFORMED]++;
+        pmeth_held_release(h);
+        break;
+    }
+}
+
 /* The held frames the window now releases, in order. */
 static void deliver_held(mca_btl_base_endpoint_t *ep)
 {
@@ -114,10 +245,14 @@ static void deliver_held(mca_btl_base_endpoint_t *ep)
         pmeth_wire_expect_t expect = {.ethertype = (uint16_t) c->ethertype, .job_key = c->job_key,
                                       .my_id = c->my_id, .max_frame = h->len,
                                       .nlinks = PMETH_MAX_LINKS};
-        if (pmeth_wire_parse(h->frame, h->len, &expect, &v) == PMETH_WIRE_OK) {
+        if (pmeth_wire_parse(h->frame, h->len, &expect, &v) != PMETH_WIRE_OK) {
+            pmeth_held_release(h);
+        } else if (pmeth_wire_array_holds(&ep->array, v.cont)) {
+            array_add(ep, h, &v);
+        } else {
             deliver(&v);
+            pmeth_held_release(h);
         }
-        pmeth_held_release(h);
     }
 }
 
@@ -168,33 +303,28 @@ static void on_data(pmeth_link_t *link, const struct pmeth_rx_frame *f, const pm
     pmeth_held_t *h = NULL;
     uintptr_t handle = 0;
     pmeth_rx_verdict_t r = pmeth_rxwin_classify(ep->rx, v->seq);
-    if (r == PMETH_RX_NEW_OUT_OF_ORDER) {
-        h = held_get();
+    /* held: ahead of a gap, or a frame of a buffer array */
+    if (r == PMETH_RX_NEW_OUT_OF_ORDER
+        || (r == PMETH_RX_NEW_IN_ORDER && pmeth_wire_array_holds(&ep->array, v->cont))) {
+        h = hold(link, f);
         if (h == NULL) {
             pmeth_ring_rx_put(link->ring, f->id);   /* not acked: it comes again */
             return;
         }
-        h->link = (uint8_t) (link - c->links);
-        h->id = f->id;
-        h->frame = f->frame;
-        h->len = f->len;
-        h->copy = NULL;
-        h->lap_next = NULL;
-        h->lap_prev = link->held_newest;
-        if (link->held_newest != NULL) {
-            link->held_newest->lap_next = h;
-        } else {
-            link->held_oldest = h;
+        if (r == PMETH_RX_NEW_OUT_OF_ORDER) {
+            handle = (uintptr_t) h;
         }
-        link->held_newest = h;
-        handle = (uintptr_t) h;
     }
     r = pmeth_rxwin_accept(ep->rx, v->seq, handle, *now);
     switch (r) {
     case PMETH_RX_NEW_IN_ORDER:
         ep->dup_resends = 0;        /* the peer moves on: our acks get there */
-        deliver(v);
-        pmeth_ring_rx_put(link->ring, f->id);
+        if (h != NULL) {
+            array_add(ep, h, v);
+        } else {
+            deliver(v);
+            pmeth_ring_rx_put(link->ring, f->id);
+        }
         deliver_held(ep);
         break;
     case PMETH_RX_NEW_OUT_OF_ORDER:

@@ -81,6 +81,9 @@ static void post_frame(mca_btl_pmeth_frag_t *frag, uint64_t now)
     if (frag->path == ep->primary) {
         pmeth_wire_set_current(frame, true);
     }
+    if (frag->state & PMETH_FRAG_CONT) {
+        pmeth_wire_set_cont(frame);
+    }
     put_acks(ep, frame);
     pmeth_rxwin_ack_sent(ep->rx);
     c->acks_piggybacked++;
@@ -157,6 +160,20 @@ static int send_pending(mca_btl_base_endpoint_t *ep, uint64_t now)
     return sent;
 }
 
+/* FRAG's turn: sent now, or on the pending list behind those already there. */
+static int send_or_queue(mca_btl_base_endpoint_t *ep, mca_btl_pmeth_frag_t *frag, uint64_t now)
+{
+    if (ep->pending_head != NULL || !try_send(frag, now)) {
+        /* a frame taken but not posted would hold up every later frame of its
+         * ring (the kernel sends slots in order): wait in private memory */
+        if (frag->frame_id >= 0 && !pmeth_frag_move_aside(frag)) {
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
+        append_pending(ep, frag);
+    }
+    return OPAL_SUCCESS;
+}
+
 int pmeth_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
                mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
 {
@@ -169,14 +186,29 @@ int pmeth_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
     frag->tag = tag;
     uint64_t now = pmeth_now_ns();
     pmeth_apm_poll(ep, now);
-    if (ep->pending_head != NULL || !try_send(frag, now)) {
-        /* a frame taken but not posted would hold up every later frame of its
-         * ring (the kernel sends slots in order): wait in private memory */
-        if (frag->frame_id >= 0 && !pmeth_frag_move_aside(frag)) {
-            PMETH_UNLOCK();
-            return OPAL_ERR_OUT_OF_RESOURCE;
+    mca_btl_pmeth_frag_t *rest = frag->array_next;
+    frag->array_next = NULL;
+    if (send_or_queue(ep, frag, now) != OPAL_SUCCESS) {
+        frag->array_next = rest;        /* ob1 keeps the descriptor, and its array */
+        PMETH_UNLOCK();
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    if (rest != NULL) {
+        /* the rest of the buffer array, at once and in order: its frames take
+         * the sequence numbers after the first one's, which is how the
+         * receiver puts the array together */
+        mca_btl_pmeth_component.arrays_sent++;
+    }
+    while (rest != NULL) {
+        mca_btl_pmeth_frag_t *next = rest->array_next;
+        rest->array_next = NULL;
+        rest->tag = tag;
+        if (send_or_queue(ep, rest, now) != OPAL_SUCCESS) {
+            /* no memory to set it aside: it waits in its frame (a frame held
+             * up behind it waits as long, nothing is lost) */
+            append_pending(ep, rest);
         }
-        append_pending(ep, frag);
+        rest = next;
     }
     pmeth_endpoint_activate(ep);
     PMETH_UNLOCK();

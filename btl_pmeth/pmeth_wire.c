@@ -60,8 +60,10 @@ pmeth_wire_verdict_t pmeth_wire_parse(const void *frame, size_t frame_len,
     bool echo = (flags & PMETH_WIRE_F_ECHO) != 0;
     bool credit = (flags & PMETH_WIRE_F_CREDIT) != 0;
     bool more = (flags & PMETH_WIRE_F_MORE) != 0;
+    bool cont = (flags & PMETH_WIRE_F_CONT) != 0;
     if (type == 0 || type > PMETH_WIRE_TYPE_MAX || (flags & ~PMETH_WIRE_F_ALL) != 0
         || (!credit && f[35] != 0) || (more && type != PMETH_WIRE_DATA)
+        || (cont && type != PMETH_WIRE_DATA)
         || (credit && type != PMETH_WIRE_DATA && type != PMETH_WIRE_ACK)
         || (!echo && (f[34] != 0 || pmeth_get32(f + 52) != 0))
         || (type != PMETH_WIRE_DATA && f[31] != 0) || f[29] >= e->nlinks
@@ -85,6 +87,7 @@ pmeth_wire_verdict_t pmeth_wire_parse(const void *frame, size_t frame_len,
     v->current = (flags & PMETH_WIRE_F_CURRENT) != 0;
     v->has_credit = credit;
     v->more = more;
+    v->cont = cont;
     v->credit = f[35];
     v->echo_xmit = f[34];
     v->echo_seq = pmeth_get32(f + 52);
@@ -118,6 +121,31 @@ pmeth_wire_verdict_t pmeth_wire_parse(const void *frame, size_t frame_len,
         break;          /* reserved types: well-formed headers, ignored by this version */
     }
     return PMETH_WIRE_OK;
+}
+
+pmeth_wire_array_step_t pmeth_wire_array_next(pmeth_wire_array_t *a, bool cont, uint8_t tag)
+{
+    if (a->discard) {
+        a->discard = cont;
+        return PMETH_ARRAY_DROP;
+    }
+    if (a->frames == 0 && !cont) {
+        return PMETH_ARRAY_SINGLE;
+    }
+    if ((a->frames > 0 && tag != a->tag) || (cont && a->frames + 1 >= PMETH_WIRE_ARRAY_MAX)) {
+        a->frames = 0;
+        a->discard = cont;
+        return PMETH_ARRAY_DROP_ALL;
+    }
+    if (a->frames == 0) {
+        a->tag = tag;
+    }
+    if (cont) {
+        a->frames++;
+        return PMETH_ARRAY_KEEP;
+    }
+    a->frames = 0;
+    return PMETH_ARRAY_COMPLETE;
 }
 
 const char *pmeth_wire_verdict_name(int verdict)

@@ -21,7 +21,10 @@
  *            runs on: the receiver sends its standalone acks back on that
  *            path, so a link dead one way loses neither direction); bit 2
  *            CREDIT (byte 35 holds a grant, pmeth_credit.h); bit 3 MORE (DATA:
- *            this frame uses up the sender's grant, ack it at once); others 0
+ *            this frame uses up the sender's grant, ack it at once); bit 4 CONT
+ *            (DATA: the payload goes on in the frame with the next sequence
+ *            number: one ob1 fragment over several frames, seed 001's buffer
+ *            array, at most PMETH_WIRE_ARRAY_MAX frames); others 0
  *   29   1   link: the sender's link index
  *   30   1   BTL tag (DATA only)
  *   31   1   transmission (DATA): 0 the first, n the n-th resend (at most 255)
@@ -63,8 +66,14 @@
 #define PMETH_WIRE_F_CURRENT 0x02
 #define PMETH_WIRE_F_CREDIT 0x04
 #define PMETH_WIRE_F_MORE 0x08
-#define PMETH_WIRE_F_ALL \
-    (PMETH_WIRE_F_ECHO | PMETH_WIRE_F_CURRENT | PMETH_WIRE_F_CREDIT | PMETH_WIRE_F_MORE)
+#define PMETH_WIRE_F_CONT 0x10
+#define PMETH_WIRE_F_ALL                                                                  \
+    (PMETH_WIRE_F_ECHO | PMETH_WIRE_F_CURRENT | PMETH_WIRE_F_CREDIT | PMETH_WIRE_F_MORE \
+     | PMETH_WIRE_F_CONT)
+
+/* Frames of one buffer array (one ob1 fragment): ob1 takes at most 16
+ * segments in a received descriptor (MCA_BTL_DES_MAX_SEGMENTS). */
+#define PMETH_WIRE_ARRAY_MAX 16
 
 /* offsets the kernel-side filters use */
 #define PMETH_WIRE_OFF_ETHERTYPE 12
@@ -119,6 +128,7 @@ typedef struct pmeth_wire_view {
     bool current;                       /* sent on the sender's current path (apm) */
     bool has_credit;                    /* credit holds the sender's grant to us */
     bool more;                          /* DATA: the sender used up its grant */
+    bool cont;                          /* DATA: the fragment goes on in the next frame */
     uint8_t credit;
     uint8_t echo_xmit;
     uint32_t echo_seq;
@@ -236,6 +246,12 @@ static inline void pmeth_wire_set_more(void *frame, bool on)
     f[28] = (uint8_t) (on ? f[28] | PMETH_WIRE_F_MORE : f[28] & ~PMETH_WIRE_F_MORE);
 }
 
+/* A DATA frame whose fragment goes on in the frame with the next sequence number. */
+static inline void pmeth_wire_set_cont(void *frame)
+{
+    ((uint8_t *) frame)[28] |= PMETH_WIRE_F_CONT;
+}
+
 /* Echo the newest resent frame we received (DATA and ACK frames). */
 static inline void pmeth_wire_set_echo(void *frame, uint32_t seq, uint8_t xmit)
 {
@@ -251,6 +267,33 @@ void pmeth_wire_build_probe(void *frame, uint32_t frame_len, const uint8_t dst_m
                             const uint8_t src_mac[6], uint16_t ethertype, uint32_t key,
                             uint32_t dst, uint32_t src, uint8_t type,
                             const pmeth_wire_probe_t *probe);
+
+/* The receiver's rule for buffer arrays, applied to each DATA frame in
+ * sequence order: a frame with CONT opens an array (or adds to it), the next
+ * without CONT completes it.  An array longer than PMETH_WIRE_ARRAY_MAX frames
+ * or mixing tags did not come from a pmeth sender: it is dropped whole, and so
+ * are its frames still to come, up to its last. */
+typedef struct pmeth_wire_array {
+    uint8_t frames;                     /* kept so far */
+    uint8_t tag;                        /* of the first */
+    bool discard;                       /* dropping the rest of a malformed array */
+} pmeth_wire_array_t;
+
+typedef enum pmeth_wire_array_step {
+    PMETH_ARRAY_SINGLE,                 /* a fragment of one frame: deliver it */
+    PMETH_ARRAY_KEEP,                   /* keep it: the array goes on */
+    PMETH_ARRAY_COMPLETE,               /* keep it and deliver the array (frames kept + 1) */
+    PMETH_ARRAY_DROP_ALL,               /* malformed: drop the frames kept and this one */
+    PMETH_ARRAY_DROP,                   /* the rest of a dropped array: drop this one */
+} pmeth_wire_array_step_t;
+
+/* Whether a frame of CONT and TAG must be held rather than delivered alone. */
+static inline bool pmeth_wire_array_holds(const pmeth_wire_array_t *a, bool cont)
+{
+    return cont || a->frames > 0 || a->discard;
+}
+
+pmeth_wire_array_step_t pmeth_wire_array_next(pmeth_wire_array_t *a, bool cont, uint8_t tag);
 
 pmeth_wire_verdict_t pmeth_wire_parse(const void *frame, size_t frame_len,
                                       const pmeth_wire_expect_t *expect, pmeth_wire_view_t *out);

@@ -74,8 +74,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         REQUIRE(v.xmit == frame[31] && (v.type == PMETH_WIRE_DATA || v.xmit == 0));
         REQUIRE(v.seq == pmeth_get32(frame + 36) && v.ack == pmeth_get32(frame + 40)
                 && v.sack == pmeth_get64(frame + 44));
+        REQUIRE(v.cont == ((frame[28] & PMETH_WIRE_F_CONT) != 0) && (!v.cont || v.type == PMETH_WIRE_DATA));
         if (v.type == PMETH_WIRE_DATA) {
             REQUIRE(v.len > 0);
+            /* the buffer-array rule over the stream of DATA frames the fuzzer
+             * makes (its state lives across inputs, as a peer's does across
+             * frames): never more kept than ob1 takes in one descriptor */
+            static pmeth_wire_array_t arr;
+            static unsigned kept;
+            switch (pmeth_wire_array_next(&arr, v.cont, v.tag)) {
+            case PMETH_ARRAY_KEEP:
+                kept++;
+                REQUIRE(kept < PMETH_WIRE_ARRAY_MAX && arr.frames == kept);
+                break;
+            case PMETH_ARRAY_COMPLETE:
+                REQUIRE(kept >= 1 && kept + 1 <= PMETH_WIRE_ARRAY_MAX && arr.frames == 0);
+                kept = 0;
+                break;
+            case PMETH_ARRAY_SINGLE:
+                REQUIRE(kept == 0 && !v.cont && !arr.discard);
+                break;
+            case PMETH_ARRAY_DROP_ALL:
+            case PMETH_ARRAY_DROP:
+                kept = 0;
+                REQUIRE(arr.frames == 0 && arr.discard == v.cont);
+                break;
+            }
         }
         if (v.type == PMETH_WIRE_ACK) {
             REQUIRE(v.len == 0 && v.seq == 0 && v.tag == 0);

@@ -63,15 +63,21 @@ job "$LOG/tight" --ppn 2 --mca btl_pmeth_credit_budget 1 --mca btl_pmeth_credit_
 check "6 senders at once on a one-frame budget: no deadlock, every payload verified ($(sum "$LOG/tight.err" 'fragments waited for a grant') waits for a grant)" \
     sh -c "$(declare -f verified); verified $rc '$LOG/tight' && grep -q 'senders 6' '$LOG/tight'"
 
+# the same with buffer arrays of 16 frames: an array is cut to what the grant lets go
+job "$LOG/tight-arrays" --ppn 2 --mca btl_pmeth_credit_budget 1 --mca btl_pmeth_credit_floor 1 \
+    --mca btl_pmeth_array_frames 16 -- "$INCAST" -m 128k:512k -i 4; rc=$?
+check "the same with buffer arrays of 16 frames: no deadlock, every payload verified ($(sum "$LOG/tight-arrays.err" 'fragments waited for a grant') waits for a grant)" \
+    sh -c "$(declare -f verified); verified $rc '$LOG/tight-arrays' && grep -q 'senders 6' '$LOG/tight-arrays'"
+
 info=$(ompi_info --param btl pmeth --level 9 2>/dev/null)
 miss=""
-for p in credits credit_budget credit_port_bytes credit_floor credit_lease_us; do
+for p in credits credit_budget credit_port_bytes credit_floor credit_lease_us array_frames; do
     grep -q "parameter \"btl_pmeth_$p\"" <<<"$info" || miss="$miss $p"
 done
-for v in credit_waits credit_asked credit_requests credit_moves credit_share; do
+for v in credit_waits credit_asked credit_requests credit_moves credit_share arrays_sent arrays_received arrays_dropped; do
     grep -q "performance \"btl_pmeth_$v\"" <<<"$info" || miss="$miss $v"
 done
-check "ompi_info documents the credit parameters and MPI_T variables${miss:+ (missing:$miss)}" [ -z "$miss" ]
+check "ompi_info documents the credit and buffer-array parameters and MPI_T variables${miss:+ (missing:$miss)}" [ -z "$miss" ]
 check "the policy is an enumeration: off, static, demand" \
     grep -q 'Valid values: 0:"off", 1:"static", 2:"demand"' <<<"$info"
 

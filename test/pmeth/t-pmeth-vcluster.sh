@@ -71,6 +71,18 @@ vc fault loss:n0/eth0:0.01:both loss:n0/eth1:0.01:both >/dev/null
 pm "$LOG/loss" --mca btl self,pmeth -- "$P2P" -M 4194304; rc=$?
 p2p_tap "1% loss each way" "$LOG/loss" $rc
 check "1% loss: frames were retransmitted ($(retrans "$LOG/loss"))" [ "$(retrans "$LOG/loss")" -gt 0 ]
+
+# the same with buffer arrays of 16 frames (one ob1 fragment over several frames, handed to
+# ob1 as one descriptor once its last frame is in): resends inside arrays, arrays striped
+# over both links, every byte right, still no byte copied by the BTL
+pm "$LOG/arrays" --mca btl self,pmeth --mca btl_pmeth_array_frames 16 -- "$P2P" -M 4194304; rc=$?
+p2p_tap "buffer arrays of 16 frames, 1% loss each way" "$LOG/arrays" $rc
+arrays() { grep -ho "buffer arrays: [0-9]* sent, [0-9]* received, [0-9]* dropped" "$1.err"; }
+sent=$(arrays "$LOG/arrays" | awk '{s += $3} END {print s + 0}')
+recvd=$(arrays "$LOG/arrays" | awk '{s += $5} END {print s + 0}')
+bad=$(arrays "$LOG/arrays" | awk '{s += $7} END {print s + 0}')
+check "arrays of 16 frames under 1% loss: $sent sent, $recvd received whole, $bad dropped, $(retrans "$LOG/arrays") frames resent, no byte copied by the BTL" \
+    sh -c "[ $sent -gt 0 ] && [ $sent = $recvd ] && [ $bad = 0 ] && [ \"$(copied "$LOG/arrays")\" = 0 ]"
 vc fault --clear >/dev/null
 
 # a sender that leaves MPI right after its sends completed (before their acks) while 20% of
@@ -113,6 +125,8 @@ vc fault --clear >/dev/null
 vc create pair --links 1 --rate 0 --mtu 9000 --force >/dev/null || { not_ok "create pair mtu 9000"; tap_done; exit; }
 pm "$LOG/jumbo" --mca btl self,pmeth -- "$P2P" -M 4194304; rc=$?
 p2p_tap "1 link, MTU 9000" "$LOG/jumbo" $rc
+pm "$LOG/jumbo-arrays" --mca btl self,pmeth --mca btl_pmeth_array_frames 4 -- "$P2P" -M 4194304; rc=$?
+p2p_tap "1 link, MTU 9000, buffer arrays of 4 frames" "$LOG/jumbo-arrays" $rc
 
 # ---- 1 link shaped to 1 Gbit/s (tbf): the kernel stops taking frames from the ring when
 # the socket's send buffer is full and must be asked again once the queue drains --------

@@ -261,12 +261,12 @@ static void test_malformed(void)
         CHECK(parse(n) == PMETH_WIRE_MALFORMED, "type %u: malformed", types[i]);
     }
     bool all_flags = true;
-    for (int bit = 4; bit < 8; bit++) {
+    for (int bit = 5; bit < 8; bit++) {
         n = make_data(64);
         buf[28] = (uint8_t) (1u << bit);
         all_flags = all_flags && parse(n) == PMETH_WIRE_MALFORMED;
     }
-    CHECK(all_flags, "any undefined flag bit set (each of bits 4-7): malformed");
+    CHECK(all_flags, "any undefined flag bit set (each of bits 5-7): malformed");
     n = make_data(64);
     pmeth_wire_set_current(buf, true);
     pmeth_wire_view_t cv;
@@ -571,6 +571,59 @@ static void test_names(void)
           "out-of-range verdicts are 'unknown'");
 }
 
+/* The buffer array (seed 001): CONT on DATA says the fragment goes on in the
+ * next frame; on any other type it is malformed. */
+static void test_cont(void)
+{
+    pmeth_wire_view_t v;
+    size_t n = make_data(64);
+    CHECK(parse_n(n, 8, &v) == PMETH_WIRE_OK && !v.cont, "a DATA frame ends its fragment by default");
+    pmeth_wire_set_cont(buf);
+    CHECK(parse_n(n, 8, &v) == PMETH_WIRE_OK && v.cont && v.len == 64 && v.payload[63] == pattern(63)
+              && v.seq == 0xfffffffeu,
+          "set_cont round-trips on DATA; length, payload and seq untouched");
+    n = make_ack();
+    buf[28] |= PMETH_WIRE_F_CONT;
+    CHECK(parse(n) == PMETH_WIRE_MALFORMED, "CONT on an ACK is malformed");
+    n = make_probe(PMETH_WIRE_PROBE, 100, &probe_sample);
+    buf[28] |= PMETH_WIRE_F_CONT;
+    CHECK(parse(n) == PMETH_WIRE_MALFORMED, "CONT on a PROBE is malformed");
+}
+
+/* The receiver's buffer-array rule, frame by frame (pmeth_wire_array_next). */
+static void test_array_rule(void)
+{
+    pmeth_wire_array_t a = {0};
+    CHECK(!pmeth_wire_array_holds(&a, false) && pmeth_wire_array_next(&a, false, 65) == PMETH_ARRAY_SINGLE,
+          "a frame without CONT, no array open: delivered alone, nothing held");
+    bool keeps = true;
+    for (int i = 0; i < 15; i++) {
+        keeps = keeps && pmeth_wire_array_holds(&a, true)
+                && pmeth_wire_array_next(&a, true, 65) == PMETH_ARRAY_KEEP;
+    }
+    CHECK(keeps && a.frames == 15 && pmeth_wire_array_holds(&a, false)
+              && pmeth_wire_array_next(&a, false, 65) == PMETH_ARRAY_COMPLETE && a.frames == 0,
+          "15 CONT frames are kept, the 16th (no CONT) completes the array: ob1's 16 segments");
+    CHECK(pmeth_wire_array_next(&a, false, 66) == PMETH_ARRAY_SINGLE,
+          "after a complete array the next frame stands alone");
+    for (int i = 0; i < 15; i++) {
+        (void) pmeth_wire_array_next(&a, true, 65);
+    }
+    CHECK(pmeth_wire_array_next(&a, true, 65) == PMETH_ARRAY_DROP_ALL && a.discard,
+          "a 16th CONT frame (a 17th would follow): the array is dropped whole");
+    CHECK(pmeth_wire_array_holds(&a, false) && pmeth_wire_array_next(&a, true, 65) == PMETH_ARRAY_DROP
+              && pmeth_wire_array_next(&a, false, 65) == PMETH_ARRAY_DROP && !a.discard,
+          "its frames still to come are dropped, up to its last (no CONT)");
+    CHECK(pmeth_wire_array_next(&a, false, 65) == PMETH_ARRAY_SINGLE,
+          "then frames are delivered again");
+    (void) pmeth_wire_array_next(&a, true, 65);
+    CHECK(pmeth_wire_array_next(&a, false, 70) == PMETH_ARRAY_DROP_ALL && !a.discard && a.frames == 0,
+          "an array whose last frame has another tag is dropped whole (nothing after it dropped)");
+    (void) pmeth_wire_array_next(&a, true, 65);
+    CHECK(pmeth_wire_array_next(&a, true, 70) == PMETH_ARRAY_DROP_ALL && a.discard,
+          "tags changing mid-array: dropped, and the rest of it");
+}
+
 int main(void)
 {
     test_round_trips();
@@ -581,6 +634,8 @@ int main(void)
     test_set_ack();
     test_echo_and_xmit();
     test_credit();
+    test_cont();
+    test_array_rule();
     test_reserved_types();
     test_every_header_byte();
     test_guard_page();
