@@ -151,14 +151,21 @@ static int pmeth_component_register(void)
     reg("stripe_min", "Fragments of at least this many bytes are striped round-robin over every "
         "path to the peer; shorter ones take its first path, so small messages do not pay for "
         "the reordering", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->stripe_min, OPAL_INFO_LVL_4);
-    c->array_frames = 1;
+    c->array_frames = 16;
     reg("array_frames", "Frames one ob1 pipeline fragment may span (1-16): seed 001's buffer "
-        "array.  1: every fragment is one frame, handed to ob1 the moment it is in order (the "
-        "receiver sees each frame at once: the paper's peek).  More: a fragment of up to this "
-        "many frames, fewer fragments for ob1 to schedule and call back, handed to ob1 (as one "
-        "descriptor of several segments, still in the ring frames) only when its last frame is "
-        "in.  Message starts and eager messages stay one frame",
+        "array.  A fragment of several frames costs ob1 one fragment to schedule and call back "
+        "instead of one per frame, and goes to ob1 (one descriptor, a segment per ring frame, "
+        "no copy) once its last frame is in.  1: every fragment is one frame, handed to ob1 "
+        "the moment it is in order (the paper's peek).  Message starts and eager messages are "
+        "always one frame.  Used for peers reached over btl_pmeth_array_min_paths paths or more",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->array_frames, OPAL_INFO_LVL_4);
+    c->array_min_paths = 2;
+    reg("array_min_paths", "Buffer arrays (btl_pmeth_array_frames) only for peers striped over "
+        "at least this many paths; others get a frame per fragment.  Over one link a frame per "
+        "fragment already fills the line and the receiver sees each frame at once; over a "
+        "stripe, a frame per fragment leaves it short of the line (ob1's per-fragment work "
+        "and pipeline depth), which arrays fill (README, 'Buffer arrays').  1: every peer",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->array_min_paths, OPAL_INFO_LVL_5);
     c->probe_timeout_ms = 3000;
     reg("probe_timeout_ms", "How long a peer's links are probed (a small and a full-MTU frame on "
         "each) before it is declared unreachable over pmeth", MCA_BASE_VAR_TYPE_UNSIGNED_INT,

@@ -361,7 +361,7 @@ static mca_btl_base_descriptor_t *pmeth_prepare_src(mca_btl_base_module_t *btl,
     /* message starts stay one frame: they must never wait for a grant */
     unsigned nframes = 1;
     if (reserve + *size > payload && !(flags & MCA_BTL_DES_FLAGS_PRIORITY)
-        && c->array_frames > 1) {
+        && c->array_frames > 1 && ep->nstripe >= c->array_min_paths) {
         size_t want = (reserve + *size + payload - 1) / payload;
         nframes = want < c->array_frames ? (unsigned) want : c->array_frames;
     }

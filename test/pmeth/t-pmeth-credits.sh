@@ -65,13 +65,13 @@ check "6 senders at once on a one-frame budget: no deadlock, every payload verif
 
 # the same with buffer arrays of 16 frames: an array is cut to what the grant lets go
 job "$LOG/tight-arrays" --ppn 2 --mca btl_pmeth_credit_budget 1 --mca btl_pmeth_credit_floor 1 \
-    --mca btl_pmeth_array_frames 16 -- "$INCAST" -m 128k:512k -i 4; rc=$?
+    --mca btl_pmeth_array_frames 16 --mca btl_pmeth_array_min_paths 1 -- "$INCAST" -m 128k:512k -i 4; rc=$?
 check "the same with buffer arrays of 16 frames: no deadlock, every payload verified ($(sum "$LOG/tight-arrays.err" 'fragments waited for a grant') waits for a grant)" \
     sh -c "$(declare -f verified); verified $rc '$LOG/tight-arrays' && grep -q 'senders 6' '$LOG/tight-arrays'"
 
 info=$(ompi_info --param btl pmeth --level 9 2>/dev/null)
 miss=""
-for p in credits credit_budget credit_port_bytes credit_floor credit_lease_us array_frames; do
+for p in credits credit_budget credit_port_bytes credit_floor credit_lease_us array_frames array_min_paths; do
     grep -q "parameter \"btl_pmeth_$p\"" <<<"$info" || miss="$miss $p"
 done
 for v in credit_waits credit_asked credit_requests credit_moves credit_share arrays_sent arrays_received arrays_dropped; do

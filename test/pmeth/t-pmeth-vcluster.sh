@@ -41,7 +41,7 @@ echo "# n0 sent eth0 $((b0 - a0)) B, eth1 $((b1 - a1)) B"
 d0=$((b0 - a0)); d1=$((b1 - a1))
 check "both links carried the large messages (striping): eth0 $d0 B, eth1 $d1 B" \
     [ $((d0 + d1)) -gt 4000000 -a $((d0 * 4)) -gt $((d0 + d1)) -a $((d1 * 4)) -gt $((d0 + d1)) ]
-check "the BTL copied no byte itself, sending or receiving (ob1 packs into ring frames, reads from them)" \
+check "the BTL copied no byte itself, sending or receiving (ob1 packs into ring frames, reads from them; $(grep -ho "buffer arrays: [0-9]* sent" "$LOG/p2p2.err" | awk '{s += $3} END {print s + 0}') buffer arrays)" \
     [ "$(copied "$LOG/p2p2")" = 0 ]
 check "every rank's summary is there (finalize ran)" [ "$(grep -c 'bytes copied by the BTL' "$LOG/p2p2.err")" = 2 ]
 
@@ -72,17 +72,18 @@ pm "$LOG/loss" --mca btl self,pmeth -- "$P2P" -M 4194304; rc=$?
 p2p_tap "1% loss each way" "$LOG/loss" $rc
 check "1% loss: frames were retransmitted ($(retrans "$LOG/loss"))" [ "$(retrans "$LOG/loss")" -gt 0 ]
 
-# the same with buffer arrays of 16 frames (one ob1 fragment over several frames, handed to
-# ob1 as one descriptor once its last frame is in): resends inside arrays, arrays striped
-# over both links, every byte right, still no byte copied by the BTL
-pm "$LOG/arrays" --mca btl self,pmeth --mca btl_pmeth_array_frames 16 -- "$P2P" -M 4194304; rc=$?
-p2p_tap "buffer arrays of 16 frames, 1% loss each way" "$LOG/arrays" $rc
+# over 2 paths pipeline fragments are buffer arrays of 16 frames by default (one ob1 fragment
+# over several frames, handed to ob1 as one descriptor once its last frame is in): resends
+# inside arrays, arrays striped over both links, every array whole
 arrays() { grep -ho "buffer arrays: [0-9]* sent, [0-9]* received, [0-9]* dropped" "$1.err"; }
-sent=$(arrays "$LOG/arrays" | awk '{s += $3} END {print s + 0}')
-recvd=$(arrays "$LOG/arrays" | awk '{s += $5} END {print s + 0}')
-bad=$(arrays "$LOG/arrays" | awk '{s += $7} END {print s + 0}')
-check "arrays of 16 frames under 1% loss: $sent sent, $recvd received whole, $bad dropped ($(retrans "$LOG/arrays") frames resent, $(copied "$LOG/arrays") B copied setting frames aside)" \
+sent=$(arrays "$LOG/loss" | awk '{s += $3} END {print s + 0}')
+recvd=$(arrays "$LOG/loss" | awk '{s += $5} END {print s + 0}')
+bad=$(arrays "$LOG/loss" | awk '{s += $7} END {print s + 0}')
+check "buffer arrays under 1% loss: $sent sent, $recvd received whole, $bad dropped ($(copied "$LOG/loss") B copied setting frames aside)" \
     sh -c "[ $sent -gt 0 ] && [ $sent = $recvd ] && [ $bad = 0 ]"
+# and with a frame per fragment (btl_pmeth_array_frames 1): every frame to ob1 on its own
+pm "$LOG/loss1" --mca btl self,pmeth --mca btl_pmeth_array_frames 1 -- "$P2P" -M 4194304; rc=$?
+p2p_tap "1% loss each way, a frame per fragment" "$LOG/loss1" $rc
 vc fault --clear >/dev/null
 
 # a sender that leaves MPI right after its sends completed (before their acks) while 20% of
@@ -125,7 +126,8 @@ vc fault --clear >/dev/null
 vc create pair --links 1 --rate 0 --mtu 9000 --force >/dev/null || { not_ok "create pair mtu 9000"; tap_done; exit; }
 pm "$LOG/jumbo" --mca btl self,pmeth -- "$P2P" -M 4194304; rc=$?
 p2p_tap "1 link, MTU 9000" "$LOG/jumbo" $rc
-pm "$LOG/jumbo-arrays" --mca btl self,pmeth --mca btl_pmeth_array_frames 4 -- "$P2P" -M 4194304; rc=$?
+pm "$LOG/jumbo-arrays" --mca btl self,pmeth --mca btl_pmeth_array_frames 4 --mca btl_pmeth_array_min_paths 1 \
+    -- "$P2P" -M 4194304; rc=$?
 p2p_tap "1 link, MTU 9000, buffer arrays of 4 frames" "$LOG/jumbo-arrays" $rc
 sent=$(arrays "$LOG/jumbo-arrays" | awk '{s += $3} END {print s + 0}')
 check "buffer arrays without loss: $sent sent, and the BTL copied no byte itself (ob1 packs into the array's ring frames and reads from them)" \
