@@ -131,6 +131,17 @@ static pmeth_held_t *hold(pmeth_link_t *link, const struct pmeth_rx_frame *f)
     return h;
 }
 
+/* A held frame's view, parsed again where the frame is now (it may have moved
+ * out of the ring): parsed once already, but nothing is trusted twice. */
+static bool parse_held(const pmeth_held_t *h, pmeth_wire_view_t *v)
+{
+    const mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    pmeth_wire_expect_t expect = {.ethertype = (uint16_t) c->ethertype, .job_key = c->job_key,
+                                  .my_id = c->my_id, .max_frame = h->len,
+                                  .nlinks = PMETH_MAX_LINKS};
+    return pmeth_wire_parse(h->frame, h->len, &expect, v) == PMETH_WIRE_OK;
+}
+
 /* Give back the held frames FIRST, FIRST->next, ... (to the ring, or freed). */
 static void release_list(pmeth_held_t *first)
 {
@@ -161,12 +172,8 @@ static void deliver_array(pmeth_held_t *first, uint8_t tag)
     bool ok = true;
     for (pmeth_held_t *h = first; h != NULL; h = h->next) {
         pmeth_wire_view_t v;
-        pmeth_wire_expect_t expect = {.ethertype = (uint16_t) c->ethertype, .job_key = c->job_key,
-                                      .my_id = c->my_id, .max_frame = h->len,
-                                      .nlinks = PMETH_MAX_LINKS};
         frames++;
-        if (!ok || n == PMETH_WIRE_ARRAY_MAX
-            || pmeth_wire_parse(h->frame, h->len, &expect, &v) != PMETH_WIRE_OK) {
+        if (!ok || n == PMETH_WIRE_ARRAY_MAX || !parse_held(h, &v)) {
             ok = false;
             continue;
         }
@@ -236,16 +243,11 @@ static void array_add(mca_btl_base_endpoint_t *ep, pmeth_held_t *h, const pmeth_
 /* The held frames the window now releases, in order. */
 static void deliver_held(mca_btl_base_endpoint_t *ep)
 {
-    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     uintptr_t handle;
     while (pmeth_rxwin_pop(ep->rx, &handle)) {
         pmeth_held_t *h = (pmeth_held_t *) handle;
         pmeth_wire_view_t v;
-        /* parsed once already; again for the view (cheap, and nothing trusted) */
-        pmeth_wire_expect_t expect = {.ethertype = (uint16_t) c->ethertype, .job_key = c->job_key,
-                                      .my_id = c->my_id, .max_frame = h->len,
-                                      .nlinks = PMETH_MAX_LINKS};
-        if (pmeth_wire_parse(h->frame, h->len, &expect, &v) != PMETH_WIRE_OK) {
+        if (!parse_held(h, &v)) {
             pmeth_held_release(h);
         } else if (pmeth_wire_array_holds(&ep->array, v.cont)) {
             array_add(ep, h, &v);
