@@ -198,6 +198,43 @@ class Cluster:
             sink.kill()
             sink.wait()
 
+    def duplex_floor(self, seconds=2):
+        """The raw-frame floor of a bidirectional stream: each host runs one process that
+        blasts full-MTU frames striped over all links to the other while taking the other's
+        (test/pmeth/pmeth_floor duplex), placed as the ranks are; the MB/s both received,
+        added.  None if it cannot run."""
+        tool = os.path.join(BUILD, "test", "pmeth", "pmeth_floor")
+        eths, mtu = self.links()
+        if not os.access(tool, os.X_OK) or not eths or len(eths) > 8:
+            return None
+        m0 = ",".join(self._mac("n0", e) for e in eths)
+        m1 = ",".join(self._mac("n1", e) for e in eths)
+        common = ["--if", ",".join(eths), "--mode", "packet", "--mtu", str(mtu), "--size", str(mtu + 14),
+                  "--rx", "4096", "--seconds", str(seconds), "--timeout", "20"]
+        ends = []
+        try:
+            for node, me, peer, mine, theirs in (("n1", "2", "1", m1, m0), ("n0", "1", "2", m0, m1)):
+                p = subprocess.Popen(self._on(node) + [tool, "--mac", mine, "--peer-mac", theirs, "--me", me,
+                                                       "--peer", peer] + common + ["duplex"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                ends.append(p)
+                if "ready" not in p.stdout.readline():
+                    return None
+            total = 0.0
+            for p in ends:
+                out, _ = p.communicate(timeout=seconds + 40)
+                rows = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+                if not rows or rows[0]["frames"] == 0:
+                    return None
+                total += rows[0]["mbyte_per_s"]
+            return total
+        except (subprocess.TimeoutExpired, ValueError, KeyError):
+            return None
+        finally:
+            for p in ends:
+                p.kill()
+                p.wait()
+
     def floor(self, iters=20000):
         """The raw-frame floor on the first link: half round trip of a 64-byte frame (the
         Ethernet and pmeth headers and 8 bytes) between the two hosts' AF_PACKET rings,
@@ -404,6 +441,14 @@ def main():
                     # the stream floor after the round; one figure for every size (a stream of
                     # full frames does not know message sizes), so each row shows its distance
                     f = cluster.stream_floor()
+                    if f is not None:
+                        probe = rows[-1].get("probe_ns")
+                        for r in rows:
+                            samples.setdefault((b, "raw-floor"), {}).setdefault(r["size"], {}) \
+                                .setdefault("mbps", []).append((f, probe))
+                if cluster and b == "bibw" and rep > 0 and rows:
+                    # the same for a stream each way at once: what both ends received
+                    f = cluster.duplex_floor()
                     if f is not None:
                         probe = rows[-1].get("probe_ns")
                         for r in rows:

@@ -12,6 +12,8 @@
  *          arrived (first to last frame), checking sequence numbers per link
  *   blast  sends --size byte frames for --seconds as fast as the rings take
  *          them, one kick per 32 frames; prints frames/s offered
+ *   duplex blast and sink at once in one process (run one on each end: the
+ *          floor of a bidirectional stream); prints what it received
  * sink and blast take several links (--if a,b,.. with one --mac and --peer-mac
  * address per link, comma-separated): the blaster stripes frames round-robin,
  * the floor of a striped stream.
@@ -20,6 +22,8 @@
 #include "ring_common.h"
 
 #include <unistd.h>
+
+#define TF_HELLO 0xfffffffeu            /* duplex: "I am here", before the stream */
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -142,92 +146,121 @@ static int ping(const struct opts *o, struct pmeth_ring *r)
     return done == o->count ? 0 : 1;
 }
 
-static int sink(const struct opts *o, struct pmeth_ring **rings, int nrings)
+/* What a sink counts of the frames addressed to it. */
+struct sink_count {
+    bool hello;                         /* the peer's TF_HELLO (duplex) came */
+    uint64_t first, last;
+    unsigned long frames, bytes, out_of_order;
+    uint32_t expect[TF_MAX_LINKS], sent;
+    int stopped;
+    bool stop_seen[TF_MAX_LINKS];
+};
+
+/* Take what the rings hold.  A link is FIFO: per link the sequence only grows
+ * (the blaster numbers frames across all links, so a gap is another link's
+ * frame or a drop). */
+static void sink_poll(const struct opts *o, struct pmeth_ring **rings, int nrings,
+                      struct sink_count *sc)
 {
-    uint64_t deadline = now_ns() + (uint64_t) (o->timeout * 1e9), first = 0, last = 0;
-    unsigned long frames = 0, bytes = 0, out_of_order = 0;
-    uint32_t expect[TF_MAX_LINKS] = {0}, sent = 0;
     struct pmeth_rx_frame in[64];
-    int stopped = 0;
-    bool stop_seen[TF_MAX_LINKS] = {false};
-    /* a link is FIFO: per link the sequence only grows (the blaster numbers frames
-     * across all links, so a gap is another link's frame or a drop) */
-    while (stopped < nrings && now_ns() < deadline) {
-        for (int l = 0; l < nrings; l++) {
-            int k = pmeth_ring_rx_poll(rings[l], in, 64);
-            for (int i = 0; i < k; i++) {
-                const uint8_t *f = in[i].frame;
-                if (ours(o, f, in[i].len)) {
-                    uint32_t seq = pmeth_get32(f + 26);
-                    if (seq == TF_STOP) {
-                        stopped += !stop_seen[l];
-                        stop_seen[l] = true;
-                    } else {
-                        out_of_order += seq < expect[l];
-                        expect[l] = seq + 1;
-                        sent = seq + 1 > sent ? seq + 1 : sent;
-                        last = now_ns();
-                        if (frames++ == 0) {
-                            first = last;
-                        }
-                        bytes += in[i].len;
+    for (int l = 0; l < nrings; l++) {
+        int k = pmeth_ring_rx_poll(rings[l], in, 64);
+        for (int i = 0; i < k; i++) {
+            const uint8_t *f = in[i].frame;
+            if (ours(o, f, in[i].len)) {
+                uint32_t seq = pmeth_get32(f + 26);
+                if (seq == TF_STOP) {
+                    sc->stopped += !sc->stop_seen[l];
+                    sc->stop_seen[l] = true;
+                } else if (seq == TF_HELLO) {
+                    sc->hello = true;
+                } else {
+                    sc->out_of_order += seq < sc->expect[l];
+                    sc->expect[l] = seq + 1;
+                    sc->sent = seq + 1 > sc->sent ? seq + 1 : sc->sent;
+                    sc->last = now_ns();
+                    if (sc->frames++ == 0) {
+                        sc->first = sc->last;
                     }
+                    sc->bytes += in[i].len;
                 }
-                pmeth_ring_rx_put(rings[l], in[i].id);
             }
+            pmeth_ring_rx_put(rings[l], in[i].id);
         }
     }
-    double secs = (last - first) / 1e9;
+}
+
+static int sink_report(const char *role, const struct opts *o, struct pmeth_ring **rings,
+                       int nrings, const struct sink_count *sc)
+{
+    double secs = (sc->last - sc->first) / 1e9;
     unsigned long long drops = 0;
     for (int l = 0; l < nrings; l++) {
         struct pmeth_ring_stats st;
         pmeth_ring_get_stats(rings[l], &st);
         drops += st.kernel_drops;
     }
-    printf("{\"role\": \"sink\", \"mode\": \"%s\", \"links\": %d, \"frames\": %lu, "
+    printf("{\"role\": \"%s\", \"mode\": \"%s\", \"links\": %d, \"frames\": %lu, "
            "\"sent_by_peer\": %u, \"seconds\": %.3f, \"frames_per_s\": %.0f, "
            "\"gbit_per_s\": %.3f, \"mbyte_per_s\": %.1f, \"out_of_order\": %lu, "
-           "\"kernel_drops\": %llu}\n", pmeth_ring_mode_name(rings[0]), nrings, frames, sent,
-           secs, secs > 0 ? frames / secs : 0.0, secs > 0 ? bytes * 8 / secs / 1e9 : 0.0,
-           secs > 0 ? bytes / secs / 1e6 : 0.0, out_of_order, drops);
-    return frames > 0 && out_of_order == 0 ? 0 : 1;
+           "\"kernel_drops\": %llu}\n", role, pmeth_ring_mode_name(rings[0]), nrings, sc->frames,
+           sc->sent, secs, secs > 0 ? sc->frames / secs : 0.0,
+           secs > 0 ? sc->bytes * 8 / secs / 1e9 : 0.0, secs > 0 ? sc->bytes / secs / 1e6 : 0.0,
+           sc->out_of_order, drops);
+    return sc->frames > 0 && sc->out_of_order == 0 ? 0 : 1;
 }
 
-/* frames round-robin over the links, as fast as each ring takes them: a full ring
- * (the kernel still holds its frames, e.g. queued in a shaper) is kicked and skipped */
-static int blast(const struct opts *o, struct pmeth_ring **rings, int nrings)
+static int sink(const struct opts *o, struct pmeth_ring **rings, int nrings)
 {
-    uint64_t t0 = now_ns(), end = t0 + (uint64_t) (o->seconds * 1e9);
-    uint32_t seq = 0;
-    int batch[TF_MAX_LINKS] = {0}, l = 0;
-    while (now_ns() < end) {
-        void *f;
-        uint32_t cap;
-        l = (l + 1) % nrings;
-        int id = pmeth_ring_tx_get(rings[l], &f, &cap);
-        if (id < 0) {
-            (void) pmeth_ring_tx_kick(rings[l]);
-            batch[l] = 0;
-            continue;
-        }
-        tf_build(f, TF_HDR, o->peer_macs[l], o->macs[l], o->ethertype, o->key, o->peers[0], o->me,
-                 seq++);
-        pmeth_put32((uint8_t *) f + 30, o->size - TF_HDR);
-        pmeth_ring_tx_post(rings[l], id, o->size);
-        pmeth_ring_tx_put(rings[l], id);
-        if (++batch[l] == 32) {
-            (void) pmeth_ring_tx_kick(rings[l]);
-            batch[l] = 0;
-        }
+    uint64_t deadline = now_ns() + (uint64_t) (o->timeout * 1e9);
+    struct sink_count sc = {0};
+    while (sc.stopped < nrings && now_ns() < deadline) {
+        sink_poll(o, rings, nrings, &sc);
     }
-    unsigned long long kicks = 0;
-    for (l = 0; l < nrings; l++) {
+    return sink_report("sink", o, rings, nrings, &sc);
+}
+
+/* What a blaster keeps between frames. */
+struct blast_state {
+    uint32_t seq;
+    int batch[TF_MAX_LINKS], link;
+};
+
+/* One frame onto the next link round-robin, as fast as each ring takes them: a
+ * full ring (the kernel still holds its frames, e.g. queued in a shaper) is
+ * kicked and skipped. */
+static void blast_one(const struct opts *o, struct pmeth_ring **rings, int nrings,
+                      struct blast_state *bs)
+{
+    void *f;
+    uint32_t cap;
+    int l = bs->link = (bs->link + 1) % nrings;
+    int id = pmeth_ring_tx_get(rings[l], &f, &cap);
+    if (id < 0) {
+        (void) pmeth_ring_tx_kick(rings[l]);
+        bs->batch[l] = 0;
+        return;
+    }
+    tf_build(f, TF_HDR, o->peer_macs[l], o->macs[l], o->ethertype, o->key, o->peers[0], o->me,
+             bs->seq++);
+    pmeth_put32((uint8_t *) f + 30, o->size - TF_HDR);
+    pmeth_ring_tx_post(rings[l], id, o->size);
+    pmeth_ring_tx_put(rings[l], id);
+    if (++bs->batch[l] == 32) {
+        (void) pmeth_ring_tx_kick(rings[l]);
+        bs->batch[l] = 0;
+    }
+}
+
+/* The end of a stream: what is posted goes, then three stop frames per link. */
+static void blast_stop(const struct opts *o, struct pmeth_ring **rings, int nrings)
+{
+    for (int l = 0; l < nrings; l++) {
         (void) pmeth_ring_tx_kick(rings[l]);
     }
-    double secs = (now_ns() - t0) / 1e9;
     usleep(20000);
     for (int rep = 0; rep < 3; rep++) {
-        for (l = 0; l < nrings; l++) {
+        for (int l = 0; l < nrings; l++) {
             /* send_one uses the first link's addresses: build the stop frame per link */
             void *f;
             uint32_t cap;
@@ -243,15 +276,73 @@ static int blast(const struct opts *o, struct pmeth_ring **rings, int nrings)
         }
         usleep(2000);
     }
-    for (l = 0; l < nrings; l++) {
+}
+
+static int blast(const struct opts *o, struct pmeth_ring **rings, int nrings)
+{
+    uint64_t t0 = now_ns(), end = t0 + (uint64_t) (o->seconds * 1e9);
+    struct blast_state bs = {0};
+    while (now_ns() < end) {
+        blast_one(o, rings, nrings, &bs);
+    }
+    double secs = (now_ns() - t0) / 1e9;
+    blast_stop(o, rings, nrings);
+    unsigned long long kicks = 0;
+    for (int l = 0; l < nrings; l++) {
         struct pmeth_ring_stats st;
         pmeth_ring_get_stats(rings[l], &st);
         kicks += st.kicks;
     }
     printf("{\"role\": \"blast\", \"mode\": \"%s\", \"links\": %d, \"size\": %u, "
            "\"frames\": %u, \"frames_per_s\": %.0f, \"kicks\": %llu}\n",
-           pmeth_ring_mode_name(rings[0]), nrings, o->size, seq, seq / secs, kicks);
+           pmeth_ring_mode_name(rings[0]), nrings, o->size, bs.seq, bs.seq / secs, kicks);
     return 0;
+}
+
+/* Both at once in one process, as a rank of a bidirectional stream is: blast
+ * for --seconds while taking the peer's frames (a poll of every ring after each
+ * round of the links), then take the rest until the peer's stop frames.  What
+ * it received is its half of the bidirectional floor.  The two ends start
+ * together: each says hello (every millisecond, on the first link) until it
+ * hears the peer's, or its data. */
+static int duplex(const struct opts *o, struct pmeth_ring **rings, int nrings)
+{
+    struct blast_state bs = {0};
+    struct sink_count sc = {0};
+    uint64_t give_up = now_ns() + (uint64_t) (o->timeout * 1e9);
+    while (!sc.hello && sc.frames == 0 && now_ns() < give_up) {
+        void *f;
+        uint32_t cap;
+        int id = pmeth_ring_tx_get(rings[0], &f, &cap);
+        if (id >= 0) {
+            tf_build(f, TF_HDR, o->peer_macs[0], o->macs[0], o->ethertype, o->key, o->peers[0],
+                     o->me, TF_HELLO);
+            pmeth_ring_tx_post(rings[0], id, TF_HDR);
+            pmeth_ring_tx_put(rings[0], id);
+        }
+        (void) pmeth_ring_tx_kick(rings[0]);
+        uint64_t next = now_ns() + 1000000;
+        while (!sc.hello && sc.frames == 0 && now_ns() < next) {
+            sink_poll(o, rings, nrings, &sc);
+        }
+    }
+    if (!sc.hello && sc.frames == 0) {
+        fprintf(stderr, "duplex: no word from the peer within %.0f s\n", o->timeout);
+        return 1;
+    }
+    uint64_t end = now_ns() + (uint64_t) (o->seconds * 1e9);
+    uint64_t deadline = end + (uint64_t) (o->timeout * 1e9);
+    while (now_ns() < end) {
+        for (int l = 0; l < nrings; l++) {
+            blast_one(o, rings, nrings, &bs);
+        }
+        sink_poll(o, rings, nrings, &sc);
+    }
+    blast_stop(o, rings, nrings);
+    while (sc.stopped < nrings && now_ns() < deadline) {
+        sink_poll(o, rings, nrings, &sc);
+    }
+    return sink_report("duplex", o, rings, nrings, &sc);
 }
 
 int main(int argc, char **argv)
@@ -262,11 +353,12 @@ int main(int argc, char **argv)
     if (o.size < TF_HDR) {
         o.size = TF_HDR;
     }
+    bool sends = !strcmp(role, "ping") || !strcmp(role, "blast") || !strcmp(role, "duplex");
     if (strcmp(role, "pong") && strcmp(role, "ping") && strcmp(role, "sink")
-        && strcmp(role, "blast")) {
+        && strcmp(role, "blast") && strcmp(role, "duplex")) {
         usage_common(argv[0]);
     }
-    if ((!strcmp(role, "ping") || !strcmp(role, "blast")) && o.npeers == 0) {
+    if (sends && o.npeers == 0) {
         fprintf(stderr, "%s needs --peer\n", role);
         return 2;
     }
@@ -274,7 +366,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s runs over one link\n", role);
         return 2;
     }
-    if ((o.nlinks > 1 || !strcmp(role, "blast")) && (o.nmacs == 0 || o.npeer_macs == 0)) {
+    if ((o.nlinks > 1 || (sends && strcmp(role, "ping"))) && (o.nmacs == 0 || o.npeer_macs == 0)) {
         fprintf(stderr, "%s needs --mac and --peer-mac, one per link\n", role);
         return 2;
     }
@@ -286,7 +378,8 @@ int main(int argc, char **argv)
     fflush(stdout);
     int rc = !strcmp(role, "pong") ? pong(&o, rings[0])
              : !strcmp(role, "ping") ? ping(&o, rings[0])
-             : !strcmp(role, "sink") ? sink(&o, rings, o.nlinks) : blast(&o, rings, o.nlinks);
+             : !strcmp(role, "sink") ? sink(&o, rings, o.nlinks)
+             : !strcmp(role, "duplex") ? duplex(&o, rings, o.nlinks) : blast(&o, rings, o.nlinks);
     for (int l = 0; l < o.nlinks; l++) {
         pmeth_ring_close(rings[l]);
     }

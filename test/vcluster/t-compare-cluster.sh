@@ -34,7 +34,7 @@ out=$VC_TMP/cmp
   done ) > "$VC_TMP/cpus" 2>/dev/null &
 sampler=$!
 if xb_limit -t 300 -- env TOP_BUILDDIR="$TOP_BUILDDIR" /usr/bin/python3 "$TOP_SRCDIR/bench/compare.py" \
-        --cluster "pair --links 1 --rate 0 --mtu 9000" --cluster-cpus peer --bench latency \
+        --cluster "pair --links 1 --rate 0 --mtu 9000" --cluster-cpus peer --bench latency,bibw \
         --sizes 8:8 --repeats 1 --no-plots --out "$out" > "$VC_TMP/cmp.log" 2>&1; then
     ok "compare.py --cluster ... --cluster-cpus peer ran pmeth and tcp"
 else
@@ -51,5 +51,7 @@ check "the report says where: rank 0 and n0's floor end on CPU 1, rank 1 and n1'
     grep -q "^# cluster CPUs (peer): rank 0 and the floors' n0 end on CPU 1, rank 1 and n1's on CPU 0" "$out/table.txt"
 check "8 B latency of pmeth, tcp and the raw floor measured ($(grep -E '^ +8 ' "$out/table.txt" | head -1 | tr -s ' '))" \
     bash -c "grep -E '^ +8 ' '$out/table.txt' | head -1 | awk '{ exit !(\$2 > 0 && \$4 > 0 && \$6 > 0) }'"
+check "8 B bi-directional bandwidth of pmeth and tcp, and the raw floor of a stream each way at once ($(grep -E '^ +8 ' "$out/table.txt" | sed -n 2p | tr -s ' '))" \
+    bash -c "grep -E '^ +8 ' '$out/table.txt' | sed -n 2p | awk '{ exit !(\$2 > 0 && \$4 > 0 && \$6 > 0) }'"
 check "compare.py removed its cluster" bash -c "! ip netns list | grep -q '^xbvc-xbbench-'"
 tap_done
