@@ -167,18 +167,27 @@ class Cluster:
                                  text=True).stdout or 1500) if eths else 1500
         return eths, mtu
 
-    def stream_floor(self, seconds=2):
-        """The raw-frame floor of a stream: MB/s of full-MTU frames from n0 to n1 striped
-        round-robin over all links by one process, received by one busy-polling process
-        (test/pmeth/pmeth_floor blast / sink, no protocol, nothing resent); what the links,
-        their shapers and this machine's CPUs let through.  None if it cannot run."""
+    def _stream_setup(self):
+        """What a stream floor needs: the tool, n0's and n1's MACs of every link, and the
+        options of full-MTU frames striped over them; None if it cannot run."""
         tool = os.path.join(BUILD, "test", "pmeth", "pmeth_floor")
         eths, mtu = self.links()
         if not os.access(tool, os.X_OK) or not eths or len(eths) > 8:
             return None
         m0 = ",".join(self._mac("n0", e) for e in eths)
         m1 = ",".join(self._mac("n1", e) for e in eths)
-        common = ["--if", ",".join(eths), "--mode", "packet", "--mtu", str(mtu), "--size", str(mtu + 14)]
+        return tool, m0, m1, ["--if", ",".join(eths), "--mode", "packet", "--mtu", str(mtu),
+                              "--size", str(mtu + 14)]
+
+    def stream_floor(self, seconds=2):
+        """The raw-frame floor of a stream: MB/s of full-MTU frames from n0 to n1 striped
+        round-robin over all links by one process, received by one busy-polling process
+        (test/pmeth/pmeth_floor blast / sink, no protocol, nothing resent); what the links,
+        their shapers and this machine's CPUs let through.  None if it cannot run."""
+        setup = self._stream_setup()
+        if setup is None:
+            return None
+        tool, m0, m1, common = setup
         ns = self._on
         sink = subprocess.Popen(ns("n1") + [tool, "--mac", m1, "--peer-mac", m0, "--me", "2", "--peer", "1",
                                             "--rx", "4096", "--timeout", str(seconds + 20)] + common + ["sink"],
@@ -203,14 +212,11 @@ class Cluster:
         blasts full-MTU frames striped over all links to the other while taking the other's
         (test/pmeth/pmeth_floor duplex), placed as the ranks are; the MB/s both received,
         added.  None if it cannot run."""
-        tool = os.path.join(BUILD, "test", "pmeth", "pmeth_floor")
-        eths, mtu = self.links()
-        if not os.access(tool, os.X_OK) or not eths or len(eths) > 8:
+        setup = self._stream_setup()
+        if setup is None:
             return None
-        m0 = ",".join(self._mac("n0", e) for e in eths)
-        m1 = ",".join(self._mac("n1", e) for e in eths)
-        common = ["--if", ",".join(eths), "--mode", "packet", "--mtu", str(mtu), "--size", str(mtu + 14),
-                  "--rx", "4096", "--seconds", str(seconds), "--timeout", "20"]
+        tool, m0, m1, common = setup
+        common += ["--rx", "4096", "--seconds", str(seconds), "--timeout", "20"]
         ends = []
         try:
             for node, me, peer, mine, theirs in (("n1", "2", "1", m1, m0), ("n0", "1", "2", m0, m1)):
@@ -437,18 +443,11 @@ def main():
                         probe = rows[-1].get("probe_ns") if rows else None
                         samples.setdefault((b, "raw-floor"), {}).setdefault(8, {}) \
                             .setdefault("latency_us", []).append((f, probe))
-                if cluster and b == "bw" and rep > 0 and rows:
-                    # the stream floor after the round; one figure for every size (a stream of
-                    # full frames does not know message sizes), so each row shows its distance
-                    f = cluster.stream_floor()
-                    if f is not None:
-                        probe = rows[-1].get("probe_ns")
-                        for r in rows:
-                            samples.setdefault((b, "raw-floor"), {}).setdefault(r["size"], {}) \
-                                .setdefault("mbps", []).append((f, probe))
-                if cluster and b == "bibw" and rep > 0 and rows:
-                    # the same for a stream each way at once: what both ends received
-                    f = cluster.duplex_floor()
+                if cluster and b in ("bw", "bibw") and rep > 0 and rows:
+                    # the stream floor after the round (bibw: a stream each way at once, what
+                    # both ends received); one figure for every size (a stream of full frames
+                    # does not know message sizes), so each row shows its distance
+                    f = cluster.stream_floor() if b == "bw" else cluster.duplex_floor()
                     if f is not None:
                         probe = rows[-1].get("probe_ns")
                         for r in rows:
