@@ -15,20 +15,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Hand ob1 a fragment of N segments (BYTES in all) in place; false when no one
+ * registered TAG (not from ob1: the caller counts the drop). */
+static bool to_ob1(uint8_t tag, mca_btl_base_segment_t *segs, uint32_t n, size_t bytes)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    const mca_btl_active_message_callback_t *reg = &mca_btl_base_active_message_trigger[tag];
+    if (OPAL_UNLIKELY(reg->cbfunc == NULL)) {
+        return false;
+    }
+    mca_btl_base_descriptor_t des = {.des_segments = segs, .des_segment_count = n};
+    reg->cbfunc(&mca_btl_pmeth, tag, &des, reg->cbdata);
+    c->delivered++;
+    c->delivered_bytes += bytes;
+    return true;
+}
+
 /* Hand one DATA frame's payload to ob1, in place. */
 static void deliver(const pmeth_wire_view_t *v)
 {
-    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    const mca_btl_active_message_callback_t *reg = &mca_btl_base_active_message_trigger[v->tag];
-    if (OPAL_UNLIKELY(reg->cbfunc == NULL)) {
-        c->drops[PMETH_WIRE_MALFORMED]++;       /* a tag no one registered: not from ob1 */
-        return;
-    }
     mca_btl_base_segment_t seg = {.seg_addr.pval = (void *) v->payload, .seg_len = v->len};
-    mca_btl_base_descriptor_t des = {.des_segments = &seg, .des_segment_count = 1};
-    reg->cbfunc(&mca_btl_pmeth, v->tag, &des, reg->cbdata);
-    c->delivered++;
-    c->delivered_bytes += v->len;
+    if (OPAL_UNLIKELY(!to_ob1(v->tag, &seg, 1, v->len))) {
+        mca_btl_pmeth_component.drops[PMETH_WIRE_MALFORMED]++;
+    }
 }
 
 static pmeth_held_t *held_get(void)
@@ -165,7 +174,6 @@ void pmeth_array_release(mca_btl_base_endpoint_t *ep)
 static void deliver_array(pmeth_held_t *first, uint8_t tag)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    const mca_btl_active_message_callback_t *reg = &mca_btl_base_active_message_trigger[tag];
     mca_btl_base_segment_t segs[PMETH_WIRE_ARRAY_MAX];
     uint32_t n = 0, frames = 0;
     size_t bytes = 0;
@@ -173,6 +181,7 @@ static void deliver_array(pmeth_held_t *first, uint8_t tag)
     for (pmeth_held_t *h = first; h != NULL; h = h->next) {
         pmeth_wire_view_t v;
         frames++;
+        /* the rule kept at most PMETH_WIRE_ARRAY_MAX: the bound guards segs */
         if (!ok || n == PMETH_WIRE_ARRAY_MAX || !parse_held(h, &v)) {
             ok = false;
             continue;
@@ -182,11 +191,7 @@ static void deliver_array(pmeth_held_t *first, uint8_t tag)
         bytes += v.len;
         n++;
     }
-    if (OPAL_LIKELY(ok && n > 0 && reg->cbfunc != NULL)) {
-        mca_btl_base_descriptor_t des = {.des_segments = segs, .des_segment_count = n};
-        reg->cbfunc(&mca_btl_pmeth, tag, &des, reg->cbdata);
-        c->delivered++;
-        c->delivered_bytes += bytes;
+    if (OPAL_LIKELY(ok && to_ob1(tag, segs, n, bytes))) {
         c->arrays_received++;
     } else {
         c->drops[PMETH_WIRE_MALFORMED] += frames;

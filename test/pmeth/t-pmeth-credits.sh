@@ -63,11 +63,13 @@ job "$LOG/tight" --ppn 2 --mca btl_pmeth_credit_budget 1 --mca btl_pmeth_credit_
 check "6 senders at once on a one-frame budget: no deadlock, every payload verified ($(sum "$LOG/tight.err" 'fragments waited for a grant') waits for a grant)" \
     sh -c "$(declare -f verified); verified $rc '$LOG/tight' && grep -q 'senders 6' '$LOG/tight'"
 
-# the same with buffer arrays of 16 frames: an array is cut to what the grant lets go
-job "$LOG/tight-arrays" --ppn 2 --mca btl_pmeth_credit_budget 1 --mca btl_pmeth_credit_floor 1 \
+# buffer arrays of 16 frames under grants of 24 / 6 = 4 frames a sender: an array is cut to
+# what the grant lets go, and fragments are still refused and retried
+job "$LOG/tight-arrays" --ppn 2 --mca btl_pmeth_credit_budget 24 --mca btl_pmeth_credit_floor 1 \
     --mca btl_pmeth_array_frames 16 --mca btl_pmeth_array_min_paths 1 -- "$INCAST" -m 128k:512k -i 4; rc=$?
-check "the same with buffer arrays of 16 frames: no deadlock, every payload verified ($(sum "$LOG/tight-arrays.err" 'fragments waited for a grant') waits for a grant)" \
-    sh -c "$(declare -f verified); verified $rc '$LOG/tight-arrays' && grep -q 'senders 6' '$LOG/tight-arrays'"
+arrays=$(grep -ho 'buffer arrays: [0-9]* sent' "$LOG/tight-arrays.err" | awk '{s += $3} END {print s + 0}')
+check "6 senders, buffer arrays of 16 frames, a 24-frame budget: no deadlock, every payload verified ($arrays arrays sent, $(sum "$LOG/tight-arrays.err" 'fragments waited for a grant') waits for a grant)" \
+    sh -c "$(declare -f verified); verified $rc '$LOG/tight-arrays' && grep -q 'senders 6' '$LOG/tight-arrays' && [ $arrays -gt 0 ]"
 
 info=$(ompi_info --param btl pmeth --level 9 2>/dev/null)
 miss=""
