@@ -8,20 +8,24 @@ payload verified:
 
   incast   4 hosts on one switch whose ports buffer 256 KiB (seed 001's
            overflow): 3 and 6 ranks on the other hosts send windows of messages
-           to rank 0 at once (bench/xb-incast), MTU 9000.  pmeth with credits
-           off, static and demand, and tcp.  Aggregate MB/s per size, frames the
-           switch port in front of rank 0 dropped, frames pmeth sent again.
+           to rank 0 at once (bench/xb-incast), MTU 9000.  pmeth with no flow
+           control ("off": no credits, no delay limit), the delay limit alone
+           (pmeth_pace.h), credits static, demand (the default: with the delay
+           limit) and demand without it, and tcp.  Aggregate MB/s per size,
+           frames the switch port in front of rank 0 dropped, frames pmeth sent
+           again.
   credits  seed 003's static split: one pair streams 1 MiB messages while 0, 2,
            6 or 14 other ranks are connected but idle, and while all the ranks
            on other hosts send (busy); static split against demand.  MTU 1500,
            btl_pmeth_credit_budget 15 and _floor 1: 15 peers share what about
            1,000 would at the default budget (173 frames at MTU 1500).
-  pair     one sender alone over 6 links, MTU 9000: credits off against demand
-           (what receiver-ready sending costs when there is nobody to share with).
+  pair     one sender alone over 6 links, MTU 9000: no flow control against the
+           default (what receiver-ready sending and the delay limit cost when there
+           is nobody to share with).
   nbr      seed 001's neighbour exchange (bench/xb-halo3d --star) on 4 and 7 hosts
            through one switch per axis (vcluster nbr3sw / nbr6sw, MTU 9000): the centre
            exchanges with every neighbour at once ("all") or +x+y+z first, then -x-y-z
-           ("phased"), 512 B - 1 MiB; pmeth with credits off and demand (tcp, over the
+           ("phased"), 512 B - 1 MiB; pmeth with no flow control and the default (tcp, over the
            management network, carries only the collectives between non-neighbours).
            The centre's MB/s (the bytes it sends per exchange over the time of one) and
            the frames the switches dropped.  tcp itself is not run here: Open MPI's tcp
@@ -84,12 +88,21 @@ def med(v):
     return statistics.median(v) if v else float("nan")
 
 
+# No flow control at all: no grants, no delay limit (seed 001's setting).
+NO_FLOW_CONTROL = [("btl_pmeth_credits", "off"), ("btl_pmeth_pace_target_us", 0)]
+NO_DELAY_LIMIT = [("btl_pmeth_pace_target_us", 0)]
+INCAST_VARIANTS = [("pmeth off", "self,vader,pmeth", NO_FLOW_CONTROL),
+                   ("delay only", "self,vader,pmeth", [("btl_pmeth_credits", "off")]),
+                   ("pmeth static", "self,vader,pmeth", [("btl_pmeth_credits", "static")]),
+                   ("pmeth demand", "self,vader,pmeth", [("btl_pmeth_credits", "demand")]),
+                   ("demand no delay", "self,vader,pmeth", NO_DELAY_LIMIT),
+                   ("tcp", "self,vader,tcp", [])]
+INCAST_NAMES = [v[0] for v in INCAST_VARIANTS]
+
+
 def incast(o, lines):
     vc("create", "xbar", "--dims", "4", "--mtu", "9000", "--force")
-    variants = [("pmeth off", "self,vader,pmeth", [("btl_pmeth_credits", "off")]),
-                ("pmeth static", "self,vader,pmeth", [("btl_pmeth_credits", "static")]),
-                ("pmeth demand", "self,vader,pmeth", [("btl_pmeth_credits", "demand")]),
-                ("tcp", "self,vader,tcp", [])]
+    variants = INCAST_VARIANTS
     res = {}
     for senders, ppn in ((3, 1), (6, 2)):
         for rep in range(o.repeats):
@@ -145,7 +158,7 @@ def pair(o, lines):
         for pol in ("off", "demand"):
             rows, rtx = job(os.path.join(o.out, "pair"),
                             [os.path.join(BUILD, "bench", "xb-bw"), "-m", "64k:4m", "-i", "30"],
-                            "self,pmeth", [("btl_pmeth_credits", pol)])
+                            "self,pmeth", NO_FLOW_CONTROL if pol == "off" else [])
             for row in rows:
                 res.setdefault(pol, {}).setdefault(row["size"], []).append(row["mbps"])
             lines.append(json.dumps({"exp": "pair", "policy": pol, "rep": rep, "rows": rows}))
@@ -154,7 +167,7 @@ def pair(o, lines):
 
 def nbr(o, lines):
     mgmt = [("btl_tcp_if_include", "198.19.255.0/24")]
-    variants = [("off", [("btl_pmeth_credits", "off")]), ("demand", [("btl_pmeth_credits", "demand")])]
+    variants = [("off", NO_FLOW_CONTROL), ("demand", [])]
     res = {}
     for topo in ("nbr3sw", "nbr6sw"):
         vc("create", topo, "--mtu", "9000", "--force")
@@ -200,14 +213,14 @@ def main():
             for senders in (3, 6):
                 say(f"## incast: {senders} senders on other hosts -> rank 0 through one switch port "
                     f"(256 KiB buffer), MTU 9000, 1 Gbit/s; aggregate MB/s, median of {o.repeats}")
-                names = ["pmeth off", "pmeth static", "pmeth demand", "tcp"]
-                say("size      " + "".join(f"{n:>14}" for n in names))
+                names = INCAST_NAMES
+                say("size      " + "".join(f"{n:>16}" for n in names))
                 sizes = sorted(res[(senders, names[0])]["mbps"])
                 for s in sizes:
-                    say(f"{s:<10}" + "".join(f"{med(res[(senders, n)]['mbps'][s]):14.1f}" for n in names))
-                say("port drops" + "".join(f"{med(res[(senders, n)]['drops']):14.0f}" for n in names))
-                say("resends   " + "".join(f"{med(res[(senders, n)]['rtx']):14.0f}" for n in names[:3])
-                    + f"{'-':>14}")
+                    say(f"{s:<10}" + "".join(f"{med(res[(senders, n)]['mbps'][s]):16.1f}" for n in names))
+                say("port drops" + "".join(f"{med(res[(senders, n)]['drops']):16.0f}" for n in names))
+                say("resends   " + "".join(f"{'-':>16}" if n == "tcp" else f"{med(res[(senders, n)]['rtx']):16.0f}"
+                                           for n in names))
                 say()
             plot_incast(o, res)
         if o.only in (None, "credits"):
@@ -274,7 +287,7 @@ def plot_incast(o, res):
         return
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     for ax, senders in zip(axes, (3, 6)):
-        for n in ("pmeth off", "pmeth static", "pmeth demand", "tcp"):
+        for n in INCAST_NAMES:
             r = res[(senders, n)]
             sizes = sorted(r["mbps"])
             ax.plot(sizes, [med(r["mbps"][s]) for s in sizes], marker="o",

@@ -41,6 +41,7 @@
 #include "apm.h"
 #include "apm_thread.h"
 #include "pmeth_credit.h"
+#include "pmeth_pace.h"
 #include "pmeth_ring.h"
 #include "pmeth_window.h"
 #include "pmeth_wire.h"
@@ -172,6 +173,12 @@ struct mca_btl_base_endpoint_t {
                                            ack: a fragment refused for want of a grant is
                                            retried on one of those callbacks */
     bool credit_blocked;                /* a bulk fragment was refused: no grant (counted once) */
+    pmeth_pace_t pace;                  /* our delay limit to the peer (pmeth_pace.h) */
+    uint32_t delay_ref;                 /* the first one-way delay the peer reported: later
+                                           ones are taken relative to it (unknown clock offset) */
+    bool delay_ref_set;
+    bool delay_have;                    /* delay_least is owed to the peer (wire bytes 60-63) */
+    uint32_t delay_least;               /* least one-way delay of its DATA frames since */
 
     /* the buffer array coming in (btl_pmeth_recv.c): its frames so far, in
      * sequence order, held where they are until its last one is in */
@@ -198,7 +205,8 @@ typedef struct mca_btl_pmeth_component_t {
     unsigned int array_min_paths;       /* ... for peers striped over this many paths */
     unsigned int probe_timeout_ms, probe_interval_ms;
     bool qdisc_bypass;
-    unsigned int poll_budget, kick_batch;
+    unsigned int poll_budget, kick_batch, send_burst;
+    uint32_t burst_used;                /* frames posted since this progress pass began */
     unsigned int yield_us;              /* idle this long: sched_yield() once */
     int credit_policy;                  /* pmeth_credit_policy_t */
     unsigned int credit_budget, credit_port_bytes, credit_floor, credit_lease_us;
@@ -214,6 +222,8 @@ typedef struct mca_btl_pmeth_component_t {
     pmeth_window_config_t wcfg;
     pmeth_credit_pool_t credits;        /* what we grant the peers sending to us */
     uint64_t credit_lease_ns;
+    unsigned int pace_target_us;
+    pmeth_pace_config_t pace;           /* the senders' delay limit (pmeth_pace.h) */
 
     mca_btl_base_endpoint_t **by_id;    /* peers by vpid */
     uint32_t nby_id;
@@ -241,6 +251,7 @@ typedef struct mca_btl_pmeth_component_t {
     uint64_t retransmits_timeout, retransmits_fast;
     uint64_t acks_sent, acks_piggybacked;
     uint64_t refused;                   /* descriptors refused: ob1 retries them later */
+    uint64_t burst_waits;               /* bulk fragments refused: the pass's burst was used */
     uint64_t sendi_refused;
     uint64_t staged, staged_bytes;      /* frags that waited in private memory: a copy */
     uint64_t copies_tx, copies_rx;      /* bytes the BTL itself copied (0 on the fast path) */
@@ -249,6 +260,8 @@ typedef struct mca_btl_pmeth_component_t {
     uint64_t arrays_dropped;            /* malformed arrays from a peer (frames dropped) */
     uint64_t credit_waits;              /* a frame waited for the peer's grant */
     uint64_t credit_asked;              /* frames sent that used up our grant (MORE) */
+    uint64_t pace_cuts;                 /* a delay limit was lowered: a queue stood on a path */
+    uint64_t pace_lifts;                /* a delay limit grew back past the grant */
     uint64_t credit_requests;           /* MORE frames received: answered by an ack at once */
 
     /* path migration (btl_pmeth_apm.c) */
@@ -300,9 +313,20 @@ static inline uint64_t pmeth_now_ns(void)
     return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
-/* Frames EP may have in flight at NOW: the reliability window, or the peer's
- * grant when that is less (pmeth_credit.h). */
-static inline uint32_t pmeth_send_limit(const mca_btl_base_endpoint_t *ep, uint64_t now)
+/* The wire's stamps (bytes 56-59): CLOCK_REALTIME, the clock AF_PACKET stamps
+ * arriving frames with, in microseconds modulo 2^32.  The peer's clock is
+ * another host's: only changes of a one-way delay mean anything. */
+static inline uint32_t pmeth_stamp_us(uint64_t wall_ns) { return (uint32_t) (wall_ns / 1000); }
+static inline uint64_t pmeth_wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+/* Frames EP may have in flight at NOW, by the peer's grant (pmeth_credit.h)
+ * and the reliability window: the cap our delay limit grows back to. */
+static inline uint32_t pmeth_send_cap(const mca_btl_base_endpoint_t *ep, uint64_t now)
 {
     const mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     if (ep->grant.unlimited) {
@@ -310,6 +334,23 @@ static inline uint32_t pmeth_send_limit(const mca_btl_base_endpoint_t *ep, uint6
     }
     uint32_t allowed = pmeth_credit_allowed(&ep->grant, c->credit_floor, now);
     return allowed < c->wcfg.window ? allowed : c->wcfg.window;
+}
+
+/* Frames EP may have in flight at NOW: the cap above, or our delay limit
+ * when that is less (pmeth_pace.h). */
+static inline uint32_t pmeth_send_limit(const mca_btl_base_endpoint_t *ep, uint64_t now)
+{
+    uint32_t cap = pmeth_send_cap(ep, now);
+    uint32_t pace = pmeth_pace_limit(&ep->pace);
+    return pace < cap ? pace : cap;
+}
+
+/* A limit below the reliability window applies to EP (a grant, a delay
+ * limit): bulk fragments beyond it are refused, the frame that reaches it
+ * asks for an ack at once. */
+static inline bool pmeth_send_limited(const mca_btl_base_endpoint_t *ep)
+{
+    return !ep->grant.unlimited || pmeth_pace_limit(&ep->pace) != PMETH_PACE_NONE;
 }
 
 /* btl_pmeth_component.c: close the links' rings (finalize) */

@@ -37,6 +37,7 @@ mca_btl_base_endpoint_t *pmeth_endpoint_create(opal_proc_t *proc, const pmeth_mo
     /* until its first frame says otherwise, the peer is taken to grant as we
      * do: no limit with credits off, else the floor */
     ep->grant.unlimited = mca_btl_pmeth_component.credit_policy == PMETH_CREDIT_OFF;
+    pmeth_pace_init(&ep->pace, pmeth_now_ns());
     return ep;
 }
 

@@ -215,7 +215,10 @@ void pmeth_frag_posted(mca_btl_pmeth_frag_t *frag, uint32_t limit)
         || (frag->state & (PMETH_FRAG_INTERNAL | PMETH_FRAG_CB_QUEUED | PMETH_FRAG_CB_DONE))) {
         return;
     }
-    if (!c->early_completion || pmeth_txwin_inflight(frag->endpoint->tx) + limit / 8 > limit) {
+    /* the callback waits for the ack when the window is nearly used, and when
+     * this pass's burst is: a fragment refused next is then retried on it */
+    if (!c->early_completion || pmeth_txwin_inflight(frag->endpoint->tx) + limit / 8 > limit
+        || (c->send_burst > 0 && c->burst_used >= c->send_burst)) {
         frag->state |= PMETH_FRAG_CB_AT_ACK;
         frag->endpoint->cb_at_ack++;
         return;

@@ -197,6 +197,10 @@ static void summary(void)
                   policy_names[c->credits.policy], c->credits.budget, c->credits.floor,
                   c->credit_waits, c->credit_asked, c->credit_requests, c->credits.share_changes,
                   c->credits.share == PMETH_CREDIT_UNLIMITED ? 0 : c->credits.share);
+    PMETH_VERBOSE(10, "delay limit (target %u us): lowered %" PRIu64 " times, lifted %" PRIu64
+                  " times; %" PRIu64 " fragments waited for the next progress pass (burst of %u "
+                  "frames)", c->pace_target_us, c->pace_cuts, c->pace_lifts, c->burst_waits,
+                  c->send_burst);
     pmeth_memory_t mem;
     pmeth_memory(&mem);
     PMETH_VERBOSE(10, "memory: %" PRIu64 " bytes = rings %" PRIu64 " (%u links) + windows %"
@@ -276,8 +280,16 @@ static mca_btl_pmeth_frag_t *frag_for(mca_btl_base_endpoint_t *ep, size_t size, 
      * (one whose callback waits for its ack, pmeth_frag_posted; with none such,
      * one more goes, and its callback will wait).  Message starts never wait
      * for a grant: they are single frames, and ob1 must not retry them */
+    bool burst_used = c->send_burst > 0 && c->burst_used >= c->send_burst;
     if (!must_wait && !(flags & MCA_BTL_DES_FLAGS_PRIORITY) && ep->tx != NULL
-        && !ep->grant.unlimited && ep->cb_at_ack > 0
+        && ep->cb_at_ack > 0 && burst_used) {
+        pmeth_frag_put(frag);
+        c->refused++;
+        c->burst_waits++;
+        return NULL;
+    }
+    if (!must_wait && !(flags & MCA_BTL_DES_FLAGS_PRIORITY) && ep->tx != NULL
+        && pmeth_send_limited(ep) && ep->cb_at_ack > 0
         && pmeth_txwin_inflight(ep->tx) >= pmeth_send_limit(ep, pmeth_now_ns())) {
         pmeth_frag_put(frag);
         c->refused++;

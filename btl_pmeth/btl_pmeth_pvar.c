@@ -24,6 +24,7 @@ enum {
     PV_APM_REARMS_FAILED, PV_APM_PATHS_DEAD, PV_APM_FRAMES_MOVED, PV_APM_RECOVERIES,
     PV_CREDIT_WAITS, PV_CREDIT_ASKED, PV_CREDIT_REQUESTS, PV_CREDIT_MOVES,
     PV_KEEPER_PASSES, PV_KEEPER_FRAMES, PV_ARRAYS_SENT, PV_ARRAYS_RECEIVED, PV_ARRAYS_DROPPED,
+    PV_PACE_CUTS, PV_PACE_LIFTS, PV_BURST_WAITS,
     PV_COUNT
 };
 
@@ -98,6 +99,12 @@ static xbtl_counter_def_t pmeth_counters[PV_COUNT] = {
                             "grant (MORE), answered by an acknowledgement at once"},
     [PV_CREDIT_MOVES] = {"credit_moves", "Times the grant this receiver gives each sending peer "
                          "changed: peers started or stopped sending (policy demand)"},
+    [PV_PACE_CUTS] = {"pace_cuts", "Times a sender lowered its delay limit to a peer: a queue "
+                      "stood on the way longer than btl_pmeth_pace_target_us"},
+    [PV_PACE_LIFTS] = {"pace_lifts", "Times a delay limit grew back past what the peer grants "
+                       "and was lifted"},
+    [PV_BURST_WAITS] = {"burst_waits", "Bulk fragments refused because this progress pass "
+                        "had posted its burst (btl_pmeth_send_burst); ob1 retries them"},
 };
 
 static void pmeth_counters_read(uint64_t *v)
@@ -149,6 +156,9 @@ static void pmeth_counters_read(uint64_t *v)
     v[PV_CREDIT_ASKED] = c->credit_asked;
     v[PV_CREDIT_REQUESTS] = c->credit_requests;
     v[PV_CREDIT_MOVES] = c->credits.share_changes;
+    v[PV_PACE_CUTS] = c->pace_cuts;
+    v[PV_PACE_LIFTS] = c->pace_lifts;
+    v[PV_BURST_WAITS] = c->burst_waits;
     PMETH_UNLOCK();
 }
 

@@ -299,6 +299,14 @@ static void on_data(pmeth_link_t *link, const struct pmeth_rx_frame *f, const pm
         note_current(link, v, ep);
     }
     pmeth_acked(ep, v, *now);
+    /* its one-way delay (when the kernel took it in, minus its stamp: how long
+     * we took to get to it is no queue the sender could drain): the least
+     * since our last frame to the peer goes back in the next one (pmeth_pace.h) */
+    uint32_t delay = pmeth_stamp_us(f->arrived_ns ? f->arrived_ns : pmeth_wall_ns()) - v->stamp;
+    if (!ep->delay_have || (int32_t) (delay - ep->delay_least) < 0) {
+        ep->delay_least = delay;
+        ep->delay_have = true;
+    }
     if (v->xmit > 0) {
         pmeth_rxwin_saw_resend(ep->rx, v->seq, v->xmit);
     }

@@ -63,6 +63,11 @@ static void put_acks(mca_btl_base_endpoint_t *ep, void *frame)
     if (pmeth_rxwin_echo(ep->rx, &echo_seq, &echo_xmit)) {
         pmeth_wire_set_echo(frame, echo_seq, echo_xmit);
     }
+    pmeth_wire_set_stamp(frame, pmeth_stamp_us(pmeth_wall_ns()));
+    if (ep->delay_have) {
+        pmeth_wire_set_delay(frame, ep->delay_least);
+        ep->delay_have = false;
+    }
 }
 
 /* Write the headers of FRAG's frame (addresses of its path, its sequence
@@ -88,7 +93,7 @@ static void post_frame(mca_btl_pmeth_frag_t *frag, uint64_t now)
     pmeth_rxwin_ack_sent(ep->rx);
     c->acks_piggybacked++;
     uint32_t limit = pmeth_send_limit(ep, now);
-    if (!ep->grant.unlimited && pmeth_txwin_inflight(ep->tx) >= limit
+    if (pmeth_send_limited(ep) && pmeth_txwin_inflight(ep->tx) >= limit
         && frag->seq - ep->more_seq >= (limit + 1) / 2) {
         /* the grant is used up: this frame asks for an ack at once (and a new
          * grant with it), but only every half grant, so that a sender held at
@@ -98,6 +103,7 @@ static void post_frame(mca_btl_pmeth_frag_t *frag, uint64_t now)
         c->credit_asked++;
     }
     pmeth_ring_tx_post(link->ring, frag->frame_id, frag->frame_len);
+    c->burst_used++;
     pmeth_frag_posted(frag, limit);
     link->frames_out++;
     link->bytes_out += frag->frame_len;
@@ -286,6 +292,32 @@ static void release_acked(uintptr_t handle, void *ctx)
     pmeth_frag_complete((mca_btl_pmeth_frag_t *) handle, OPAL_SUCCESS);
 }
 
+/* EP reported the least one-way delay of our frames since its last report
+ * (its clock minus our stamps): our delay limit to it follows the changes
+ * (pmeth_pace.h).  INFLIGHT: the frames in flight as the report came. */
+static void pace_sample(mca_btl_base_endpoint_t *ep, uint32_t delay, uint32_t inflight,
+                        uint64_t now)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (!ep->delay_ref_set) {
+        ep->delay_ref = delay;
+        ep->delay_ref_set = true;
+    }
+    /* relative to the first report, offset by 1 s so that it stays positive */
+    int64_t rel_us = (int64_t) (int32_t) (delay - ep->delay_ref) + 1000000;
+    uint64_t sample = rel_us > 0 ? (uint64_t) rel_us * 1000 : 1;
+    uint64_t cuts = ep->pace.cuts, lifts = ep->pace.lifts;
+    if (pmeth_pace_sample(&ep->pace, &c->pace, sample, ep->tx->srtt, inflight,
+                          pmeth_send_cap(ep, now), now)) {
+        c->pace_cuts += ep->pace.cuts - cuts;
+        c->pace_lifts += ep->pace.lifts - lifts;
+        PMETH_VERBOSE(60, "peer %u: delay limit %u frames (%u in flight, queue %lld us, "
+                      "round trip %llu us)", ep->peer_id, pmeth_pace_limit(&ep->pace), inflight,
+                      (long long) (sample - pmeth_pace_floor(&ep->pace)) / 1000,
+                      (unsigned long long) ep->tx->srtt / 1000);
+    }
+}
+
 void pmeth_acked(mca_btl_base_endpoint_t *ep, const pmeth_wire_view_t *v, uint64_t now)
 {
     if (ep->tx == NULL) {
@@ -298,6 +330,9 @@ void pmeth_acked(mca_btl_base_endpoint_t *ep, const pmeth_wire_view_t *v, uint64
     pmeth_credit_grant_update(&ep->grant, v->has_credit, v->credit, v->ack,
                               mca_btl_pmeth_component.wcfg.window, now,
                               mca_btl_pmeth_component.credit_lease_ns);
+    if (v->has_delay) {
+        pace_sample(ep, v->delay, pmeth_txwin_inflight(ep->tx), now);
+    }
     if (pmeth_txwin_ack(ep->tx, v->ack, v->sack, now, release_acked, NULL) > 0) {
         if (OPAL_UNLIKELY(ep->recover_from_ns != 0)) {
             pmeth_apm_recovered(ep, now);

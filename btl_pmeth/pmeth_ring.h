@@ -83,6 +83,8 @@ struct pmeth_rx_frame {
     int id;
     void *frame;
     uint32_t len;
+    uint64_t arrived_ns;                /* CLOCK_REALTIME when the kernel took it in (AF_PACKET
+                                           stamps every frame it rings); 0: not known */
 };
 
 struct pmeth_ring;

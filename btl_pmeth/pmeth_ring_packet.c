@@ -666,6 +666,7 @@ int pmeth_ring_rx_poll(struct pmeth_ring *r, struct pmeth_rx_frame *out, int max
         out[n].id = (int) i;
         out[n].frame = (uint8_t *) h + mac;
         out[n].len = snap;
+        out[n].arrived_ns = (uint64_t) h->tp_sec * 1000000000ull + h->tp_nsec;
         n++;
         r->rx_head = (i + 1) % r->rx_nr;
     }

@@ -484,6 +484,7 @@ int pmeth_xdp_rx_poll(struct pmeth_xdp *x, struct pmeth_rx_frame *out, int max)
         out[i].id = (int) chunk_no;
         out[i].frame = x->area + d->addr;
         out[i].len = len;
+        out[i].arrived_ns = 0;      /* AF_XDP stamps nothing: the reader's clock serves */
     }
     xsk_ring_cons__release(&x->rx, n);
     return (int) n;

@@ -61,10 +61,13 @@ pmeth_wire_verdict_t pmeth_wire_parse(const void *frame, size_t frame_len,
     bool credit = (flags & PMETH_WIRE_F_CREDIT) != 0;
     bool more = (flags & PMETH_WIRE_F_MORE) != 0;
     bool cont = (flags & PMETH_WIRE_F_CONT) != 0;
+    bool delay = (flags & PMETH_WIRE_F_DELAY) != 0;
+    bool acks = type == PMETH_WIRE_DATA || type == PMETH_WIRE_ACK;
     if (type == 0 || type > PMETH_WIRE_TYPE_MAX || (flags & ~PMETH_WIRE_F_ALL) != 0
         || (!credit && f[35] != 0) || (more && type != PMETH_WIRE_DATA)
         || (cont && type != PMETH_WIRE_DATA)
-        || (credit && type != PMETH_WIRE_DATA && type != PMETH_WIRE_ACK)
+        || (credit && !acks) || (delay && !acks) || (!delay && pmeth_get32(f + 60) != 0)
+        || (!acks && pmeth_get32(f + 56) != 0)
         || (!echo && (f[34] != 0 || pmeth_get32(f + 52) != 0))
         || (type != PMETH_WIRE_DATA && f[31] != 0) || f[29] >= e->nlinks
         || e->nlinks > PMETH_WIRE_MAX_LINKS) {
@@ -88,6 +91,9 @@ pmeth_wire_verdict_t pmeth_wire_parse(const void *frame, size_t frame_len,
     v->has_credit = credit;
     v->more = more;
     v->cont = cont;
+    v->has_delay = delay;
+    v->stamp = pmeth_get32(f + 56);
+    v->delay = pmeth_get32(f + 60);
     v->credit = f[35];
     v->echo_xmit = f[34];
     v->echo_seq = pmeth_get32(f + 52);

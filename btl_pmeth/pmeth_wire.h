@@ -2,8 +2,8 @@
  * pmeth's wire format: what crosses the Ethernet, and its parser.  No MPI.
  *
  * A frame is a 14-byte Ethernet header (EtherType 0x88B5 by default, IEEE 802
- * "local experimental 1") and a 42-byte pmeth header, then the payload, which
- * starts 56 bytes into the frame (8-byte aligned when the frame is):
+ * "local experimental 1") and a 50-byte pmeth header, then the payload, which
+ * starts 64 bytes into the frame (8-byte aligned when the frame is):
  *
  *   off size field
  *    0   6   destination MAC
@@ -12,7 +12,7 @@
  *   14   4   job key        \  fixed offsets: the kernel filters on them
  *   18   4   destination id  } (classic BPF on AF_PACKET) so a frame reaches
  *   22   4   source id      /   only the process it is for
- *   26   1   version (1)
+ *   26   1   version (2; 1 had no bytes 56-63)
  *   27   1   type (DATA, ACK, PROBE, PROBE_REPLY, PATH_DOWN; PEEK, GRANT, CREDIT
  *            and PATH_PROBE are reserved: grants ride on DATA and ACK frames, in
  *            byte 35 under the CREDIT flag)
@@ -24,7 +24,8 @@
  *            this frame uses up the sender's grant, ack it at once); bit 4 CONT
  *            (DATA: the payload goes on in the frame with the next sequence
  *            number: one ob1 fragment over several frames, seed 001's buffer
- *            array, at most PMETH_WIRE_ARRAY_MAX frames); others 0
+ *            array, at most PMETH_WIRE_ARRAY_MAX frames); bit 5 DELAY
+ *            (DATA, ACK: bytes 60-63 hold a one-way delay); others 0
  *   29   1   link: the sender's link index
  *   30   1   BTL tag (DATA only)
  *   31   1   transmission (DATA): 0 the first, n the n-th resend (at most 255)
@@ -43,6 +44,14 @@
  *            of a resent frame got through, so an ack of the original is not
  *            taken for an answer to the resend (Karn's ambiguity, for loss
  *            detection: see pmeth_window.h)
+ *   56   4   stamp (DATA, ACK; else 0): the sender's clock when it posted the
+ *            frame, microseconds modulo 2^32
+ *   60   4   delay (with DELAY, else 0): the least one-way delay of the DATA
+ *            frames the sender of this frame received from its receiver since
+ *            it last sent it one: its own clock at their arrival minus their
+ *            stamps, modulo 2^32.  The two clocks differ by an unknown constant,
+ *            so only changes of the delay mean anything: they are the queue
+ *            on the way (the sender's delay limit, pmeth_pace.h)
  *
  * Every multi-byte pmeth field is little-endian.  The parser never trusts a
  * length, offset or index from the wire: it checks each against the frame it
@@ -57,9 +66,9 @@
 #include <string.h>
 
 #define PMETH_WIRE_ETHERTYPE 0x88B5
-#define PMETH_WIRE_VERSION 1
+#define PMETH_WIRE_VERSION 2
 #define PMETH_WIRE_ETH_LEN 14
-#define PMETH_WIRE_HDR_LEN 56           /* Ethernet + pmeth header: the payload offset */
+#define PMETH_WIRE_HDR_LEN 64           /* Ethernet + pmeth header: the payload offset */
 #define PMETH_WIRE_MAX_LINKS 8
 
 #define PMETH_WIRE_F_ECHO 0x01
@@ -67,9 +76,10 @@
 #define PMETH_WIRE_F_CREDIT 0x04
 #define PMETH_WIRE_F_MORE 0x08
 #define PMETH_WIRE_F_CONT 0x10
+#define PMETH_WIRE_F_DELAY 0x20
 #define PMETH_WIRE_F_ALL                                                                  \
     (PMETH_WIRE_F_ECHO | PMETH_WIRE_F_CURRENT | PMETH_WIRE_F_CREDIT | PMETH_WIRE_F_MORE \
-     | PMETH_WIRE_F_CONT)
+     | PMETH_WIRE_F_CONT | PMETH_WIRE_F_DELAY)
 
 /* Frames of one buffer array (one ob1 fragment): ob1 takes at most 16
  * segments in a received descriptor (MCA_BTL_DES_MAX_SEGMENTS). */
@@ -129,6 +139,9 @@ typedef struct pmeth_wire_view {
     bool has_credit;                    /* credit holds the sender's grant to us */
     bool more;                          /* DATA: the sender used up its grant */
     bool cont;                          /* DATA: the fragment goes on in the next frame */
+    bool has_delay;                     /* delay holds a one-way delay (DATA, ACK) */
+    uint32_t stamp;                     /* the sender's clock at posting, us (DATA, ACK) */
+    uint32_t delay;                     /* see bytes 60-63 above */
     uint8_t credit;
     uint8_t echo_xmit;
     uint32_t echo_seq;
@@ -193,6 +206,7 @@ static inline void pmeth_wire_build_hdr(void *frame, const uint8_t dst_mac[6],
     pmeth_put32(f + 40, ack);
     pmeth_put64(f + 44, sack);
     pmeth_put32(f + 52, 0);
+    pmeth_put64(f + 56, 0);
 }
 
 static inline void pmeth_wire_build_data(void *frame, const uint8_t dst_mac[6],
@@ -250,6 +264,21 @@ static inline void pmeth_wire_set_more(void *frame, bool on)
 static inline void pmeth_wire_set_cont(void *frame)
 {
     ((uint8_t *) frame)[28] |= PMETH_WIRE_F_CONT;
+}
+
+/* Our clock as the frame goes (DATA and ACK frames; before it is sent again). */
+static inline void pmeth_wire_set_stamp(void *frame, uint32_t stamp_us)
+{
+    pmeth_put32((uint8_t *) frame + 56, stamp_us);
+}
+
+/* The least one-way delay of the DATA frames we received from the receiver of
+ * this frame since we last sent it one (DATA and ACK frames). */
+static inline void pmeth_wire_set_delay(void *frame, uint32_t delay)
+{
+    uint8_t *f = frame;
+    f[28] |= PMETH_WIRE_F_DELAY;
+    pmeth_put32(f + 60, delay);
 }
 
 /* Echo the newest resent frame we received (DATA and ACK frames). */

@@ -29,9 +29,9 @@ sum() { grep -ho "[0-9]* $2" "$1" | awk '{s += $1} END {print s + 0}'; }
 vc create xbar --dims 4 --mtu 9000 --force >/dev/null || { not_ok "create xbar 4"; tap_done; exit; }
 
 d0=$(port_drops)
-job "$LOG/off" --mca btl_pmeth_credits off -- "$INCAST" -m 64k:1m -i 10; rc=$?
+job "$LOG/off" --mca btl_pmeth_credits off --mca btl_pmeth_pace_target_us 0 -- "$INCAST" -m 64k:1m -i 10; rc=$?
 d1=$(port_drops)
-check "credits off: 3 senders to one rank, every payload verified" verified $rc "$LOG/off"
+check "credits and delay limit off: 3 senders to one rank, every payload verified" verified $rc "$LOG/off"
 job "$LOG/demand" -- "$INCAST" -m 64k:1m -i 10; rc=$?
 d2=$(port_drops)
 check "credits demand (default): 3 senders to one rank, every payload verified" verified $rc "$LOG/demand"
@@ -49,6 +49,26 @@ check "the receiver's share moved as senders came and went ($(sum "$LOG/demand.e
 check "credits off: nothing granted, nothing waited for" \
     sh -c "grep -q 'credits (off' '$LOG/off.err' && [ $(sum "$LOG/off.err" 'fragments waited for a grant') = 0 ] \
            && [ $(sum "$LOG/off.err" 'frames used up ours') = 0 ]"
+
+# the senders' delay limit (pmeth_pace.h): three streams into one switch port queue there;
+# each sender sees its one-way delay grow past the target and lowers its limit.  With the
+# target 0 nothing is lowered.
+cuts=$(grep -ho 'delay limit (target 1000 us): lowered [0-9]*' "$LOG/demand.err" | awk '{s += $NF} END {print s + 0}')
+check "delay limit: the senders into one port lowered it $cuts times (default target 1000 us)" [ "$cuts" -gt 0 ]
+job "$LOG/paceonly" --mca btl_pmeth_credits off -- "$INCAST" -m 256k:1m -i 5; rc=$?
+pc=$(grep -ho 'delay limit (target 1000 us): lowered [0-9]*' "$LOG/paceonly.err" | awk '{s += $NF} END {print s + 0}')
+check "credits off, delay limit on: verified, the senders lower it alone ($pc times)" \
+    sh -c "$(declare -f verified); verified $rc '$LOG/paceonly' && [ $pc -gt 0 ]"
+job "$LOG/nopace" --mca btl_pmeth_pace_target_us 0 -- "$INCAST" -m 256k:256k -i 5; rc=$?
+check "target 0: verified, and no limit lowered" \
+    sh -c "$(declare -f verified); verified $rc '$LOG/nopace' && grep -q 'delay limit (target 0 us): lowered 0 times' '$LOG/nopace.err' && ! grep -q 'delay limit (target 0 us): lowered [1-9]' '$LOG/nopace.err'"
+
+# a burst of 4 frames a progress pass: the rest of each refill is refused and retried by
+# ob1 on a later pass (a callback waits for the ack once the burst is used)
+job "$LOG/burst" --mca btl_pmeth_send_burst 4 -- "$INCAST" -m 256k:1m -i 5; rc=$?
+bw=$(grep -ho '[0-9]* fragments waited for the next progress pass' "$LOG/burst.err" | awk '{s += $1} END {print s + 0}')
+check "a 4-frame burst a pass: no deadlock, every payload verified ($bw fragments waited for the next pass)" \
+    sh -c "$(declare -f verified); verified $rc '$LOG/burst' && [ $bw -gt 0 ]"
 
 # HPVM's static split: 15 frames over the job's 3 peers, 5 each, whatever they do
 job "$LOG/static" --mca btl_pmeth_credits static --mca btl_pmeth_credit_budget 15 \
@@ -73,13 +93,15 @@ check "6 senders, buffer arrays of 16 frames, a 24-frame budget: no deadlock, ev
 
 info=$(ompi_info --param btl pmeth --level 9 2>/dev/null)
 miss=""
-for p in credits credit_budget credit_port_bytes credit_floor credit_lease_us array_frames array_min_paths; do
+for p in credits credit_budget credit_port_bytes credit_floor credit_lease_us array_frames array_min_paths \
+         pace_target_us send_burst; do
     grep -q "parameter \"btl_pmeth_$p\"" <<<"$info" || miss="$miss $p"
 done
-for v in credit_waits credit_asked credit_requests credit_moves credit_share arrays_sent arrays_received arrays_dropped; do
+for v in credit_waits credit_asked credit_requests credit_moves credit_share arrays_sent arrays_received arrays_dropped \
+         pace_cuts pace_lifts burst_waits; do
     grep -q "performance \"btl_pmeth_$v\"" <<<"$info" || miss="$miss $v"
 done
-check "ompi_info documents the credit and buffer-array parameters and MPI_T variables${miss:+ (missing:$miss)}" [ -z "$miss" ]
+check "ompi_info documents the credit, buffer-array, delay-limit and burst parameters and MPI_T variables${miss:+ (missing:$miss)}" [ -z "$miss" ]
 check "the policy is an enumeration: off, static, demand" \
     grep -q 'Valid values: 0:"off", 1:"static", 2:"demand"' <<<"$info"
 

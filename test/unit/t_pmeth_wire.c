@@ -161,14 +161,16 @@ static void test_round_trips(void)
 static void test_padding(void)
 {
     pmeth_wire_view_t v;
-    /* Ethernet's 60-byte minimum: a short frame arrives longer than stated */
+    /* a frame may arrive longer than stated (padding: every pmeth frame is
+     * past Ethernet's 60-byte minimum, but a NIC or a switch may add some) */
     make_data(1);
-    CHECK(parse_n(60, 8, &v) == PMETH_WIRE_OK && v.len == 1 && v.frame_len == 60
-              && v.payload[0] == pattern(0),
-          "DATA of 1 byte in a 60-byte padded frame: OK, len stays 1");
+    CHECK(parse_n(PMETH_WIRE_HDR_LEN + 8, 8, &v) == PMETH_WIRE_OK && v.len == 1
+              && v.frame_len == PMETH_WIRE_HDR_LEN + 8 && v.payload[0] == pattern(0),
+          "DATA of 1 byte in a frame 7 bytes longer: OK, len stays 1");
     make_ack();
-    CHECK(parse_n(60, 8, &v) == PMETH_WIRE_OK && v.len == 0 && v.type == PMETH_WIRE_ACK,
-          "ACK in a 60-byte padded frame: OK");
+    CHECK(parse_n(PMETH_WIRE_HDR_LEN + 8, 8, &v) == PMETH_WIRE_OK && v.len == 0
+              && v.type == PMETH_WIRE_ACK,
+          "ACK in a frame 8 bytes longer: OK");
     make_data(100);
     CHECK(parse_n(MAXF, 8, &v) == PMETH_WIRE_OK && v.len == 100,
           "a frame padded up to max_frame still parses with its stated length");
@@ -186,7 +188,7 @@ static void test_sizes(void)
     CHECK(pmeth_wire_parse(NULL, 200, &e, &v) == PMETH_WIRE_TRUNCATED, "no frame: truncated");
     CHECK(parse(0) == PMETH_WIRE_TRUNCATED && parse(14) == PMETH_WIRE_TRUNCATED
               && parse(PMETH_WIRE_HDR_LEN - 1) == PMETH_WIRE_TRUNCATED,
-          "0, 14 and 55 bytes (shorter than the header): truncated");
+          "0, 14 and 63 bytes (shorter than the header): truncated");
     CHECK(parse(PMETH_WIRE_HDR_LEN) == PMETH_WIRE_TRUNCATED
               && parse(PMETH_WIRE_HDR_LEN + 99) == PMETH_WIRE_TRUNCATED,
           "stated length 100 but only 0 or 99 payload bytes in the frame: truncated");
@@ -202,13 +204,13 @@ static void test_sizes(void)
     /* a smaller link limit applies to the frame and to the length */
     pmeth_wire_expect_t small = e;
     small.max_frame = 256;
-    make_data(200);
+    make_data(256 - PMETH_WIRE_HDR_LEN);
     CHECK(pmeth_wire_parse(buf, 256, &small, &v) == PMETH_WIRE_OK
               && pmeth_wire_parse(buf, 257, &small, &v) == PMETH_WIRE_OVERSIZED,
           "max_frame 256: 256 bytes pass, 257 do not");
-    make_data(201);
+    make_data(256 - PMETH_WIRE_HDR_LEN + 1);
     CHECK(pmeth_wire_parse(buf, 256, &small, &v) == PMETH_WIRE_OVERSIZED,
-          "max_frame 256: a stated length of 201 (> 256 - 56) is oversized");
+          "max_frame 256: a stated length of 193 (> 256 - 64) is oversized");
 }
 
 static void test_foreign(void)
@@ -261,12 +263,12 @@ static void test_malformed(void)
         CHECK(parse(n) == PMETH_WIRE_MALFORMED, "type %u: malformed", types[i]);
     }
     bool all_flags = true;
-    for (int bit = 5; bit < 8; bit++) {
+    for (int bit = 6; bit < 8; bit++) {
         n = make_data(64);
         buf[28] = (uint8_t) (1u << bit);
         all_flags = all_flags && parse(n) == PMETH_WIRE_MALFORMED;
     }
-    CHECK(all_flags, "any undefined flag bit set (each of bits 5-7): malformed");
+    CHECK(all_flags, "any undefined flag bit set (each of bits 6-7): malformed");
     n = make_data(64);
     pmeth_wire_set_current(buf, true);
     pmeth_wire_view_t cv;
@@ -306,7 +308,7 @@ static void test_malformed(void)
           "an expectation of 9 or 0 links accepts nothing");
 
     n = make_data(0);
-    CHECK(parse(n) == PMETH_WIRE_MALFORMED && parse(60) == PMETH_WIRE_MALFORMED,
+    CHECK(parse(n) == PMETH_WIRE_MALFORMED && parse(n + 8) == PMETH_WIRE_MALFORMED,
           "DATA with length 0 (padded or not): malformed");
 
     n = make_ack();
@@ -423,6 +425,38 @@ static void test_credit(void)
     CHECK(parse(n) == PMETH_WIRE_MALFORMED, "a grant on a PROBE is malformed");
 }
 
+/* The stamp and the one-way delay (bytes 56-63, the DELAY flag). */
+static void test_stamp_delay(void)
+{
+    pmeth_wire_view_t v;
+    size_t n = make_data(64);
+    pmeth_wire_set_stamp(buf, 0xfedcba98u);
+    CHECK(parse_n(n, 8, &v) == PMETH_WIRE_OK && v.stamp == 0xfedcba98u && !v.has_delay
+              && v.delay == 0 && v.payload[0] == pattern(0),
+          "a stamp round-trips on DATA (any value, no flag needed); the payload stays at 64");
+    pmeth_wire_set_delay(buf, 0x80000001u);
+    CHECK(parse_n(n, 8, &v) == PMETH_WIRE_OK && v.has_delay && v.delay == 0x80000001u
+              && v.stamp == 0xfedcba98u,
+          "set_delay sets the DELAY flag and bytes 60-63");
+    n = make_ack();
+    pmeth_wire_set_stamp(buf, 7);
+    pmeth_wire_set_delay(buf, 0);
+    CHECK(parse_n(n, 8, &v) == PMETH_WIRE_OK && v.has_delay && v.delay == 0 && v.stamp == 7,
+          "an ACK carries a stamp and a delay (0 is a delay like any other)");
+    n = make_ack();
+    buf[62] = 1;
+    CHECK(parse(n) == PMETH_WIRE_MALFORMED, "delay bytes without the DELAY flag: malformed");
+    n = make_probe(PMETH_WIRE_PROBE, 100, &probe_sample);
+    pmeth_wire_set_delay(buf, 5);
+    CHECK(parse(n) == PMETH_WIRE_MALFORMED, "a delay on a PROBE: malformed");
+    n = make_probe(PMETH_WIRE_PROBE, 100, &probe_sample);
+    pmeth_wire_set_stamp(buf, 5);
+    CHECK(parse(n) == PMETH_WIRE_MALFORMED, "a stamp on a PROBE: malformed");
+    n = make_data(64);
+    buf[26] = 1;
+    CHECK(parse(n) == PMETH_WIRE_FOREIGN, "a version-1 frame (no bytes 56-63): foreign");
+}
+
 static void test_reserved_types(void)
 {
     for (int t = PMETH_WIRE_PEEK; t <= PMETH_WIRE_PATH_DOWN; t++) {
@@ -453,9 +487,10 @@ static void test_every_header_byte(void)
             pmeth_wire_verdict_t want;
             bool same = val == orig[off];
             if (same || off < 12 || (off >= 22 && off < 26) || off == 30 || off == 31
-                || (off >= 36 && off < 52) || (off == 28 && (val & ~PMETH_WIRE_F_ALL) == 0 && !(val & PMETH_WIRE_F_ECHO && orig[34]))) {
-                /* MACs, source id, tag, transmission, seq, ack, sack: any value; the
-                 * ECHO flag with an all-zero echo, the CURRENT flag */
+                || (off >= 36 && off < 52) || (off >= 56 && off < 60) || (off == 28 && (val & ~PMETH_WIRE_F_ALL) == 0 && !(val & PMETH_WIRE_F_ECHO && orig[34]))) {
+                /* MACs, source id, tag, transmission, seq, ack, sack, stamp: any
+                 * value; the ECHO or DELAY flag with an all-zero echo or delay, the
+                 * CURRENT flag */
                 want = PMETH_WIRE_OK;
             } else if (off < 22 || off == 26) {
                 want = PMETH_WIRE_FOREIGN;
@@ -519,7 +554,7 @@ static void test_guard_page(void)
             }
         }
     }
-    /* accepted: the full DATA frame only, ACKs from 56 bytes up (any padding), the full probe */
+    /* accepted: the full DATA frame only, ACKs from 64 bytes up (any padding), the full probe */
     CHECK(ok == 1 + 1 + 1, "%u frames cut at every length against a guard page: no fault, "
                            "only the complete ones accepted (%u)", parses, ok);
     munmap(map, 2 * (size_t) pg);
@@ -636,6 +671,7 @@ int main(void)
     test_credit();
     test_cont();
     test_array_rule();
+    test_stamp_delay();
     test_reserved_types();
     test_every_header_byte();
     test_guard_page();
