@@ -56,6 +56,13 @@ static void step(pmeth_pace_t *p, const pmeth_pace_config_t *cfg, path_t *l, uin
     (void) pmeth_pace_sample(p, cfg, one_way, l->srtt, n, l->cap, l->now);
 }
 
+/* The default configuration and a sender that has measured nothing yet. */
+static void fresh(pmeth_pace_config_t *cfg, pmeth_pace_t *p)
+{
+    pmeth_pace_config_init(cfg);
+    pmeth_pace_init(p, 0);
+}
+
 static void run(pmeth_pace_t *p, const pmeth_pace_config_t *cfg, path_t *l, uint64_t until)
 {
     while (l->now < until) {
@@ -82,9 +89,8 @@ static void test_off(void)
 static void test_standing_queue(void)
 {
     pmeth_pace_config_t cfg;
-    pmeth_pace_config_init(&cfg);
     pmeth_pace_t p;
-    pmeth_pace_init(&p, 0);
+    fresh(&cfg, &p);
     /* the clocks an hour apart */
     path_t l = {.serial = 72 * US, .base = 100 * US, .cap = 170, .offset = 3600000 * MS};
     CHECK(pmeth_pace_limit(&p) == PMETH_PACE_NONE, "a sender starts without a delay limit");
@@ -92,11 +98,10 @@ static void test_standing_queue(void)
     CHECK(p.cuts > 0 && pmeth_pace_limit(&p) < 170, "a standing queue lowers the limit (%u frames, "
           "%llu cuts)", pmeth_pace_limit(&p), (unsigned long long) p.cuts);
     /* from here on: the queue stays near the target, the path stays busy */
-    uint64_t worst = 0, least = UINT64_MAX, t0 = l.now, sent0 = l.sent;
+    uint64_t worst = 0, t0 = l.now, sent0 = l.sent;
     while (l.now < t0 + 500 * MS) {
         step(&p, &cfg, &l, 0);
         worst = l.last_rtt > worst ? l.last_rtt : worst;
-        least = l.last_rtt < least ? l.last_rtt : least;
     }
     double busy = (double) (l.sent - sent0) * (double) l.serial / (double) (l.now - t0);
     CHECK(worst <= l.base + 2 * cfg.target_ns + l.serial,
@@ -107,16 +112,14 @@ static void test_standing_queue(void)
               && pmeth_pace_floor(&p) == l.offset + l.base / 2 && p.rebases == 0,
           "the limit keeps the floor it measured (the offset + %llu us)",
           (unsigned long long) (pmeth_pace_floor(&p) - l.offset) / 1000);
-    (void) least;
 }
 
 /* A fast path (10 us a frame): the whole grant is a queue below the target. */
 static void test_fast_path(void)
 {
     pmeth_pace_config_t cfg;
-    pmeth_pace_config_init(&cfg);
     pmeth_pace_t p;
-    pmeth_pace_init(&p, 0);
+    fresh(&cfg, &p);
     path_t l = {.serial = 1 * US, .base = 40 * US, .cap = 170};
     run(&p, &cfg, &l, 200 * MS);
     CHECK(pmeth_pace_limit(&p) == PMETH_PACE_NONE && p.cuts == 0,
@@ -129,9 +132,8 @@ static void test_fast_path(void)
 static void test_late_samples(void)
 {
     pmeth_pace_config_t cfg;
-    pmeth_pace_config_init(&cfg);
     pmeth_pace_t p;
-    pmeth_pace_init(&p, 0);
+    fresh(&cfg, &p);
     path_t l = {.serial = 5 * US, .base = 40 * US, .cap = 40};
     uint64_t seed = 7;
     for (int i = 0; i < 200000; i++) {
@@ -147,9 +149,8 @@ static void test_late_samples(void)
 static void test_grow_back(void)
 {
     pmeth_pace_config_t cfg;
-    pmeth_pace_config_init(&cfg);
     pmeth_pace_t p;
-    pmeth_pace_init(&p, 0);
+    fresh(&cfg, &p);
     path_t l = {.serial = 72 * US, .base = 100 * US, .cap = 170};
     run(&p, &cfg, &l, 100 * MS);
     uint32_t cut = pmeth_pace_limit(&p);
@@ -166,9 +167,8 @@ static void test_grow_back(void)
 static void test_floor_moves(void)
 {
     pmeth_pace_config_t cfg;
-    pmeth_pace_config_init(&cfg);
     pmeth_pace_t p;
-    pmeth_pace_init(&p, 0);
+    fresh(&cfg, &p);
     path_t l = {.serial = 72 * US, .base = 100 * US, .cap = 170};
     run(&p, &cfg, &l, 50 * MS);
     l.base = 3 * MS;                    /* 42 frames in flight just to fill the path */
