@@ -207,7 +207,7 @@ static int pmeth_component_register(void)
         "grant, and refilling it at once (packing, posting, the kernel's send path) keeps a "
         "process from its receive rings for a millisecond or more: its peer's frames wait "
         "unacknowledged, the peer's grant runs dry, and streams both ways stall each other in "
-        "turn.  Message starts and control frames never wait.  0: no limit",
+        "turn.  Message starts and control frames never wait and are not counted.  0: no limit",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->send_burst, OPAL_INFO_LVL_6);
     c->kick_batch = 16;
     reg("kick_batch", "Frames posted to a send ring before the kernel is told (one system call for "

@@ -218,7 +218,8 @@ void pmeth_frag_posted(mca_btl_pmeth_frag_t *frag, uint32_t limit)
     /* the callback waits for the ack when the window is nearly used, and when
      * this pass's burst is: a fragment refused next is then retried on it */
     if (!c->early_completion || pmeth_txwin_inflight(frag->endpoint->tx) + limit / 8 > limit
-        || (c->send_burst > 0 && c->burst_used >= c->send_burst)) {
+        || (c->send_burst > 0 && c->burst_used >= c->send_burst
+            && !(frag->base.des_flags & MCA_BTL_DES_FLAGS_PRIORITY))) {
         frag->state |= PMETH_FRAG_CB_AT_ACK;
         frag->endpoint->cb_at_ack++;
         return;

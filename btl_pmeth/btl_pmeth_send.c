@@ -103,7 +103,9 @@ static void post_frame(mca_btl_pmeth_frag_t *frag, uint64_t now)
         c->credit_asked++;
     }
     pmeth_ring_tx_post(link->ring, frag->frame_id, frag->frame_len);
-    c->burst_used++;
+    if (!(frag->base.des_flags & MCA_BTL_DES_FLAGS_PRIORITY)) {
+        c->burst_used++;        /* bulk only: message starts never wait (frag_for) */
+    }
     pmeth_frag_posted(frag, limit);
     link->frames_out++;
     link->bytes_out += frag->frame_len;
