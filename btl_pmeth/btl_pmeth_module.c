@@ -276,20 +276,21 @@ static mca_btl_pmeth_frag_t *frag_for(mca_btl_base_endpoint_t *ep, size_t size, 
      * posted at once: such a fragment waits in private memory from the start */
     bool must_wait = ep->pending_head != NULL || (ep->tx != NULL && !pmeth_txwin_can_send(ep->tx));
     /* receiver-ready sending: bulk (pipeline) fragments beyond the peer's grant
-     * are refused, and ob1 retries them on the callback of a fragment in flight
-     * (one whose callback waits for its ack, pmeth_frag_posted; with none such,
-     * one more goes, and its callback will wait).  Message starts never wait
-     * for a grant: they are single frames, and ob1 must not retry them */
-    bool burst_used = c->send_burst > 0 && c->burst_used >= c->send_burst;
-    if (!must_wait && !(flags & MCA_BTL_DES_FLAGS_PRIORITY) && ep->tx != NULL
-        && ep->cb_at_ack > 0 && burst_used) {
+     * (or our delay limit to it) are refused, and ob1 retries them on the
+     * callback of a fragment in flight (one whose callback waits for its ack,
+     * pmeth_frag_posted; with none such, one more goes, and its callback will
+     * wait).  Message starts never wait for a grant: they are single frames,
+     * and ob1 must not retry them */
+    bool may_refuse = !must_wait && !(flags & MCA_BTL_DES_FLAGS_PRIORITY) && ep->tx != NULL
+                      && ep->cb_at_ack > 0;
+    /* ... and beyond this progress pass's burst (btl_pmeth_send_burst) */
+    if (may_refuse && c->send_burst > 0 && c->burst_used >= c->send_burst) {
         pmeth_frag_put(frag);
         c->refused++;
         c->burst_waits++;
         return NULL;
     }
-    if (!must_wait && !(flags & MCA_BTL_DES_FLAGS_PRIORITY) && ep->tx != NULL
-        && pmeth_send_limited(ep) && ep->cb_at_ack > 0
+    if (may_refuse && pmeth_send_limited(ep)
         && pmeth_txwin_inflight(ep->tx) >= pmeth_send_limit(ep, pmeth_now_ns())) {
         pmeth_frag_put(frag);
         c->refused++;

@@ -6,14 +6,14 @@
  * Why.  A receiver grants what its switch port can absorb (pmeth_credit.h), a
  * few hundred KiB a link, so that several senders at once cannot overflow the
  * port.  A sender alone uses that whole grant, and since the path itself
- * needs only a few frames in flight, the rest stands as a queue in the port
- * (2 ms at 1 Gbit/s for 256 KiB).  One way, a standing queue costs nothing.
- * Both ways at once, every acknowledgement (piggy-backed or alone) waits
- * behind the other direction's queue; the round trip doubles, and the grants
- * and ob1's pipeline run dry between acks: bidirectional streams fell to
- * 71-77% of the line on six shaped links.  The grant cannot simply be made
- * smaller: on a fast link (unshaped veth, 10 GbE) the same bytes are a queue
- * of a few tens of microseconds, and a smaller grant starves the link.
+ * needs only a few frames in flight, the rest stands as a queue in front of
+ * the slowest link (2 ms at 1 Gbit/s for 256 KiB), where every other flow
+ * through it waits, and where senders without grants (credits off, or
+ * another job) overflow it.  The grant cannot simply be made smaller: on a
+ * fast link (unshaped veth, 10 GbE) the same bytes are a queue of a few tens
+ * of microseconds, and a smaller grant starves the link.  (Streams both ways
+ * over six shaped links, once slow, were not held up by such queues but by
+ * refills too large for one progress pass: btl_pmeth_send_burst.)
  *
  * What.  The queue is seen as delay (LEDBAT's idea, RFC 6817, reduced to
  * what a two-ended protocol with its own acks needs).  The delay is one way:
@@ -34,11 +34,9 @@
  *   - when the queue (standing - floor) exceeds TARGET, the frames that
  *     stand in it beyond the target go from the limit (by Little's law,
  *     limit x (queue - TARGET) / round trip): at most half per round, never
- *     below MIN frames;
- *     a queue that stands even at MIN
- *     frames is not ours to drain (the path changed, e.g. after a migration;
- *     others keep it full; the clocks drifted apart): its delay becomes the
- *     floor;
+ *     below MIN frames; a queue that stands even at MIN frames is not ours to
+ *     drain (the path changed, e.g. after a migration; others keep it full;
+ *     the clocks drifted apart): its delay becomes the floor;
  *   - otherwise, if the sender used its limit during the round, the limit
  *     grows by an eighth, and once it reaches what grants and the window
  *     allow, the delay limit is lifted.
