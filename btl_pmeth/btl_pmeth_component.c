@@ -81,7 +81,7 @@ static int pmeth_component_register(void)
     c->if_include = NULL;
     reg("if_include", "Comma-separated list of Ethernet interface names to carry frames (e.g. "
         "eth0,eth1).  Mutually exclusive with btl_pmeth_if_exclude.  Default: every interface "
-        "that is up, is Ethernet and is not loopback",
+        "that is up, has carrier, is Ethernet and is not loopback",
         MCA_BASE_VAR_TYPE_STRING, &c->if_include, OPAL_INFO_LVL_1);
     c->if_exclude = NULL;
     reg("if_exclude", "Comma-separated list of Ethernet interface names never to use.  Mutually "
@@ -429,8 +429,14 @@ static int choose_interfaces(pmeth_link_t *out, uint32_t *n)
             why = "loopback";
         } else if (!(a->ifa_flags & IFF_UP)) {
             why = "down";
+        } else if (!named && !(a->ifa_flags & IFF_RUNNING)) {
+            /* up but no carrier (a cable out, a bridge with no ports): it would only
+             * cost probes to peers that cannot answer.  One named in if_include is
+             * kept: its carrier may come back, and path migration then uses it. */
+            why = "without carrier";
         }
         if (why != NULL) {
+            PMETH_VERBOSE(20, "interface %s skipped: %s", a->ifa_name, why);
             if (named) {
                 opal_show_help("help-btl-pmeth.txt", "bad-interface", true,
                                opal_process_info.nodename, a->ifa_name, why);
@@ -629,9 +635,18 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
 
     /* ob1's eager limit is the payload of the smallest link's frame; its
      * pipeline unit that many frames times btl_pmeth_array_frames */
-    uint32_t min_mtu = c->links[0].mtu;
+    uint32_t lo = 0, hi = 0;
     for (uint32_t i = 1; i < c->nlinks; i++) {
-        min_mtu = c->links[i].mtu < min_mtu ? c->links[i].mtu : min_mtu;
+        lo = c->links[i].mtu < c->links[lo].mtu ? i : lo;
+        hi = c->links[i].mtu > c->links[hi].mtu ? i : hi;
+    }
+    uint32_t min_mtu = c->links[lo].mtu;
+    if (c->links[hi].mtu != min_mtu && (c->if_include == NULL || c->if_include[0] == '\0')) {
+        /* named links are the user's choice; found ones may include a stray
+         * interface (a management port, a bridge) that would shrink every frame */
+        opal_show_help("help-btl-pmeth.txt", "mixed-mtu", true, opal_process_info.nodename,
+                       c->links[hi].ifname, c->links[hi].mtu, c->links[lo].ifname, min_mtu,
+                       c->links[lo].ifname, c->links[lo].ifname);
     }
     c->frame_payload = min_mtu + PMETH_WIRE_ETH_LEN - PMETH_WIRE_HDR_LEN;
     m->btl_eager_limit = m->btl_eager_limit > c->frame_payload || m->btl_eager_limit == 0

@@ -18,6 +18,13 @@ static uint32_t compute_share(const pmeth_credit_pool_t *p)
         break;
     }
     uint32_t share = p->budget / (peers > 0 ? peers : 1);
+    if (p->policy == PMETH_CREDIT_DEMAND && p->active_before == 1 && p->active_now <= 1) {
+        /* alone for a whole epoch: it cannot overflow the port by itself (one link
+         * feeds it), and a grant of just the port's worth stalls a message about
+         * that size on its last frames, until the ack of its first ones comes -
+         * acks come from our process, not the NIC, and wait for it to run */
+        share = 2 * p->budget;
+    }
     if (share < p->floor) {
         share = p->floor;
     }

@@ -24,7 +24,14 @@
  *     DEMAND).  A sender alone gets the whole budget, not the window: frames it
  *     has in flight sit mostly in queues on the way (its own interface's, the
  *     port's), and when a second sender starts, those already queued cannot be
- *     called back.  Policy STATIC is HPVM's:
+ *     called back.  A sender that was alone for the whole previous epoch too
+ *     gets twice the budget: one link cannot overflow the port it feeds, and
+ *     with just the port's worth a message of about that size stalls on its
+ *     last frames until the acks of its first ones come back (acks come from
+ *     the receiving process, and wait for it to run: on a loaded host, longer
+ *     than the message takes on the wire).  The price: when a second sender
+ *     starts, the first may have two ports' worth on the way once.  Policy
+ *     STATIC is HPVM's:
  *     BUDGET / (every peer of the job), sending or not, kept for the comparison.
  *   - A grant rides on every ack the receiver sends (piggy-backed or standalone:
  *     one byte of the header, pmeth_wire.h), so it is paced by the frames that

@@ -64,6 +64,9 @@ pm "$LOG/mtu" --mca btl self,pmeth -- "$BENCH/xb-bw" -m 64k -i 5 -w 4; rc=$?
 check "MTU mismatch: reported naming both ends, the job runs over the other link" \
     sh -c "[ $rc -eq 0 ] && grep -q 'MTU mismatch' '$LOG/mtu.err' && grep -q 'interface eth1, MTU 1500' '$LOG/mtu.err' \
            && grep -q 'interface eth1, MTU 1400' '$LOG/mtu.err' && grep -q '\"verified\":true' '$LOG/mtu'"
+check "links of different MTUs on one host: named, with the way out (the frame size is the smallest)" \
+    sh -c "grep -q 'links have different MTUs: eth0 has 1500, eth1 has 1400' '$LOG/mtu.err' \
+           && grep -q 'btl_pmeth_if_exclude eth1' '$LOG/mtu.err'"
 vc exec n1 -- ip link set dev eth1 mtu 1500
 
 # 1% loss each way on both links: retransmissions, every byte right

@@ -101,6 +101,27 @@ check "after SIGTERM: no rank left in any node" [ -z "$(vc_job_procs n0)$(vc_job
 check "after SIGTERM: no socat left, no job directory" bash -c \
     "! ps -eo args | grep -q '^socat .*xbvc/$XBVC_NAME/' && [ -z \"\$(ls /run/xbvc/$XBVC_NAME/jobs)\" ]"
 
+# routed, multi-homed hosts (nbr3sw: the centre has one link per axis, a neighbour one):
+# Open MPI 4.1's tcp BTL binds a connection to one link's address and sends it over
+# another, and the peer drops it (open-mpi/ompi#7115).  Host addresses (--host-addrs)
+# give each host one source address, routed over the data links.
+if [ -x "$BENCH/xb-halo3d" ]; then
+    vc create nbr3sw --rate 0 --host-addrs --force >/dev/null || not_ok "create nbr3sw --host-addrs"
+    ping_out=$(vc exec n1 -- ping -c1 -w5 -I 198.19.254.2 198.19.254.4 2>&1); rc=$?
+    check "host addresses: n1 reaches n3's over the data links (through the centre)" [ $rc = 0 ]
+    [ $rc = 0 ] || echo "$ping_out" | diag
+    m0=$(ifstat n0 mg0 tx_bytes); x0=$(( $(ifstat n0 x tx_bytes) + $(ifstat n0 y tx_bytes) + $(ifstat n0 z tx_bytes) ))
+    vc_mpirun --ifs 198.19.254.0/24 --mca btl self,tcp -- "$BENCH/xb-halo3d" --star -m 512:256k -i 20 \
+        >"$LOG/halo" 2>&1; rc=$?
+    m1=$(ifstat n0 mg0 tx_bytes); x1=$(( $(ifstat n0 x tx_bytes) + $(ifstat n0 y tx_bytes) + $(ifstat n0 z tx_bytes) ))
+    check "tcp between host addresses on nbr3sw: the star exchange verified, no connection dropped" \
+        sh -c "[ $rc = 0 ] && grep -q 'all payloads verified' '$LOG/halo' && ! grep -q 'unexpected' '$LOG/halo'"
+    check "... over the data links ($(( (x1 - x0) / 1000000 )) MB), not the management network ($(( (m1 - m0) / 1000000 )) MB)" \
+        [ $(( x1 - x0 )) -gt 10000000 -a $(( (m1 - m0) * 10 )) -lt $(( x1 - x0 )) ]
+else
+    skip "tcp between host addresses" "$BENCH/xb-halo3d missing"
+fi
+
 check "destroy" bash -c "$VC destroy >/dev/null"
 vc_assert_clean
 tap_done
