@@ -177,8 +177,9 @@ NBR_VARIANTS = ["off", "demand", "tcp"]
 
 def nbr(o, lines):
     idle = [("mpi_yield_when_idle", 1)]
-    mgmt = [("btl_tcp_if_include", "198.19.255.0/24")] + idle
-    variants = [("off", "self,pmeth,tcp", mgmt + NO_FLOW_CONTROL), ("demand", "self,pmeth,tcp", mgmt),
+    # pmeth's jobs: tcp only for the collectives between non-neighbours, over the management network
+    pmeth_mca = [("btl_tcp_if_include", "198.19.255.0/24")] + idle
+    variants = [("off", "self,pmeth,tcp", pmeth_mca + NO_FLOW_CONTROL), ("demand", "self,pmeth,tcp", pmeth_mca),
                 ("tcp", "self,tcp", [("btl_tcp_if_include", "198.19.254.0/24")] + idle)]
     res = {}
     for topo in ("nbr3sw", "nbr6sw"):

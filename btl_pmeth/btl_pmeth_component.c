@@ -81,7 +81,7 @@ static int pmeth_component_register(void)
     c->if_include = NULL;
     reg("if_include", "Comma-separated list of Ethernet interface names to carry frames (e.g. "
         "eth0,eth1).  Mutually exclusive with btl_pmeth_if_exclude.  Default: every interface "
-        "that is up, has carrier, is Ethernet and is not loopback",
+        "that is up, is Ethernet and is not loopback",
         MCA_BASE_VAR_TYPE_STRING, &c->if_include, OPAL_INFO_LVL_1);
     c->if_exclude = NULL;
     reg("if_exclude", "Comma-separated list of Ethernet interface names never to use.  Mutually "
@@ -429,11 +429,6 @@ static int choose_interfaces(pmeth_link_t *out, uint32_t *n)
             why = "loopback";
         } else if (!(a->ifa_flags & IFF_UP)) {
             why = "down";
-        } else if (!named && !(a->ifa_flags & IFF_RUNNING)) {
-            /* up but no carrier (a cable out, a bridge with no ports): it would only
-             * cost probes to peers that cannot answer.  One named in if_include is
-             * kept: its carrier may come back, and path migration then uses it. */
-            why = "without carrier";
         }
         if (why != NULL) {
             PMETH_VERBOSE(20, "interface %s skipped: %s", a->ifa_name, why);

@@ -73,10 +73,9 @@ static void run(pmeth_pace_t *p, const pmeth_pace_config_t *cfg, path_t *l, uint
 static void test_off(void)
 {
     pmeth_pace_config_t cfg;
-    pmeth_pace_config_init(&cfg);
-    cfg.target_ns = 0;
     pmeth_pace_t p;
-    pmeth_pace_init(&p, 0);
+    fresh(&cfg, &p);
+    cfg.target_ns = 0;
     path_t l = {.serial = 72 * US, .base = 100 * US, .cap = 170};
     run(&p, &cfg, &l, 200 * MS);
     CHECK(pmeth_pace_limit(&p) == PMETH_PACE_NONE && p.cuts == 0,
@@ -189,10 +188,9 @@ static void test_floor_moves(void)
 static void test_bounds(void)
 {
     pmeth_pace_config_t cfg;
-    pmeth_pace_config_init(&cfg);
-    cfg.min_frames = 3;
     pmeth_pace_t p;
-    pmeth_pace_init(&p, 0);
+    fresh(&cfg, &p);
+    cfg.min_frames = 3;
     uint64_t now = 0;
     /* the first round sets a floor of 10 us */
     (void) pmeth_pace_sample(&p, &cfg, 10 * US, 10 * US, 64, 64, now);
