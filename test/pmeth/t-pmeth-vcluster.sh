@@ -41,8 +41,14 @@ echo "# n0 sent eth0 $((b0 - a0)) B, eth1 $((b1 - a1)) B"
 d0=$((b0 - a0)); d1=$((b1 - a1))
 check "both links carried the large messages (striping): eth0 $d0 B, eth1 $d1 B" \
     [ $((d0 + d1)) -gt 4000000 -a $((d0 * 4)) -gt $((d0 + d1)) -a $((d1 * 4)) -gt $((d0 + d1)) ]
-check "the BTL copied no byte itself, sending or receiving (ob1 packs into ring frames, reads from them; $(grep -ho "buffer arrays: [0-9]* sent" "$LOG/p2p2.err" | awk '{s += $3} END {print s + 0}') buffer arrays)" \
-    [ "$(copied "$LOG/p2p2")" = 0 ]
+# The one copy allowed: a frame held ahead of a gap (a missing frame, until it comes again)
+# for half a lap of its ring moves to private memory (btl_pmeth_recv.c); seen about
+# once in 25 runs here
+ctx=$(grep -ho 'bytes copied by the BTL: [0-9]* sending' "$LOG/p2p2.err" | awk '{s += $6} END {print s + 0}')
+crx=$(grep -ho '[0-9]* sending, [0-9]* receiving' "$LOG/p2p2.err" | awk '{s += $3} END {print s + 0}')
+held=$(grep -ho '[0-9]* held frames moved out of a ring' "$LOG/p2p2.err" | awk '{s += $1} END {print s + 0}')
+check "the BTL copied no byte itself, sending or receiving (ob1 packs into ring frames, reads from them; $(grep -ho "buffer arrays: [0-9]* sent" "$LOG/p2p2.err" | awk '{s += $3} END {print s + 0}') buffer arrays), but for held frames moved aside ($crx B in $held)" \
+    [ "$ctx" = 0 -a \( "$crx" = 0 -o "$held" -gt 0 \) ]
 check "every rank's summary is there (finalize ran)" [ "$(grep -c 'bytes copied by the BTL' "$LOG/p2p2.err")" = 2 ]
 
 # named beside tcp, pmeth carries the peers it reaches (ob1 takes the BTL of the highest
