@@ -202,6 +202,7 @@ typedef struct mca_btl_pmeth_component_t {
     unsigned int fast_retransmit, resend_cap;
     unsigned int stripe_min;
     unsigned int array_frames;          /* frames one pipeline fragment may span */
+    unsigned int eager_frames;          /* frames an eager message may span */
     unsigned int array_min_paths;       /* ... for peers striped over this many paths */
     unsigned int probe_timeout_ms, probe_interval_ms;
     bool qdisc_bypass;

@@ -156,9 +156,19 @@ static int pmeth_component_register(void)
         "array.  A fragment of several frames costs ob1 one fragment to schedule and call back "
         "instead of one per frame, and goes to ob1 (one descriptor, a segment per ring frame, "
         "no copy) once its last frame is in.  1: every fragment is one frame, handed to ob1 "
-        "the moment it is in order (the paper's peek).  Message starts and eager messages are "
-        "always one frame.  Used for peers reached over btl_pmeth_array_min_paths paths or more",
+        "the moment it is in order (the paper's peek).  Message starts: "
+        "btl_pmeth_eager_frames.  Used for peers reached over btl_pmeth_array_min_paths paths or more",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->array_frames, OPAL_INFO_LVL_4);
+    c->eager_frames = 4;
+    reg("eager_frames", "Frames an eager message may span (1-16): ob1's eager limit is this "
+        "many frames' payload (35,800 B at MTU 9000, 5,800 at 1500), or btl_pmeth_eager_limit "
+        "if that is lower.  A message of several frames goes whole and at once as a buffer "
+        "array (zero copy; staged in private memory, one copy, when its frames cannot go at "
+        "once) and reaches ob1 when its last frame is in; longer messages take ob1's "
+        "rendezvous, whose round trip waits for the receiving process.  Eager messages, like "
+        "every message start, do not wait for the receiver's grant (btl_pmeth_credit_policy).  "
+        "1: a frame, as before",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->eager_frames, OPAL_INFO_LVL_4);
     c->array_min_paths = 2;
     reg("array_min_paths", "Buffer arrays (btl_pmeth_array_frames) only for peers striped over "
         "at least this many paths; others get a frame per fragment.  Over one link a frame per "
@@ -329,8 +339,8 @@ static int pmeth_component_register(void)
      * reaches and tcp for the others; below vader and rsm (HIGH), which carry
      * on-host peers better.  DEFAULT is where Open MPI puts network BTLs */
     m->btl_exclusivity = MCA_BTL_EXCLUSIVITY_DEFAULT;
-    /* clamped at init to one frame's payload (MTU + 14 - 64 bytes): by default
-     * every message that fits one frame is eager, whatever the MTU */
+    /* clamped at init to btl_pmeth_eager_frames frames' payload (MTU + 14 - 64
+     * bytes each): by default a message of up to four frames is eager */
     m->btl_eager_limit = 65536;
     m->btl_rndv_eager_limit = 65536;
     m->btl_max_send_size = 65536;
@@ -628,8 +638,8 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
         c->nlinks++;
     }
 
-    /* ob1's eager limit is the payload of the smallest link's frame; its
-     * pipeline unit that many frames times btl_pmeth_array_frames */
+    /* frames are sized by the smallest link's MTU: ob1's eager limit is
+     * btl_pmeth_eager_frames of them, its pipeline unit btl_pmeth_array_frames */
     uint32_t lo = 0, hi = 0;
     for (uint32_t i = 1; i < c->nlinks; i++) {
         lo = c->links[i].mtu < c->links[lo].mtu ? i : lo;
@@ -644,8 +654,14 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
                        c->links[lo].ifname, c->links[lo].ifname);
     }
     c->frame_payload = min_mtu + PMETH_WIRE_ETH_LEN - PMETH_WIRE_HDR_LEN;
-    m->btl_eager_limit = m->btl_eager_limit > c->frame_payload || m->btl_eager_limit == 0
-                             ? c->frame_payload : m->btl_eager_limit;
+    if (c->eager_frames < 1 || c->eager_frames > PMETH_WIRE_ARRAY_MAX) {
+        PMETH_VERBOSE(1, "btl_pmeth_eager_frames %u is not within 1-%d: using %d", c->eager_frames,
+                      PMETH_WIRE_ARRAY_MAX, c->eager_frames < 1 ? 1 : PMETH_WIRE_ARRAY_MAX);
+        c->eager_frames = c->eager_frames < 1 ? 1 : PMETH_WIRE_ARRAY_MAX;
+    }
+    size_t eager_max = (size_t) c->frame_payload * c->eager_frames;
+    m->btl_eager_limit = m->btl_eager_limit > eager_max || m->btl_eager_limit == 0
+                             ? eager_max : m->btl_eager_limit;
     if (c->array_frames < 1 || c->array_frames > PMETH_WIRE_ARRAY_MAX) {
         PMETH_VERBOSE(1, "btl_pmeth_array_frames %u is not within 1-%d: using %d", c->array_frames,
                       PMETH_WIRE_ARRAY_MAX, c->array_frames < 1 ? 1 : PMETH_WIRE_ARRAY_MAX);

@@ -93,6 +93,112 @@ unsigned pmeth_frag_array_take(mca_btl_pmeth_frag_t *head, unsigned n)
     return got;
 }
 
+bool pmeth_frag_take_start(mca_btl_pmeth_frag_t *head, size_t size)
+{
+    const size_t payload = mca_btl_pmeth_component.frame_payload;
+    if (size <= payload) {
+        if (!pmeth_frag_take_frame(head, size)) {
+            return false;
+        }
+        head->segment.seg_len = size;
+        return true;
+    }
+    /* all of it or none: a message start is sent whole, never cut */
+    if (!pmeth_frag_take_frame(head, payload)) {
+        return false;
+    }
+    head->segment.seg_len = payload;
+    mca_btl_pmeth_frag_t *prev = head;
+    for (size_t off = payload; off < size; off += payload) {
+        mca_btl_pmeth_frag_t *frag = pmeth_frag_get(head->endpoint);
+        size_t len = size - off < payload ? size - off : payload;
+        if (frag == NULL || !pmeth_frag_take_frame(frag, len)) {
+            if (frag != NULL) {
+                pmeth_frag_put(frag);
+            }
+            /* the frames taken so far go back; HEAD stays the caller's */
+            while (head->array_next != NULL) {
+                mca_btl_pmeth_frag_t *rest = head->array_next;
+                head->array_next = rest->array_next;
+                rest->array_next = NULL;
+                pmeth_frag_put(rest);
+            }
+            pmeth_ring_tx_put(pmeth_frag_link(head)->ring, head->frame_id);
+            head->frame_id = -1;
+            head->state &= (uint8_t) ~PMETH_FRAG_CONT;
+            return false;
+        }
+        frag->state = PMETH_FRAG_INTERNAL;
+        frag->segment.seg_len = len;
+        prev->state |= PMETH_FRAG_CONT;
+        prev->array_next = frag;
+        prev = frag;
+    }
+    return true;
+}
+
+bool pmeth_frag_split(mca_btl_pmeth_frag_t *head)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    mca_btl_base_endpoint_t *ep = head->endpoint;
+    const size_t payload = c->frame_payload, size = head->segment.seg_len;
+    mca_btl_pmeth_frag_t *prev = head;
+    for (size_t off = payload; off < size; off += payload) {
+        mca_btl_pmeth_frag_t *frag = pmeth_frag_get(ep);
+        size_t len = size - off < payload ? size - off : payload;
+        if (frag == NULL) {
+            goto fail;
+        }
+        frag->state = PMETH_FRAG_INTERNAL;
+        frag->segment.seg_len = len;
+        /* straight into a frame when it can go at once (the one copy staging
+         * costs), else a staged slice of its own */
+        bool framed = ep->pending_head == NULL && pmeth_frag_take_frame(frag, len);
+        if (!framed && !pmeth_frag_stage(frag, len)) {
+            pmeth_frag_put(frag);
+            goto fail;
+        }
+        memcpy(frag->segment.seg_addr.pval, head->staged + off, len);
+        c->copies_tx += len;
+        c->staged_bytes += framed ? len : 0;    /* else when its frame is found */
+        prev->state |= PMETH_FRAG_CONT;
+        prev->array_next = frag;
+        prev = frag;
+    }
+    head->segment.seg_len = payload;
+    if (pmeth_frag_array_segments(head)) {
+        return true;
+    }
+    head->segment.seg_len = size;
+fail:
+    while (head->array_next != NULL) {
+        mca_btl_pmeth_frag_t *rest = head->array_next;
+        head->array_next = rest->array_next;
+        rest->array_next = NULL;
+        pmeth_frag_put(rest);
+    }
+    head->state &= (uint8_t) ~PMETH_FRAG_CONT;
+    head->segment.seg_len = size;
+    return false;
+}
+
+bool pmeth_frag_array_segments(mca_btl_pmeth_frag_t *head)
+{
+    if (head->array_segs == NULL) {
+        head->array_segs = malloc(PMETH_WIRE_ARRAY_MAX * sizeof(*head->array_segs));
+        if (head->array_segs == NULL) {
+            return false;
+        }
+    }
+    uint32_t n = 0;
+    for (mca_btl_pmeth_frag_t *f = head; f != NULL && n < PMETH_WIRE_ARRAY_MAX; f = f->array_next) {
+        head->array_segs[n++] = f->segment;
+    }
+    head->base.des_segments = head->array_segs;
+    head->base.des_segment_count = n;
+    return true;
+}
+
 bool pmeth_frag_stage(mca_btl_pmeth_frag_t *frag, size_t size)
 {
     size_t want = size > 0 ? size : 1;

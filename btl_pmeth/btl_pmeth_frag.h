@@ -53,6 +53,20 @@ mca_btl_pmeth_frag_t *pmeth_frag_get(mca_btl_base_endpoint_t *ep);
 /* A frame for a fragment of SIZE payload bytes to EP on the path chosen for
  * that size; false if none is free. */
 bool pmeth_frag_take_frame(mca_btl_pmeth_frag_t *frag, size_t size);
+/* Frames for a message start of SIZE bytes (header and data): one frame, or
+ * for more than a frame's payload (an eager limit of several frames,
+ * btl_pmeth_eager_frames) a buffer array, HEAD first, every frame but the last
+ * full and marked CONT, each segment's length set.  All or none: a message
+ * start is never cut (ob1 4.1 sends no rest of an eager message), and never
+ * waits for a grant. */
+bool pmeth_frag_take_start(mca_btl_pmeth_frag_t *head, size_t size);
+/* A staged message start longer than a frame (alloc gave ob1 contiguous
+ * private memory) becomes a buffer array of frames, HEAD keeping the first
+ * frame's worth in its private memory: false without memory. */
+bool pmeth_frag_split(mca_btl_pmeth_frag_t *head);
+/* ob1 reads a completed descriptor's segments to count the bytes it sent: the
+ * head of a buffer array shows one segment per frame.  False without memory. */
+bool pmeth_frag_array_segments(mca_btl_pmeth_frag_t *head);
 /* Private memory for SIZE bytes when no frame is free; false without memory. */
 bool pmeth_frag_stage(mca_btl_pmeth_frag_t *frag, size_t size);
 /* Copy a fragment out of its frame into private memory and give the frame

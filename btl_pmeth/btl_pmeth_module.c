@@ -259,22 +259,27 @@ static int pmeth_finalize(mca_btl_base_module_t *btl)
     return OPAL_SUCCESS;
 }
 
-/* A descriptor for SIZE bytes (header and data) to EP: a frame, or private
- * memory for a message start when every frame is in flight; NULL: refused. */
+/* A descriptor for SIZE bytes (header and data) to EP: a frame (for a message
+ * start above a frame's payload, a buffer array of them), or private memory
+ * for a message start when the frames could not go at once (CONTIGUOUS: a
+ * start of several frames always, for ob1's alloc); NULL: refused. */
 static mca_btl_pmeth_frag_t *frag_for(mca_btl_base_endpoint_t *ep, size_t size, uint32_t flags,
-                                      uint8_t order)
+                                      uint8_t order, bool contiguous)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    if (size > c->frame_payload) {
+    const bool start = flags & MCA_BTL_DES_FLAGS_PRIORITY;
+    if (size > c->frame_payload && (!start || size > mca_btl_pmeth.btl_eager_limit)) {
         return NULL;
     }
     mca_btl_pmeth_frag_t *frag = pmeth_frag_get(ep);
     if (frag == NULL) {
         return NULL;
     }
-    /* behind waiting fragments, or with the window closed, a frame could not be
-     * posted at once: such a fragment waits in private memory from the start */
-    bool must_wait = ep->pending_head != NULL || (ep->tx != NULL && !pmeth_txwin_can_send(ep->tx));
+    uint32_t nframes = size > c->frame_payload ? (uint32_t) ((size + c->frame_payload - 1) / c->frame_payload) : 1;
+    /* behind waiting fragments, or without room in the window, a frame could
+     * not be posted at once: such a fragment waits in private memory from the start */
+    bool must_wait = ep->pending_head != NULL
+                     || (ep->tx != NULL && pmeth_txwin_room(ep->tx) < nframes);
     /* receiver-ready sending: bulk (pipeline) fragments beyond the peer's grant
      * (or our delay limit to it) are refused, and ob1 retries them on the
      * callback of a fragment in flight (one whose callback waits for its ack,
@@ -303,13 +308,15 @@ static mca_btl_pmeth_frag_t *frag_for(mca_btl_base_endpoint_t *ep, size_t size, 
     if (!(flags & MCA_BTL_DES_FLAGS_PRIORITY)) {
         ep->credit_blocked = false;
     }
-    if ((must_wait || !pmeth_frag_take_frame(frag, size))
-        && (!(flags & MCA_BTL_DES_FLAGS_PRIORITY) || !pmeth_frag_stage(frag, size))) {
+    bool framed = !must_wait && !(contiguous && nframes > 1) && pmeth_frag_take_start(frag, size);
+    if (!framed && (!start || !pmeth_frag_stage(frag, size))) {
         pmeth_frag_put(frag);
         c->refused++;
         return NULL;
     }
-    frag->segment.seg_len = size;
+    if (!framed) {
+        frag->segment.seg_len = size;
+    }
     frag->base.des_flags = flags;
     frag->base.order = order;
     return frag;
@@ -320,7 +327,7 @@ static mca_btl_base_descriptor_t *pmeth_alloc(mca_btl_base_module_t *btl,
                                               size_t size, uint32_t flags)
 {
     PMETH_LOCK();
-    mca_btl_pmeth_frag_t *frag = frag_for(ep, size, flags, order);
+    mca_btl_pmeth_frag_t *frag = frag_for(ep, size, flags, order, true);
     PMETH_UNLOCK();
     return frag != NULL ? &frag->base : NULL;
 }
@@ -338,28 +345,12 @@ static int pmeth_free(mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des
     return OPAL_SUCCESS;
 }
 
-/* ob1 reads a completed descriptor's segments to count the bytes it sent: the
- * head of a buffer array shows one segment per frame.  False without memory. */
-static bool array_segments(mca_btl_pmeth_frag_t *head)
-{
-    if (head->array_segs == NULL) {
-        head->array_segs = malloc(PMETH_WIRE_ARRAY_MAX * sizeof(*head->array_segs));
-        if (head->array_segs == NULL) {
-            return false;
-        }
-    }
-    uint32_t n = 0;
-    for (mca_btl_pmeth_frag_t *f = head; f != NULL; f = f->array_next) {
-        head->array_segs[n++] = f->segment;
-    }
-    head->base.des_segments = head->array_segs;
-    head->base.des_segment_count = n;
-    return true;
-}
-
 /* Pack ob1's data straight into the frame that goes on the wire, or, for a
  * pipeline fragment larger than a frame, into the frames of a buffer array
- * (btl_pmeth_array_frames): one iovec per frame, ob1's header in the first. */
+ * (btl_pmeth_array_frames): one iovec per frame, ob1's header in the first.  A
+ * message start (PRIORITY) is packed whole, up to the eager limit: into a
+ * buffer array when it is longer than a frame, or into private memory when its
+ * frames could not go at once (split into frames when sent). */
 static mca_btl_base_descriptor_t *pmeth_prepare_src(mca_btl_base_module_t *btl,
                                                     mca_btl_base_endpoint_t *ep,
                                                     struct opal_convertor_t *convertor,
@@ -368,33 +359,37 @@ static mca_btl_base_descriptor_t *pmeth_prepare_src(mca_btl_base_module_t *btl,
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     const size_t payload = c->frame_payload;
+    const bool start = flags & MCA_BTL_DES_FLAGS_PRIORITY;
     if (reserve >= payload) {
         return NULL;
     }
-    /* message starts stay one frame: they must never wait for a grant */
+    if (start && reserve + *size > mca_btl_pmeth.btl_eager_limit) {
+        *size = mca_btl_pmeth.btl_eager_limit - reserve;    /* a rendezvous start */
+    }
     unsigned nframes = 1;
-    if (reserve + *size > payload && !(flags & MCA_BTL_DES_FLAGS_PRIORITY)
-        && c->array_frames > 1 && ep->nstripe >= c->array_min_paths) {
+    if (reserve + *size > payload && !start && c->array_frames > 1
+        && ep->nstripe >= c->array_min_paths) {
         size_t want = (reserve + *size + payload - 1) / payload;
         nframes = want < c->array_frames ? (unsigned) want : c->array_frames;
     }
     PMETH_LOCK();
-    mca_btl_pmeth_frag_t *frag = frag_for(ep, reserve + *size < payload ? reserve + *size : payload,
-                                          flags, order);
+    size_t first = start || reserve + *size < payload ? reserve + *size : payload;
+    mca_btl_pmeth_frag_t *frag = frag_for(ep, first, flags, order, false);
     if (frag != NULL && nframes > 1) {
         nframes = pmeth_frag_array_take(frag, nframes);
     }
     if (frag != NULL && *size > 0) {
         struct iovec iov[PMETH_WIRE_ARRAY_MAX];
-        mca_btl_pmeth_frag_t *f = frag;
         size_t left = *size;
         uint32_t iov_count = 0;
-        for (unsigned i = 0; i < nframes && left > 0; i++, f = f->array_next) {
-            size_t room = i == 0 ? payload - reserve : payload;
-            uint8_t *base = (uint8_t *) f->segment.seg_addr.pval + (i == 0 ? reserve : 0);
-            iov[i].iov_base = base;
-            iov[i].iov_len = left < room ? left : room;
-            left -= iov[i].iov_len;
+        for (mca_btl_pmeth_frag_t *f = frag; f != NULL && left > 0 && iov_count < PMETH_WIRE_ARRAY_MAX;
+             f = f->array_next) {
+            size_t cap = f->frame_id < 0 ? f->staged_cap : payload;    /* staged: one buffer */
+            size_t skip = f == frag ? reserve : 0;
+            size_t room = cap - skip;
+            iov[iov_count].iov_base = (uint8_t *) f->segment.seg_addr.pval + skip;
+            iov[iov_count].iov_len = left < room ? left : room;
+            left -= iov[iov_count].iov_len;
             iov_count++;
         }
         size_t max_data = *size - left;
@@ -406,11 +401,13 @@ static mca_btl_base_descriptor_t *pmeth_prepare_src(mca_btl_base_module_t *btl,
             /* each frame carries what the convertor put in its iovec; frames
              * it left empty go back (a DATA frame has a payload) */
             frag->segment.seg_len = reserve + (iov_count > 0 ? iov[0].iov_len : 0);
+            frag->state &= (uint8_t) ~PMETH_FRAG_CONT;
             mca_btl_pmeth_frag_t *prev = frag, *rest = frag->array_next;
             prev->array_next = NULL;
             for (unsigned i = 1; rest != NULL; i++) {
                 mca_btl_pmeth_frag_t *next = rest->array_next;
                 rest->array_next = NULL;
+                rest->state &= (uint8_t) ~PMETH_FRAG_CONT;
                 if (i < iov_count && iov[i].iov_len > 0) {
                     rest->segment.seg_len = iov[i].iov_len;
                     prev->state |= PMETH_FRAG_CONT;
@@ -421,7 +418,7 @@ static mca_btl_base_descriptor_t *pmeth_prepare_src(mca_btl_base_module_t *btl,
                 }
                 rest = next;
             }
-            if (frag->array_next != NULL && !array_segments(frag)) {
+            if (frag->array_next != NULL && !pmeth_frag_array_segments(frag)) {
                 pmeth_frag_put(frag);
                 frag = NULL;
             }

@@ -182,29 +182,21 @@ static int send_or_queue(mca_btl_base_endpoint_t *ep, mca_btl_pmeth_frag_t *frag
     return OPAL_SUCCESS;
 }
 
-int pmeth_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
-               mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
+/* FRAG and the rest of its buffer array (if any) to EP, in order: the array's
+ * frames take the sequence numbers after the first one's, which is how the
+ * receiver puts the array together.  Fails only when FRAG could neither be
+ * posted nor set aside (ob1 keeps the descriptor, and its array). */
+static int send_array(mca_btl_base_endpoint_t *ep, mca_btl_pmeth_frag_t *frag,
+                      mca_btl_base_tag_t tag, uint64_t now)
 {
-    mca_btl_pmeth_frag_t *frag = (mca_btl_pmeth_frag_t *) des;
-    PMETH_LOCK();
-    if (OPAL_UNLIKELY(pmeth_endpoint_windows(ep) != OPAL_SUCCESS)) {
-        PMETH_UNLOCK();
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    frag->tag = tag;
-    uint64_t now = pmeth_now_ns();
-    pmeth_apm_poll(ep, now);
     mca_btl_pmeth_frag_t *rest = frag->array_next;
+    frag->tag = tag;
     frag->array_next = NULL;
     if (send_or_queue(ep, frag, now) != OPAL_SUCCESS) {
-        frag->array_next = rest;        /* ob1 keeps the descriptor, and its array */
-        PMETH_UNLOCK();
+        frag->array_next = rest;
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     if (rest != NULL) {
-        /* the rest of the buffer array, at once and in order: its frames take
-         * the sequence numbers after the first one's, which is how the
-         * receiver puts the array together */
         mca_btl_pmeth_component.arrays_sent++;
     }
     while (rest != NULL) {
@@ -219,8 +211,29 @@ int pmeth_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
         rest = next;
     }
     pmeth_endpoint_activate(ep);
-    PMETH_UNLOCK();
     return OPAL_SUCCESS;
+}
+
+int pmeth_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
+               mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
+{
+    mca_btl_pmeth_frag_t *frag = (mca_btl_pmeth_frag_t *) des;
+    PMETH_LOCK();
+    if (OPAL_UNLIKELY(pmeth_endpoint_windows(ep) != OPAL_SUCCESS)) {
+        PMETH_UNLOCK();
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    pmeth_apm_poll(ep, pmeth_now_ns());
+    /* a message start ob1 packed into private memory (alloc, or a start whose
+     * frames could not go at once) longer than a frame: one frame's worth each */
+    if (frag->frame_id < 0 && frag->segment.seg_len > mca_btl_pmeth_component.frame_payload
+        && !pmeth_frag_split(frag)) {
+        PMETH_UNLOCK();
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    int rc = send_array(ep, frag, tag, pmeth_now_ns());
+    PMETH_UNLOCK();
+    return rc;
 }
 
 int pmeth_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
@@ -229,37 +242,44 @@ int pmeth_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
                 mca_btl_base_descriptor_t **descriptor)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    const size_t payload = c->frame_payload;
     size_t size = header_size + payload_size;
+    uint32_t nframes = size > payload ? (uint32_t) ((size + payload - 1) / payload) : 1;
     mca_btl_pmeth_frag_t *frag = NULL;
 
     PMETH_LOCK();
-    if (OPAL_UNLIKELY(size > c->frame_payload || pmeth_endpoint_windows(ep) != OPAL_SUCCESS)) {
+    if (OPAL_UNLIKELY(size > mca_btl_pmeth.btl_eager_limit || header_size > payload
+                      || pmeth_endpoint_windows(ep) != OPAL_SUCCESS)) {
         goto refuse;
     }
-    if (ep->pending_head != NULL || !pmeth_txwin_can_send(ep->tx)) {
+    if (ep->pending_head != NULL || pmeth_txwin_room(ep->tx) < nframes) {
         goto refuse;
     }
     frag = pmeth_frag_get(ep);
-    if (frag == NULL || !pmeth_frag_take_frame(frag, size)) {
+    if (frag == NULL || !pmeth_frag_take_start(frag, size)) {
         goto refuse;
     }
-    uint8_t *dst = frag->segment.seg_addr.pval;
-    memcpy(dst, header, header_size);
+    memcpy(frag->segment.seg_addr.pval, header, header_size);
     if (payload_size > 0) {
-        struct iovec iov = {.iov_base = dst + header_size, .iov_len = payload_size};
-        uint32_t iov_count = 1;
+        /* one iovec per frame (take_start set their lengths), the header in the first */
+        struct iovec iov[PMETH_WIRE_ARRAY_MAX];
+        uint32_t iov_count = 0;
+        for (mca_btl_pmeth_frag_t *f = frag; f != NULL && iov_count < PMETH_WIRE_ARRAY_MAX;
+             f = f->array_next) {
+            size_t skip = f == frag ? header_size : 0;
+            iov[iov_count].iov_base = (uint8_t *) f->segment.seg_addr.pval + skip;
+            iov[iov_count].iov_len = f->segment.seg_len - skip;
+            iov_count++;
+        }
         size_t max_data = payload_size;
-        if (opal_convertor_pack(convertor, &iov, &iov_count, &max_data) < 0) {
+        if (opal_convertor_pack(convertor, iov, &iov_count, &max_data) < 0 || max_data != payload_size) {
             goto refuse;
         }
-        size = header_size + max_data;
     }
-    frag->segment.seg_len = size;
-    frag->tag = tag;
-    frag->state = PMETH_FRAG_INTERNAL;
+    frag->state = (uint8_t) (PMETH_FRAG_INTERNAL | (frag->state & PMETH_FRAG_CONT));
     frag->base.des_flags = flags;
-    (void) try_send(frag, pmeth_now_ns());      /* cannot fail: window open, frame in hand */
-    pmeth_endpoint_activate(ep);
+    /* cannot fail: the window has room for every frame, each frame is in hand */
+    (void) send_array(ep, frag, tag, pmeth_now_ns());
     PMETH_UNLOCK();
     return OPAL_SUCCESS;
 
@@ -269,10 +289,13 @@ refuse:
         pmeth_frag_put(frag);
     }
     /* hand ob1 a descriptor instead (staged if need be), so the message start
-     * keeps its place in the order of sends */
-    if (descriptor != NULL && size <= c->frame_payload) {
+     * keeps its place in the order of sends: contiguous memory for ob1 to pack
+     * into, so a start of several frames is staged and split when sent */
+    if (descriptor != NULL && size <= mca_btl_pmeth.btl_eager_limit) {
         frag = pmeth_frag_get(ep);
-        if (frag != NULL && !pmeth_frag_take_frame(frag, size) && !pmeth_frag_stage(frag, size)) {
+        bool framed = frag != NULL && size <= payload && ep->pending_head == NULL
+                      && pmeth_frag_take_frame(frag, size);
+        if (frag != NULL && !framed && !pmeth_frag_stage(frag, size)) {
             pmeth_frag_put(frag);
             frag = NULL;
         }
@@ -280,10 +303,8 @@ refuse:
             frag->segment.seg_len = size;
             frag->base.des_flags = flags | MCA_BTL_DES_FLAGS_PRIORITY;
             frag->base.order = order;
-            *descriptor = &frag->base;
-        } else {
-            *descriptor = NULL;
         }
+        *descriptor = frag != NULL ? &frag->base : NULL;
     }
     PMETH_UNLOCK();
     return OPAL_ERR_OUT_OF_RESOURCE;

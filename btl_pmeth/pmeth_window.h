@@ -147,6 +147,11 @@ static inline bool pmeth_txwin_can_send(const pmeth_txwin_t *w)
 {
     return w->next - w->base < w->cfg.window;
 }
+/* How many more frames may be sent now. */
+static inline uint32_t pmeth_txwin_room(const pmeth_txwin_t *w)
+{
+    return w->cfg.window - (w->next - w->base);
+}
 static inline bool pmeth_txwin_empty(const pmeth_txwin_t *w) { return w->next == w->base; }
 static inline uint32_t pmeth_txwin_inflight(const pmeth_txwin_t *w) { return w->next - w->base; }
 /* Number from SEQ on (both ends must agree; windows start at 0).  Only while

@@ -78,7 +78,8 @@ int main(int argc, char **argv)
         if (c == 'M') max = strtoul(optarg, NULL, 0);
         if (c == 'w') warmup = atoi(optarg);
     }
-    const size_t sizes[] = {0, 1, 7, 8, 63, 64, 65, 511, 512, 4095, 4096, 4097, 65535, 65536, 65537,
+    const size_t sizes[] = {0, 1, 7, 8, 63, 64, 65, 511, 512, 4095, 4096, 4097, 8193, 20000, 32768,
+                            65535, 65536, 65537,
                             (1 << 20) - 1, 1 << 20, (4 << 20) + 3, 16 << 20};
     char *sbuf = malloc(max * nprocs + 64), *rbuf = malloc(max * nprocs + 64);
     char label[64];
@@ -206,6 +207,62 @@ int main(int argc, char **argv)
         MPI_Wait(&rq, MPI_STATUS_IGNORE);
         verify(rbuf, (size_t) count, xb_seed(from, 3, 9), from);
         report("%s", "MPI_Issend + MPI_Probe + receive of the probed size");
+    }
+
+    /* 6. the send modes a BTL sees differently: buffered (ob1 packs into memory the BTL
+     *    allocates), synchronous (a rendezvous even when short), ready; around the sizes
+     *    where transports change protocol (a frame, several frames, an eager limit) */
+    {
+        const size_t msizes[] = {0, 100, 9000, 20000, 35000, 36000, 70000};
+        const int nmodes = 3;
+        int to = (rank + 1) % nprocs, from = (rank + nprocs - 1) % nprocs;
+        size_t attach = 0;
+        for (size_t i = 0; i < sizeof msizes / sizeof *msizes; i++) attach += msizes[i] + MPI_BSEND_OVERHEAD;
+        char *bbuf = malloc(attach), *ms = malloc(nmodes * 70000), *mr = malloc(nmodes * 70000);
+        MPI_Buffer_attach(bbuf, (int) attach);
+        size_t largest = 0;
+        for (size_t i = 0; i < sizeof msizes / sizeof *msizes && msizes[i] <= max; i++) {
+            size_t sz = msizes[i];
+            MPI_Request rq[3];
+            for (int m = 0; m < nmodes; m++) {
+                MPI_Irecv(mr + m * sz, (int) sz, MPI_BYTE, from, 20 + m, MPI_COMM_WORLD, &rq[m]);
+                xb_fill(ms + m * sz, sz, xb_seed(rank, sz, 20 + m));
+            }
+            MPI_Barrier(MPI_COMM_WORLD);        /* every receive posted: MPI_Rsend is legal */
+            MPI_Bsend(ms, (int) sz, MPI_BYTE, to, 20, MPI_COMM_WORLD);
+            MPI_Ssend(ms + sz, (int) sz, MPI_BYTE, to, 21, MPI_COMM_WORLD);
+            MPI_Rsend(ms + 2 * sz, (int) sz, MPI_BYTE, to, 22, MPI_COMM_WORLD);
+            MPI_Waitall(nmodes, rq, MPI_STATUSES_IGNORE);
+            for (int m = 0; m < nmodes; m++) verify(mr + m * sz, sz, xb_seed(from, sz, 20 + m), from);
+            largest = sz;
+        }
+        void *detached;
+        int dsize;
+        MPI_Buffer_detach(&detached, &dsize);
+        free(bbuf), free(ms), free(mr);
+        snprintf(label, sizeof label, "buffered, synchronous and ready sends, 0 B to %zu B", largest);
+        report("%s verified", label);
+    }
+
+    /* 7. a burst: 128 messages of 32 KiB to one peer before it posts a receive (more than a
+     *    transport's send window or ring holds at once; ob1's unexpected queue on arrival) */
+    {
+        const int msgs = 128;
+        const size_t sz = max < 32768 ? max : 32768;
+        int to = (rank + 1) % nprocs, from = (rank + nprocs - 1) % nprocs;
+        char *bs = malloc(msgs * sz + 1), *br = malloc(msgs * sz + 1);
+        MPI_Request *rq = malloc(2 * msgs * sizeof(*rq));
+        for (int k = 0; k < msgs; k++) {
+            xb_fill(bs + k * sz, sz, xb_seed(rank, k, 24));
+            MPI_Isend(bs + k * sz, (int) sz, MPI_BYTE, to, 24, MPI_COMM_WORLD, &rq[k]);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (int k = 0; k < msgs; k++) MPI_Irecv(br + k * sz, (int) sz, MPI_BYTE, from, 24, MPI_COMM_WORLD, &rq[msgs + k]);
+        MPI_Waitall(2 * msgs, rq, MPI_STATUSES_IGNORE);
+        for (int k = 0; k < msgs; k++) verify(br + k * sz, sz, xb_seed(from, k, 24), from);
+        free(bs), free(br), free(rq);
+        snprintf(label, sizeof label, "a burst of %d sends of %zu B, received late, in order", msgs, sz);
+        report("%s, verified", label);
     }
 
     free(sbuf), free(rbuf);
