@@ -26,8 +26,8 @@ payload verified:
            through one switch per axis (vcluster nbr3sw / nbr6sw, MTU 9000): the centre
            exchanges with every neighbour at once ("all") or +x+y+z first, then -x-y-z
            ("phased"), 512 B - 1 MiB; pmeth with no flow control, the default (tcp, over the
-           management network, carries only the collectives between non-neighbours), and
-           tcp.  The centre's MB/s (the bytes it sends per exchange over the time of one)
+           management network, carries only the collectives between non-neighbours), the
+           default with message starts of one frame (btl_pmeth_eager_frames 1), and tcp.  The centre's MB/s (the bytes it sends per exchange over the time of one)
            and the frames the switches dropped.  tcp runs between the hosts' host
            addresses (vcluster create --host-addrs: one address per host, routed over the
            data links), because Open MPI 4.1's tcp BTL binds a connection to one link's
@@ -172,14 +172,17 @@ def pair(o, lines):
     return res
 
 
-NBR_VARIANTS = ["off", "demand", "tcp"]
+NBR_VARIANTS = ("off", "demand", "1frame", "tcp")
 
 
 def nbr(o, lines):
     idle = [("mpi_yield_when_idle", 1)]
     # pmeth's jobs: tcp only for the collectives between non-neighbours, over the management network
     pmeth_mca = [("btl_tcp_if_include", "198.19.255.0/24")] + idle
+    # "1frame": the default but for message starts of one frame (btl_pmeth_eager_frames 1), so
+    # that 9-35 KiB messages take ob1's rendezvous
     variants = [("off", "self,pmeth,tcp", pmeth_mca + NO_FLOW_CONTROL), ("demand", "self,pmeth,tcp", pmeth_mca),
+                ("1frame", "self,pmeth,tcp", pmeth_mca + [("btl_pmeth_eager_frames", 1)]),
                 ("tcp", "self,tcp", [("btl_tcp_if_include", "198.19.254.0/24")] + idle)]
     res = {}
     for topo in ("nbr3sw", "nbr6sw"):
@@ -262,7 +265,8 @@ def main():
             res = nbr(o, lines)
             for topo in ("nbr3sw", "nbr6sw"):
                 say(f"## {topo}: the centre's MB/s, median of {o.repeats}; pmeth with credits off | "
-                    f"demand (the default), and tcp; best: of the pmeth curves | of all")
+                    f"demand (the default) | demand with one-frame message starts, and tcp; best: of the "
+                    f"pmeth curves | of all")
                 say("size      " + "".join(f"{m + ' ' + n:>15}" for m in ("all", "phased")
                                           for n in NBR_VARIANTS) + "   best pmeth  best all")
                 rows = sorted(res[(topo, "off")]["all"])
@@ -274,7 +278,7 @@ def main():
                     say(f"{sz:<10}" + "".join(f"{x:15.1f}" for x in v.values())
                         + f"{best[sz]:13.1f}{best_all[sz]:10.1f}")
                 say("switch drops " + " ".join(f"{n}: {med(res[(topo, n)]['drops']):.0f}" for n in NBR_VARIANTS)
-                    + "   pmeth resends " + " ".join(f"{n}: {med(res[(topo, n)]['rtx']):.0f}" for n in ("off", "demand")))
+                    + "   pmeth resends " + " ".join(f"{n}: {med(res[(topo, n)]['rtx']):.0f}" for n in ("off", "demand", "1frame")))
                 for ref, name in ((best, "the best pmeth curve"), (best_all, "the best curve, tcp's included")):
                     ratios = {sz: med(res[(topo, "demand")]["all"][sz]) / ref[sz] for sz in rows}
                     low = min(ratios, key=ratios.get)
@@ -348,7 +352,7 @@ def plot_nbr(o, res):
         for n in NBR_VARIANTS:
             r = res[(topo, n)]
             sizes = sorted(r["all"])
-            what = "tcp" if n == "tcp" else f"pmeth credits {n}"
+            what = {"tcp": "tcp", "1frame": "pmeth demand, eager 1 frame"}.get(n, f"pmeth credits {n}")
             ax.plot(sizes, [med(r["all"][s]) for s in sizes], "-", marker="o", ms=3,
                     label=f"{what}, all at once ({med(r['drops']):.0f} switch drops a run)")
             ax.plot(sizes, [med(r["phased"][s]) for s in sizes], ":", marker="s", ms=3,

@@ -207,6 +207,7 @@ typedef struct mca_btl_pmeth_component_t {
     unsigned int probe_timeout_ms, probe_interval_ms;
     bool qdisc_bypass;
     unsigned int poll_budget, kick_batch, send_burst;
+    bool posting_array;                 /* an array's frames being posted: one kick after */
     uint32_t burst_used;                /* frames posted since this progress pass began */
     unsigned int yield_us;              /* idle this long: sched_yield() once */
     int credit_policy;                  /* pmeth_credit_policy_t */
@@ -253,6 +254,7 @@ typedef struct mca_btl_pmeth_component_t {
     uint64_t acks_sent, acks_piggybacked;
     uint64_t refused;                   /* descriptors refused: ob1 retries them later */
     uint64_t burst_waits;               /* bulk fragments refused: the pass's burst was used */
+    uint64_t start_waits;               /* later frames of message starts that had to wait */
     uint64_t sendi_refused;
     uint64_t staged, staged_bytes;      /* frags that waited in private memory: a copy */
     uint64_t copies_tx, copies_rx;      /* bytes the BTL itself copied (0 on the fast path) */

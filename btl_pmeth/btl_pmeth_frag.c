@@ -23,6 +23,7 @@ mca_btl_pmeth_frag_t *pmeth_frag_get(mca_btl_base_endpoint_t *ep)
     frag->path = 0;
     frag->tag = 0;
     frag->state = 0;
+    frag->wait_grant = false;
     frag->frame_id = -1;
     frag->frame_len = 0;
     frag->base.des_segments = &frag->segment;
@@ -129,6 +130,7 @@ bool pmeth_frag_take_start(mca_btl_pmeth_frag_t *head, size_t size)
             return false;
         }
         frag->state = PMETH_FRAG_INTERNAL;
+        frag->wait_grant = true;
         frag->segment.seg_len = len;
         prev->state |= PMETH_FRAG_CONT;
         prev->array_next = frag;
@@ -137,11 +139,30 @@ bool pmeth_frag_take_start(mca_btl_pmeth_frag_t *head, size_t size)
     return true;
 }
 
+bool pmeth_start_fits(mca_btl_base_endpoint_t *ep, uint32_t n)
+{
+    if (ep->pending_head != NULL) {
+        return false;
+    }
+    if (ep->tx == NULL) {
+        return true;            /* no frame sent yet: the windows come with the first */
+    }
+    uint32_t inflight = pmeth_txwin_inflight(ep->tx);
+    if (pmeth_txwin_room(ep->tx) < n) {
+        return false;
+    }
+    return n <= 1 || !pmeth_send_limited(ep) || inflight + n - 1 <= pmeth_send_limit(ep, pmeth_now_ns());
+}
+
 bool pmeth_frag_split(mca_btl_pmeth_frag_t *head)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     mca_btl_base_endpoint_t *ep = head->endpoint;
     const size_t payload = c->frame_payload, size = head->segment.seg_len;
+    /* straight into frames when the whole start can go at once (the one copy
+     * staging costs), else staged slices of their own: a frame taken and not
+     * posted would hold up its ring */
+    const bool go_now = pmeth_start_fits(ep, (uint32_t) ((size + payload - 1) / payload));
     mca_btl_pmeth_frag_t *prev = head;
     for (size_t off = payload; off < size; off += payload) {
         mca_btl_pmeth_frag_t *frag = pmeth_frag_get(ep);
@@ -150,10 +171,9 @@ bool pmeth_frag_split(mca_btl_pmeth_frag_t *head)
             goto fail;
         }
         frag->state = PMETH_FRAG_INTERNAL;
+        frag->wait_grant = true;
         frag->segment.seg_len = len;
-        /* straight into a frame when it can go at once (the one copy staging
-         * costs), else a staged slice of its own */
-        bool framed = ep->pending_head == NULL && pmeth_frag_take_frame(frag, len);
+        bool framed = go_now && pmeth_frag_take_frame(frag, len);
         if (!framed && !pmeth_frag_stage(frag, len)) {
             pmeth_frag_put(frag);
             goto fail;

@@ -42,6 +42,8 @@ typedef struct mca_btl_pmeth_frag_t {
     uint8_t path;                       /* endpoint path (and so link) of the frame */
     uint8_t tag;
     uint8_t state;
+    bool wait_grant;                    /* a message start's later frame: posted within the
+                                         * peer's grant (bulk), however long it waits */
     int frame_id;                       /* -1: staged, no frame yet */
     uint32_t frame_len;                 /* as posted */
     uint32_t seq;
@@ -60,6 +62,10 @@ bool pmeth_frag_take_frame(mca_btl_pmeth_frag_t *frag, size_t size);
  * start is never cut (ob1 4.1 sends no rest of an eager message), and never
  * waits for a grant. */
 bool pmeth_frag_take_start(mca_btl_pmeth_frag_t *head, size_t size);
+/* A message start of N frames to EP could be posted whole now: nothing waits
+ * ahead of it, the window has room, and its frames after the first (bulk,
+ * wait_grant) are within the peer's grant and our delay limit. */
+bool pmeth_start_fits(mca_btl_base_endpoint_t *ep, uint32_t n);
 /* A staged message start longer than a frame (alloc gave ob1 contiguous
  * private memory) becomes a buffer array of frames, HEAD keeping the first
  * frame's worth in its private memory: false without memory. */

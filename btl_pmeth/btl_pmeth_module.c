@@ -199,8 +199,9 @@ static void summary(void)
                   c->credits.share == PMETH_CREDIT_UNLIMITED ? 0 : c->credits.share);
     PMETH_VERBOSE(10, "delay limit (target %u us): lowered %" PRIu64 " times, lifted %" PRIu64
                   " times; %" PRIu64 " fragments waited for the next progress pass (burst of %u "
-                  "frames)", c->pace_target_us, c->pace_cuts, c->pace_lifts, c->burst_waits,
-                  c->send_burst);
+                  "frames); %" PRIu64 " later frames of eager messages waited for the grant or the "
+                  "window", c->pace_target_us, c->pace_cuts, c->pace_lifts, c->burst_waits,
+                  c->send_burst, c->start_waits);
     pmeth_memory_t mem;
     pmeth_memory(&mem);
     PMETH_VERBOSE(10, "memory: %" PRIu64 " bytes = rings %" PRIu64 " (%u links) + windows %"
@@ -276,10 +277,10 @@ static mca_btl_pmeth_frag_t *frag_for(mca_btl_base_endpoint_t *ep, size_t size, 
         return NULL;
     }
     uint32_t nframes = size > c->frame_payload ? (uint32_t) ((size + c->frame_payload - 1) / c->frame_payload) : 1;
-    /* behind waiting fragments, or without room in the window, a frame could
-     * not be posted at once: such a fragment waits in private memory from the start */
-    bool must_wait = ep->pending_head != NULL
-                     || (ep->tx != NULL && pmeth_txwin_room(ep->tx) < nframes);
+    /* behind waiting fragments, without room in the window, or (the frames of a
+     * message start after its first) beyond the peer's grant, a frame could not
+     * be posted at once: such a fragment waits in private memory from the start */
+    bool must_wait = !pmeth_start_fits(ep, nframes);
     /* receiver-ready sending: bulk (pipeline) fragments beyond the peer's grant
      * (or our delay limit to it) are refused, and ob1 retries them on the
      * callback of a fragment in flight (one whose callback waits for its ack,

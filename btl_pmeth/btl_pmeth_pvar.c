@@ -24,7 +24,7 @@ enum {
     PV_APM_REARMS_FAILED, PV_APM_PATHS_DEAD, PV_APM_FRAMES_MOVED, PV_APM_RECOVERIES,
     PV_CREDIT_WAITS, PV_CREDIT_ASKED, PV_CREDIT_REQUESTS, PV_CREDIT_MOVES,
     PV_KEEPER_PASSES, PV_KEEPER_FRAMES, PV_ARRAYS_SENT, PV_ARRAYS_RECEIVED, PV_ARRAYS_DROPPED,
-    PV_PACE_CUTS, PV_PACE_LIFTS, PV_BURST_WAITS,
+    PV_PACE_CUTS, PV_PACE_LIFTS, PV_BURST_WAITS, PV_START_WAITS,
     PV_COUNT
 };
 
@@ -105,6 +105,9 @@ static xbtl_counter_def_t pmeth_counters[PV_COUNT] = {
                        "and was lifted"},
     [PV_BURST_WAITS] = {"burst_waits", "Bulk fragments refused because this progress pass "
                         "had posted its burst (btl_pmeth_send_burst); ob1 retries them"},
+    [PV_START_WAITS] = {"start_waits", "Frames of eager messages of several frames (after the "
+                        "first) that waited for the peer's grant or the window, in private "
+                        "memory (btl_pmeth_eager_frames)"},
 };
 
 static void pmeth_counters_read(uint64_t *v)
@@ -159,6 +162,7 @@ static void pmeth_counters_read(uint64_t *v)
     v[PV_PACE_CUTS] = c->pace_cuts;
     v[PV_PACE_LIFTS] = c->pace_lifts;
     v[PV_BURST_WAITS] = c->burst_waits;
+    v[PV_START_WAITS] = c->start_waits;
     PMETH_UNLOCK();
 }
 

@@ -112,7 +112,7 @@ static void post_frame(mca_btl_pmeth_frag_t *frag, uint64_t now)
     link->unkicked++;
     bool urgent = (frag->base.des_flags & MCA_BTL_DES_FLAGS_PRIORITY)
                   || frag->segment.seg_len < c->stripe_min || (frag->state & PMETH_FRAG_INTERNAL);
-    if (urgent || link->unkicked >= c->kick_batch) {
+    if ((urgent && !c->posting_array) || link->unkicked >= c->kick_batch) {
         kick(link);
     }
 }
@@ -123,6 +123,12 @@ static bool try_send(mca_btl_pmeth_frag_t *frag, uint64_t now)
 {
     mca_btl_base_endpoint_t *ep = frag->endpoint;
     if (!pmeth_txwin_can_send(ep->tx)) {
+        return false;
+    }
+    /* a message start's later frames are bulk: they wait for the peer's grant
+     * (the start itself went; receiver-ready sending, pmeth_credit.h) */
+    if (frag->wait_grant && pmeth_send_limited(ep)
+        && pmeth_txwin_inflight(ep->tx) >= pmeth_send_limit(ep, now)) {
         return false;
     }
     if (frag->frame_id < 0 && !pmeth_frag_unstage(frag)) {
@@ -172,6 +178,7 @@ static int send_pending(mca_btl_base_endpoint_t *ep, uint64_t now)
 static int send_or_queue(mca_btl_base_endpoint_t *ep, mca_btl_pmeth_frag_t *frag, uint64_t now)
 {
     if (ep->pending_head != NULL || !try_send(frag, now)) {
+        mca_btl_pmeth_component.start_waits += frag->wait_grant;
         /* a frame taken but not posted would hold up every later frame of its
          * ring (the kernel sends slots in order): wait in private memory */
         if (frag->frame_id >= 0 && !pmeth_frag_move_aside(frag)) {
@@ -189,11 +196,17 @@ static int send_or_queue(mca_btl_base_endpoint_t *ep, mca_btl_pmeth_frag_t *frag
 static int send_array(mca_btl_base_endpoint_t *ep, mca_btl_pmeth_frag_t *frag,
                       mca_btl_base_tag_t tag, uint64_t now)
 {
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     mca_btl_pmeth_frag_t *rest = frag->array_next;
     frag->tag = tag;
     frag->array_next = NULL;
+    /* an array's frames are posted first and the kernel told once a link, after
+     * the last: a kick per frame would push each through the kernel's send path
+     * on its own (a syscall each) */
+    c->posting_array = rest != NULL;
     if (send_or_queue(ep, frag, now) != OPAL_SUCCESS) {
         frag->array_next = rest;
+        c->posting_array = false;
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     if (rest != NULL) {
@@ -209,6 +222,10 @@ static int send_array(mca_btl_base_endpoint_t *ep, mca_btl_pmeth_frag_t *frag,
             append_pending(ep, rest);
         }
         rest = next;
+    }
+    if (c->posting_array) {
+        c->posting_array = false;
+        pmeth_kick_all(false);
     }
     pmeth_endpoint_activate(ep);
     return OPAL_SUCCESS;
@@ -252,7 +269,7 @@ int pmeth_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
                       || pmeth_endpoint_windows(ep) != OPAL_SUCCESS)) {
         goto refuse;
     }
-    if (ep->pending_head != NULL || pmeth_txwin_room(ep->tx) < nframes) {
+    if (!pmeth_start_fits(ep, nframes)) {
         goto refuse;
     }
     frag = pmeth_frag_get(ep);

@@ -94,14 +94,14 @@ check "6 senders, buffer arrays of 16 frames, a 24-frame budget: no deadlock, ev
 info=$(ompi_info --param btl pmeth --level 9 2>/dev/null)
 miss=""
 for p in credits credit_budget credit_port_bytes credit_floor credit_lease_us array_frames array_min_paths \
-         pace_target_us send_burst; do
+         pace_target_us send_burst eager_frames; do
     grep -q "parameter \"btl_pmeth_$p\"" <<<"$info" || miss="$miss $p"
 done
 for v in credit_waits credit_asked credit_requests credit_moves credit_share arrays_sent arrays_received arrays_dropped \
-         pace_cuts pace_lifts burst_waits; do
+         pace_cuts pace_lifts burst_waits start_waits; do
     grep -q "performance \"btl_pmeth_$v\"" <<<"$info" || miss="$miss $v"
 done
-check "ompi_info documents the credit, buffer-array, delay-limit and burst parameters and MPI_T variables${miss:+ (missing:$miss)}" [ -z "$miss" ]
+check "ompi_info documents the credit, buffer-array, eager, delay-limit and burst parameters and MPI_T variables${miss:+ (missing:$miss)}" [ -z "$miss" ]
 check "the policy is an enumeration: off, static, demand" \
     grep -q 'Valid values: 0:"off", 1:"static", 2:"demand"' <<<"$info"
 
