@@ -162,7 +162,7 @@ static int pmeth_component_register(void)
     c->eager_frames = 4;
     reg("eager_frames", "Frames an eager message may span (1-16): ob1's eager limit is this "
         "many frames' payload (35,800 B at MTU 9000, 5,800 at 1500), or btl_pmeth_eager_limit "
-        "if that is lower.  A message of several frames goes whole and at once as a buffer "
+        "if that is lower (65,536 B unless set).  A message of several frames goes whole and at once as a buffer "
         "array (zero copy; staged in private memory, one copy, when its frames cannot go at "
         "once) and reaches ob1 when its last frame is in; longer messages take ob1's "
         "rendezvous, whose round trip waits for the receiving process.  Eager messages, like "
