@@ -162,12 +162,12 @@ static int pmeth_component_register(void)
     c->eager_frames = 4;
     reg("eager_frames", "Frames an eager message may span (1-16): ob1's eager limit is this "
         "many frames' payload (35,800 B at MTU 9000, 5,800 at 1500), or btl_pmeth_eager_limit "
-        "if that is lower (65,536 B unless set).  A message of several frames goes whole and at once as a buffer "
-        "array (zero copy; staged in private memory, one copy, when its frames cannot go at "
-        "once) and reaches ob1 when its last frame is in; longer messages take ob1's "
-        "rendezvous, whose round trip waits for the receiving process.  Eager messages, like "
-        "every message start, do not wait for the receiver's grant (btl_pmeth_credit_policy).  "
-        "1: a frame, as before",
+        "if that is lower (65,536 B unless set).  A message of several frames is one buffer "
+        "array (zero copy) and reaches ob1 when its last frame is in; longer messages take "
+        "ob1's rendezvous, whose round trip waits for the receiving process.  Its first frame "
+        "goes at once, as every message start; the others are bulk and go within the "
+        "receiver's grant (btl_pmeth_credits), waiting for it in private memory (one copy) "
+        "when it is used up.  1: one frame",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->eager_frames, OPAL_INFO_LVL_4);
     c->array_min_paths = 2;
     reg("array_min_paths", "Buffer arrays (btl_pmeth_array_frames) only for peers striped over "

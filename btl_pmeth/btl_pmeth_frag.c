@@ -94,6 +94,18 @@ unsigned pmeth_frag_array_take(mca_btl_pmeth_frag_t *head, unsigned n)
     return got;
 }
 
+/* The rest of HEAD's buffer array back to the pool (HEAD stays). */
+static void put_rest(mca_btl_pmeth_frag_t *head)
+{
+    while (head->array_next != NULL) {
+        mca_btl_pmeth_frag_t *rest = head->array_next;
+        head->array_next = rest->array_next;
+        rest->array_next = NULL;
+        pmeth_frag_put(rest);
+    }
+    head->state &= (uint8_t) ~PMETH_FRAG_CONT;
+}
+
 bool pmeth_frag_take_start(mca_btl_pmeth_frag_t *head, size_t size)
 {
     const size_t payload = mca_btl_pmeth_component.frame_payload;
@@ -118,15 +130,9 @@ bool pmeth_frag_take_start(mca_btl_pmeth_frag_t *head, size_t size)
                 pmeth_frag_put(frag);
             }
             /* the frames taken so far go back; HEAD stays the caller's */
-            while (head->array_next != NULL) {
-                mca_btl_pmeth_frag_t *rest = head->array_next;
-                head->array_next = rest->array_next;
-                rest->array_next = NULL;
-                pmeth_frag_put(rest);
-            }
+            put_rest(head);
             pmeth_ring_tx_put(pmeth_frag_link(head)->ring, head->frame_id);
             head->frame_id = -1;
-            head->state &= (uint8_t) ~PMETH_FRAG_CONT;
             return false;
         }
         frag->state = PMETH_FRAG_INTERNAL;
@@ -191,13 +197,7 @@ bool pmeth_frag_split(mca_btl_pmeth_frag_t *head)
     }
     head->segment.seg_len = size;
 fail:
-    while (head->array_next != NULL) {
-        mca_btl_pmeth_frag_t *rest = head->array_next;
-        head->array_next = rest->array_next;
-        rest->array_next = NULL;
-        pmeth_frag_put(rest);
-    }
-    head->state &= (uint8_t) ~PMETH_FRAG_CONT;
+    put_rest(head);
     head->segment.seg_len = size;
     return false;
 }
@@ -273,12 +273,7 @@ bool pmeth_frag_unstage(mca_btl_pmeth_frag_t *frag)
 void pmeth_frag_put(mca_btl_pmeth_frag_t *frag)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    while (frag->array_next != NULL) {
-        mca_btl_pmeth_frag_t *rest = frag->array_next;
-        frag->array_next = rest->array_next;
-        rest->array_next = NULL;
-        pmeth_frag_put(rest);
-    }
+    put_rest(frag);
     if (frag->frame_id >= 0) {
         pmeth_ring_tx_put(pmeth_frag_link(frag)->ring, frag->frame_id);
         frag->frame_id = -1;

@@ -91,6 +91,21 @@ arrays=$(grep -ho 'buffer arrays: [0-9]* sent' "$LOG/tight-arrays.err" | awk '{s
 check "6 senders, buffer arrays of 16 frames, a 24-frame budget: no deadlock, every payload verified ($arrays arrays sent, $(sum "$LOG/tight-arrays.err" 'fragments waited for a grant') waits for a grant)" \
     sh -c "$(declare -f verified); verified $rc '$LOG/tight-arrays' && grep -q 'senders 6' '$LOG/tight-arrays' && [ $arrays -gt 0 ]"
 
+# eager messages of several frames (btl_pmeth_eager_frames, 16-32 KiB: 2-4 frames) from 6
+# senders at once, each granted one frame: every message's first frame goes at once, the
+# others wait for the grant (the window, 16 messages of at most 4 frames, has room for all).
+# With credits off the same messages go whole and nothing waits: the waits are the grant's
+job "$LOG/eager" --ppn 2 --mca btl_pmeth_credit_budget 6 --mca btl_pmeth_credit_floor 1 \
+    -- "$INCAST" -m 16k:32k -i 4; rc=$?
+sw=$(sum "$LOG/eager.err" 'later frames of eager messages waited')
+check "6 senders of 16-32 KiB eager messages on a 6-frame budget: every payload verified, $sw of their later frames waited for the grant" \
+    sh -c "$(declare -f verified); verified $rc '$LOG/eager' && grep -q 'senders 6' '$LOG/eager' && [ $sw -gt 0 ]"
+job "$LOG/eager-off" --ppn 2 --mca btl_pmeth_credits off --mca btl_pmeth_pace_target_us 0 \
+    -- "$INCAST" -m 16k:32k -i 4; rc=$?
+swoff=$(sum "$LOG/eager-off.err" 'later frames of eager messages waited')
+check "the same with credits and delay limit off: verified, and none waited ($swoff)" \
+    sh -c "$(declare -f verified); verified $rc '$LOG/eager-off' && [ $swoff = 0 ] && grep -q 'later frames of eager messages waited' '$LOG/eager-off.err'"
+
 info=$(ompi_info --param btl pmeth --level 9 2>/dev/null)
 miss=""
 for p in credits credit_budget credit_port_bytes credit_floor credit_lease_us array_frames array_min_paths \
