@@ -115,7 +115,8 @@ typedef struct pmeth_held {
 } pmeth_held_t;
 
 struct mca_btl_base_endpoint_t {
-    opal_proc_t *proc;
+    opal_proc_t *proc;                  /* NULL while only probed ahead (pmeth_probe_ahead) */
+    opal_process_name_t name;           /* for messages, also before ob1 adds the peer */
     uint32_t peer_id;                   /* its vpid: the destination field of our frames */
     uint8_t state;
     uint8_t npaths;
@@ -126,6 +127,8 @@ struct mca_btl_base_endpoint_t {
 
     /* probing: per (local link, peer link) which probes came back */
     uint64_t probe_nonce;
+    uint64_t probe_start_ns, probe_first_answer_ns, probe_next_ns;
+    bool probed_ahead;                  /* its probes began before ob1 asked for it */
     uint8_t probe_small[PMETH_MAX_LINKS][PMETH_MAX_LINKS];
     uint8_t probe_full[PMETH_MAX_LINKS][PMETH_MAX_LINKS];
     uint32_t probe_mtu_seen[PMETH_MAX_LINKS][PMETH_MAX_LINKS];
@@ -205,6 +208,7 @@ typedef struct mca_btl_pmeth_component_t {
     unsigned int eager_frames;          /* frames an eager message may span */
     unsigned int array_min_paths;       /* ... for peers striped over this many paths */
     unsigned int probe_timeout_ms, probe_interval_ms;
+    unsigned int probe_ahead;           /* peers probed in the background beside one asked for */
     bool qdisc_bypass;
     unsigned int poll_budget, kick_batch, send_burst;
     bool posting_array;                 /* an array's frames being posted: one kick after */
@@ -241,12 +245,16 @@ typedef struct mca_btl_pmeth_component_t {
     uint64_t keeper_passes, keeper_frames;  /* its work while the process was away */
     bool in_progress;
     bool probing;                       /* add_procs is probing: DATA is not taken yet */
+    mca_btl_base_endpoint_t **probe_bg; /* peers probed ahead, in the background */
+    uint32_t nprobe_bg, probe_bg_cap;
+    uint32_t probe_ahead_next;          /* the vpid pmeth_probe_ahead looks at next */
 
     /* statistics */
     uint64_t drops[PMETH_WIRE_NVERDICTS];   /* frames dropped by the parser, by cause */
     uint64_t out_of_window, duplicates;
     uint64_t early_callbacks;           /* ob1 told a fragment was done before its ack */
     uint64_t peers_added_lazily;        /* senders we met before ob1 added them */
+    uint64_t peers_probed_ahead;        /* peers probed before ob1 asked for them */
     uint64_t held_moved;                /* held frames copied out of a ring about to wrap */
     uint32_t lazy_ids[8];               /* such senders seen in this progress call */
     uint32_t nlazy;
@@ -380,8 +388,16 @@ void pmeth_fatal(mca_btl_base_endpoint_t *ep, const char *what);
 uint32_t pmeth_job_size(void);
 
 /* btl_pmeth_endpoint.c */
-mca_btl_base_endpoint_t *pmeth_endpoint_create(opal_proc_t *proc, const pmeth_modex_t *modex);
+mca_btl_base_endpoint_t *pmeth_endpoint_create(const opal_process_name_t *name, opal_proc_t *proc,
+                                               const pmeth_modex_t *modex);
+/* Probe EPS until each is decided (READY or UNREACHABLE); blocks the caller. */
 int pmeth_endpoints_probe(mca_btl_base_endpoint_t **eps, size_t n);
+/* Start probing EP without waiting for it; progress decides it. */
+int pmeth_probe_in_background(mca_btl_base_endpoint_t *ep);
+/* Progress of the background probes: how many were decided. */
+int pmeth_probe_progress(void);
+/* Probe ahead up to btl_pmeth_probe_ahead peers of the job that nobody asked for yet. */
+void pmeth_probe_ahead(void);
 void pmeth_endpoint_release(mca_btl_base_endpoint_t *ep);
 int pmeth_endpoint_windows(mca_btl_base_endpoint_t *ep);
 void pmeth_endpoint_activate(mca_btl_base_endpoint_t *ep);

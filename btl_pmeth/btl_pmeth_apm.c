@@ -173,7 +173,7 @@ void pmeth_apm_endpoint_ready(mca_btl_base_endpoint_t *ep)
     ep->apm_conn = apm_conn_create(c->apm, paths, ep->npaths, ep->primary, ep, pmeth_now_ns());
     if (ep->apm_conn == NULL) {
         PMETH_VERBOSE(1, "path migration: no connection for %s (no memory): it runs without",
-                      OPAL_NAME_PRINT(ep->proc->proc_name));
+                      OPAL_NAME_PRINT(ep->name));
     }
 }
 
@@ -304,7 +304,7 @@ void pmeth_apm_path_down_notice(mca_btl_base_endpoint_t *ep, const pmeth_wire_vi
             if (apm_path_dead(ep->apm_conn, k, now, now) == APM_OK) {
                 c->apm_paths_dead++;
                 PMETH_VERBOSE(10, "%.1f ms: %s: the peer says path %s is dead", T_MS(now),
-                              OPAL_NAME_PRINT(ep->proc->proc_name), c->links[ours].ifname);
+                              OPAL_NAME_PRINT(ep->name), c->links[ours].ifname);
             }
             pmeth_apm_poll(ep, now);
         }
@@ -345,7 +345,7 @@ void pmeth_apm_refresh(mca_btl_base_endpoint_t *ep, uint64_t now)
     ep->apm_failed = info.state == APM_FAILED;
     if (old_primary != ep->primary) {
         PMETH_VERBOSE(10, "%.1f ms: %s: now on %s (%s), %u path(s) in the stripe", T_MS(now),
-                      OPAL_NAME_PRINT(ep->proc->proc_name), c->links[ep->paths[ep->primary].local].ifname,
+                      OPAL_NAME_PRINT(ep->name), c->links[ep->paths[ep->primary].local].ifname,
                       apm_state_name(info.state), (unsigned) n);
     }
     /* frames in flight on paths that left the stripe go again, elsewhere */
@@ -369,7 +369,7 @@ void pmeth_apm_refresh(mca_btl_base_endpoint_t *ep, uint64_t now)
                 (void) pmeth_txwin_expire_link(ep->tx, ep->paths[p].local);
             }
             PMETH_VERBOSE(10, "%.1f ms: %s: path %s left the stripe (%s)", T_MS(now),
-                          OPAL_NAME_PRINT(ep->proc->proc_name), c->links[ep->paths[p].local].ifname,
+                          OPAL_NAME_PRINT(ep->name), c->links[ep->paths[p].local].ifname,
                           apm_health_name(info.path[p].health));
             if (pmeth_path_usable(ep, ep->primary)) {
                 send_path_down(ep, p);
@@ -387,7 +387,7 @@ void pmeth_apm_refresh(mca_btl_base_endpoint_t *ep, uint64_t now)
             continue;
         }
         PMETH_VERBOSE(10, "%.1f ms: %s: path %s (back) in the stripe", T_MS(now),
-                      OPAL_NAME_PRINT(ep->proc->proc_name), c->links[ep->paths[p].local].ifname);
+                      OPAL_NAME_PRINT(ep->name), c->links[ep->paths[p].local].ifname);
         if (ep->repaired_ns[p] != 0) {
             uint64_t took = now - ep->repaired_ns[p];
             ep->repaired_ns[p] = 0;
@@ -417,7 +417,7 @@ void pmeth_apm_recovered(mca_btl_base_endpoint_t *ep, uint64_t now)
         c->apm_recover_worst_ns = took;
     }
     PMETH_VERBOSE(10, "%.1f ms: %s: traffic flows again %.1f ms after the fault",
-                  T_MS(now), OPAL_NAME_PRINT(ep->proc->proc_name), took / 1e6);
+                  T_MS(now), OPAL_NAME_PRINT(ep->name), took / 1e6);
 }
 
 void pmeth_apm_check_silent(mca_btl_base_endpoint_t *ep, uint64_t now)
@@ -459,7 +459,7 @@ void pmeth_apm_check_silent(mca_btl_base_endpoint_t *ep, uint64_t now)
         if (apm_path_dead(ep->apm_conn, p, since, now) == APM_OK) {
             c->apm_paths_dead++;
             PMETH_VERBOSE(10, "%.1f ms: %s: path %s silent for %.1f ms: reported dead", T_MS(now),
-                          OPAL_NAME_PRINT(ep->proc->proc_name),
+                          OPAL_NAME_PRINT(ep->name),
                           c->links[ep->paths[p].local].ifname, (now - since) / 1e6);
         }
     }
@@ -483,7 +483,7 @@ void pmeth_apm_acks_lost(mca_btl_base_endpoint_t *ep, uint64_t now)
     if (apm_path_dead(ep->apm_conn, p, ep->dup_since, now) == APM_OK) {
         c->apm_paths_dead++;
         PMETH_VERBOSE(10, "%.1f ms: %s: our acks on path %s do not arrive (the peer resends what "
-                      "we have): reported dead", T_MS(now), OPAL_NAME_PRINT(ep->proc->proc_name),
+                      "we have): reported dead", T_MS(now), OPAL_NAME_PRINT(ep->name),
                       c->links[ep->paths[p].local].ifname);
     }
 }

@@ -20,14 +20,16 @@
 #include <string.h>
 #include <unistd.h>
 
-mca_btl_base_endpoint_t *pmeth_endpoint_create(opal_proc_t *proc, const pmeth_modex_t *modex)
+mca_btl_base_endpoint_t *pmeth_endpoint_create(const opal_process_name_t *name, opal_proc_t *proc,
+                                               const pmeth_modex_t *modex)
 {
     mca_btl_base_endpoint_t *ep = calloc(1, sizeof(*ep));
     if (ep == NULL) {
         return NULL;
     }
     ep->proc = proc;
-    ep->peer_id = proc->proc_name.vpid;
+    ep->name = *name;
+    ep->peer_id = name->vpid;
     ep->modex = *modex;
     ep->modex.host[sizeof(ep->modex.host) - 1] = '\0';
     for (uint32_t j = 0; j < ep->modex.nlinks; j++) {
@@ -194,6 +196,9 @@ void pmeth_probe_reply(pmeth_link_t *link, const pmeth_wire_view_t *v)
     if (p->full) {
         ep->probe_full[li][pj] = 1;
     } else {
+        if (!ep->probe_small[li][pj]) {
+            ep->probe_next_ns = 0;      /* the pair's full-MTU probe goes at once */
+        }
         ep->probe_small[li][pj] = 1;
     }
     ep->probe_mtu_seen[li][pj] = p->mtu;
@@ -275,73 +280,130 @@ static void make_paths(mca_btl_base_endpoint_t *ep)
     ep->stripe_next = 0;
 }
 
-int pmeth_endpoints_probe(mca_btl_base_endpoint_t **eps, size_t n)
+static void probe_begin(mca_btl_base_endpoint_t *ep, uint64_t now)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    ep->state = PMETH_EP_PROBING;
+    ep->probe_nonce = ((uint64_t) getpid() << 32) ^ now ^ ep->peer_id
+                      ^ ((uint64_t) c->my_id << 48);
+    ep->probe_start_ns = now;
+    ep->probe_first_answer_ns = 0;
+    ep->probe_next_ns = 0;
+}
+
+/* One step of EP's probing at NOW: its verdict once the answers are in or its
+ * time is up (true), else the probes due go out (false).  A pair gets its
+ * full-MTU probe only once the small one came back: a peer that answers
+ * nothing (another switch, another line) costs small frames alone. */
+static bool probe_step(mca_btl_base_endpoint_t *ep, uint64_t now)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     const uint64_t ms = 1000000;
-    uint64_t start = pmeth_now_ns(), deadline = start + c->probe_timeout_ms * ms;
     uint64_t interval = (c->probe_interval_ms ? c->probe_interval_ms : 1) * ms;
-    uint64_t grace = 10 * interval;
-    uint64_t *first_answer = calloc(n, sizeof(*first_answer));
-    uint64_t *next_probe = calloc(n, sizeof(*next_probe));
-    size_t left = n;
-
-    if (first_answer == NULL || next_probe == NULL) {
-        free(first_answer);
-        free(next_probe);
-        return OPAL_ERR_OUT_OF_RESOURCE;
+    bool any = false;
+    for (uint32_t i = 0; i < c->nlinks; i++) {
+        for (uint32_t j = 0; j < ep->modex.nlinks; j++) {
+            any |= ep->probe_small[i][j];
+        }
     }
+    if (any && ep->probe_first_answer_ns == 0) {
+        ep->probe_first_answer_ns = now;
+    }
+    if (probe_done(ep, now, ep->probe_first_answer_ns, 10 * interval)
+        || now - ep->probe_start_ns >= c->probe_timeout_ms * ms) {
+        make_paths(ep);
+        ep->state = ep->npaths > 0 ? PMETH_EP_READY : PMETH_EP_UNREACHABLE;
+        pmeth_apm_endpoint_ready(ep);   /* the stripe, and path migration over it */
+        PMETH_VERBOSE(ep->npaths > 0 ? 20 : 5, "%s on %s: %u path(s) after %.1f ms%s%s",
+                      OPAL_NAME_PRINT(ep->name), ep->modex.host, (unsigned) ep->npaths,
+                      (double) (now - ep->probe_start_ns) / ms,
+                      ep->npaths > 0 ? "" : ": not reachable over pmeth",
+                      ep->probed_ahead ? " (probed ahead)" : "");
+        for (uint32_t p = 0; p < ep->npaths; p++) {
+            PMETH_VERBOSE(20, "  path %u: %s -> %s:%s", p, c->links[ep->paths[p].local].ifname,
+                          ep->modex.host, ep->modex.links[ep->paths[p].peer_link].ifname);
+        }
+        return true;
+    }
+    if (now >= ep->probe_next_ns) {
+        for (uint32_t i = 0; i < c->nlinks; i++) {
+            for (uint32_t j = 0; j < ep->modex.nlinks; j++) {
+                if (!ep->probe_small[i][j]) {
+                    send_probe(ep, (uint8_t) i, (uint8_t) j, false);
+                } else if (!ep->probe_full[i][j]) {
+                    send_probe(ep, (uint8_t) i, (uint8_t) j, true);
+                }
+            }
+        }
+        ep->probe_next_ns = now + interval;
+    }
+    return false;
+}
+
+/* Step the peers probed in the background; drop the decided ones from the list. */
+static int probe_background(uint64_t now)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    int decided = 0;
+    for (uint32_t k = c->nprobe_bg; k-- > 0;) {
+        mca_btl_base_endpoint_t *ep = c->probe_bg[k];
+        if (ep->state != PMETH_EP_PROBING || probe_step(ep, now)) {
+            c->probe_bg[k] = c->probe_bg[--c->nprobe_bg];
+            decided++;
+        }
+    }
+    return decided;
+}
+
+int pmeth_probe_progress(void)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (c->nprobe_bg == 0 || c->probing) {
+        return 0;
+    }
+    return probe_background(pmeth_now_ns());
+}
+
+int pmeth_probe_in_background(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (c->nprobe_bg == c->probe_bg_cap) {
+        uint32_t cap = c->probe_bg_cap ? 2 * c->probe_bg_cap : 16;
+        mca_btl_base_endpoint_t **b = realloc(c->probe_bg, cap * sizeof(*b));
+        if (b == NULL) {
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
+        c->probe_bg = b;
+        c->probe_bg_cap = cap;
+    }
+    probe_begin(ep, pmeth_now_ns());
+    ep->probed_ahead = true;
+    c->probe_bg[c->nprobe_bg++] = ep;
+    return OPAL_SUCCESS;
+}
+
+int pmeth_endpoints_probe(mca_btl_base_endpoint_t **eps, size_t n)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    uint64_t now = pmeth_now_ns();
     for (size_t k = 0; k < n; k++) {
-        eps[k]->state = PMETH_EP_PROBING;
-        eps[k]->probe_nonce = ((uint64_t) getpid() << 32) ^ (start + k) ^ ((uint64_t) c->my_id << 48);
+        if (eps[k]->state == PMETH_EP_NEW) {
+            probe_begin(eps[k], now);
+        }       /* else probed ahead already: it goes on from where it is */
     }
     bool was_probing = c->probing;
     c->probing = true;          /* probes are answered here; ob1 sees no data yet */
-    while (left > 0) {
-        uint64_t now = pmeth_now_ns();
+    for (;;) {
+        now = pmeth_now_ns();
+        size_t left = 0;
         for (size_t k = 0; k < n; k++) {
-            mca_btl_base_endpoint_t *ep = eps[k];
-            if (ep->state != PMETH_EP_PROBING) {
-                continue;
+            if (eps[k]->state == PMETH_EP_PROBING && !probe_step(eps[k], now)) {
+                left++;
             }
-            bool any = false;
-            for (uint32_t i = 0; i < c->nlinks; i++) {
-                for (uint32_t j = 0; j < ep->modex.nlinks; j++) {
-                    any |= ep->probe_small[i][j];
-                }
-            }
-            if (any && first_answer[k] == 0) {
-                first_answer[k] = now;
-            }
-            if (probe_done(ep, now, first_answer[k], grace) || now >= deadline) {
-                make_paths(ep);
-                ep->state = ep->npaths > 0 ? PMETH_EP_READY : PMETH_EP_UNREACHABLE;
-                pmeth_apm_endpoint_ready(ep);   /* the stripe, and path migration over it */
-                PMETH_VERBOSE(ep->npaths > 0 ? 20 : 5, "%s on %s: %u path(s) after %.1f ms%s",
-                              OPAL_NAME_PRINT(ep->proc->proc_name), ep->modex.host,
-                              (unsigned) ep->npaths, (double) (now - start) / ms,
-                              ep->npaths > 0 ? "" : ": not reachable over pmeth");
-                for (uint32_t p = 0; p < ep->npaths; p++) {
-                    PMETH_VERBOSE(20, "  path %u: %s -> %s:%s", p,
-                                  c->links[ep->paths[p].local].ifname, ep->modex.host,
-                                  ep->modex.links[ep->paths[p].peer_link].ifname);
-                }
-                left--;
-                continue;
-            }
-            if (now >= next_probe[k]) {
-                for (uint32_t i = 0; i < c->nlinks; i++) {
-                    for (uint32_t j = 0; j < ep->modex.nlinks; j++) {
-                        if (!ep->probe_small[i][j]) {
-                            send_probe(ep, (uint8_t) i, (uint8_t) j, false);
-                        }
-                        if (!ep->probe_full[i][j]) {
-                            send_probe(ep, (uint8_t) i, (uint8_t) j, true);
-                        }
-                    }
-                }
-                next_probe[k] = now + interval;
-            }
+        }
+        (void) probe_background(now);   /* the ones asked for may be among them */
+        if (left == 0) {
+            break;
         }
         pmeth_kick_all(true);
         for (uint32_t i = 0; i < c->nlinks; i++) {
@@ -349,7 +411,5 @@ int pmeth_endpoints_probe(mca_btl_base_endpoint_t **eps, size_t n)
         }
     }
     c->probing = was_probing;
-    free(first_answer);
-    free(next_probe);
     return OPAL_SUCCESS;
 }

@@ -16,6 +16,120 @@
 
 static mca_btl_base_module_error_cb_fn_t pmeth_error_cb;
 
+/* Room in the by-vpid table for ID. */
+static int by_id_room(uint32_t id)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (id < c->nby_id) {
+        return OPAL_SUCCESS;
+    }
+    uint32_t n = c->nby_id ? c->nby_id : 64;
+    while (n <= id) {
+        n *= 2;
+    }
+    mca_btl_base_endpoint_t **b = realloc(c->by_id, n * sizeof(*b));
+    if (b == NULL) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    memset(b + c->nby_id, 0, (n - c->nby_id) * sizeof(*b));
+    c->by_id = b;
+    c->nby_id = n;
+    return OPAL_SUCCESS;
+}
+
+/* NAME's endpoint, made from its modex entry if there is none yet.  NULL when
+ * the peer published no usable links or another job key (*rc OPAL_SUCCESS:
+ * not reachable over pmeth), or memory ran out (*rc says so).  QUIET: no
+ * verbose line (a peer probed ahead, which nobody asked for). */
+static mca_btl_base_endpoint_t *endpoint_for(const opal_process_name_t *name, opal_proc_t *proc,
+                                             bool quiet, int *rc)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    pmeth_modex_t *modex = NULL;
+    size_t msize = 0;
+    int mrc;
+    *rc = by_id_room(name->vpid);
+    if (*rc != OPAL_SUCCESS) {
+        return NULL;
+    }
+    mca_btl_base_endpoint_t *ep = c->by_id[name->vpid];
+    if (ep != NULL) {
+        if (ep->proc == NULL) {
+            ep->proc = proc;        /* probed ahead: ob1 has it now */
+        }
+        return ep;
+    }
+    OPAL_MODEX_RECV(mrc, &c->super.btl_version, name, (void **) &modex, &msize);
+    if (mrc != OPAL_SUCCESS || msize != sizeof(*modex) || modex->version != PMETH_MODEX_VERSION
+        || modex->nlinks == 0 || modex->nlinks > PMETH_MAX_LINKS) {
+        if (!quiet) {
+            PMETH_VERBOSE(10, "%s published no usable pmeth links", OPAL_NAME_PRINT(*name));
+        }
+        free(modex);
+        return NULL;
+    }
+    if (modex->job_key != c->job_key) {
+        if (!quiet) {
+            PMETH_VERBOSE(1, "%s uses another job key: not reached over pmeth",
+                          OPAL_NAME_PRINT(*name));
+        }
+        free(modex);
+        return NULL;
+    }
+    ep = pmeth_endpoint_create(name, proc, modex);
+    free(modex);
+    if (ep == NULL) {
+        *rc = OPAL_ERR_OUT_OF_RESOURCE;
+        return NULL;
+    }
+    c->by_id[name->vpid] = ep;
+    return ep;
+}
+
+/* Open MPI adds peers one at a time, at a rank's first message to each
+ * (mpi_add_procs_cutoff), and each waits here for its probes: a peer behind
+ * no link of ours takes the whole btl_pmeth_probe_timeout_ms to be called
+ * unreachable.  Where many are (hosts on other switches: seed 001's
+ * neighbours), a rank's first collective waited that long for each of them
+ * in turn.  So each first contact also starts the probes of the next few
+ * peers of the job that nobody asked for yet; progress decides them in the
+ * background, and when ob1 asks for one it is decided or nearly.  Peers on
+ * this host are left out (never reachable over pmeth, add_procs says so). */
+void pmeth_probe_ahead(void)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    uint32_t size = pmeth_job_size();
+    unsigned started = 0, looked = 0;
+    if (size < 2) {
+        return;
+    }
+    while (started < c->probe_ahead && looked < size) {
+        uint32_t id = c->probe_ahead_next++ % size;
+        looked++;
+        if (id == c->my_id || (id < c->nby_id && c->by_id[id] != NULL)) {
+            continue;
+        }
+        opal_process_name_t name = OPAL_PROC_MY_NAME;
+        name.vpid = id;
+        int rc;
+        mca_btl_base_endpoint_t *ep = endpoint_for(&name, NULL, true, &rc);
+        if (ep == NULL) {
+            if (rc != OPAL_SUCCESS) {
+                return;
+            }
+            continue;
+        }
+        if (strncmp(ep->modex.host, c->modex.host, sizeof(ep->modex.host)) == 0) {
+            continue;   /* this host: add_procs decides it, without probes */
+        }
+        if (pmeth_probe_in_background(ep) != OPAL_SUCCESS) {
+            return;
+        }
+        c->peers_probed_ahead++;
+        started++;
+    }
+}
+
 static int pmeth_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
                            mca_btl_base_endpoint_t **peers, opal_bitmap_t *reachable)
 {
@@ -29,54 +143,21 @@ static int pmeth_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     PMETH_LOCK();
+    if (c->probe_ahead_next == 0) {
+        c->probe_ahead_next = c->my_id + 1;     /* each rank starts after itself */
+    }
     for (size_t i = 0; i < nprocs; i++) {
         opal_proc_t *proc = procs[i];
-        pmeth_modex_t *modex = NULL;
-        size_t msize = 0;
-        int mrc;
         peers[i] = NULL;
         if (proc == me || proc->proc_name.jobid != me->proc_name.jobid) {
             continue;
         }
-        uint32_t id = proc->proc_name.vpid;
-        if (id >= c->nby_id) {
-            uint32_t n = c->nby_id ? c->nby_id : 64;
-            while (n <= id) {
-                n *= 2;
-            }
-            mca_btl_base_endpoint_t **b = realloc(c->by_id, n * sizeof(*b));
-            if (b == NULL) {
-                rc = OPAL_ERR_OUT_OF_RESOURCE;
-                break;
-            }
-            memset(b + c->nby_id, 0, (n - c->nby_id) * sizeof(*b));
-            c->by_id = b;
-            c->nby_id = n;
-        }
-        mca_btl_base_endpoint_t *ep = c->by_id[id];
+        mca_btl_base_endpoint_t *ep = endpoint_for(&proc->proc_name, proc, false, &rc);
         if (ep == NULL) {
-            OPAL_MODEX_RECV(mrc, &c->super.btl_version, &proc->proc_name, (void **) &modex, &msize);
-            if (mrc != OPAL_SUCCESS || msize != sizeof(*modex)
-                || modex->version != PMETH_MODEX_VERSION || modex->nlinks == 0
-                || modex->nlinks > PMETH_MAX_LINKS) {
-                PMETH_VERBOSE(10, "%s published no usable pmeth links",
-                              OPAL_NAME_PRINT(proc->proc_name));
-                free(modex);
-                continue;
-            }
-            if (modex->job_key != c->job_key) {
-                PMETH_VERBOSE(1, "%s uses another job key: not reached over pmeth",
-                              OPAL_NAME_PRINT(proc->proc_name));
-                free(modex);
-                continue;
-            }
-            ep = pmeth_endpoint_create(proc, modex);
-            free(modex);
-            if (ep == NULL) {
-                rc = OPAL_ERR_OUT_OF_RESOURCE;
+            if (rc != OPAL_SUCCESS) {
                 break;
             }
-            c->by_id[id] = ep;
+            continue;
         }
         if (ep->state == PMETH_EP_NEW && OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags)) {
             /* our frames never come back to this host (a socket bound to one
@@ -86,11 +167,12 @@ static int pmeth_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_
             PMETH_VERBOSE(5, "%s is on this host: not reachable over pmeth (use vader or rsm "
                           "beside it)", OPAL_NAME_PRINT(proc->proc_name));
         }
-        if (ep->state == PMETH_EP_NEW) {
+        if (ep->state == PMETH_EP_NEW || ep->state == PMETH_EP_PROBING) {
             fresh[nfresh++] = ep;
         }
     }
     if (rc == OPAL_SUCCESS && nfresh > 0) {
+        pmeth_probe_ahead();
         rc = pmeth_endpoints_probe(fresh, nfresh);
     }
     for (size_t i = 0; rc == OPAL_SUCCESS && i < nprocs; i++) {
@@ -135,8 +217,9 @@ void pmeth_add_peer_lazily(uint32_t id)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     /* the id comes from the wire: only a process of this job */
-    if (id == c->my_id || id >= pmeth_job_size() || (id < c->nby_id && c->by_id[id] != NULL)) {
-        return;         /* not of this job, ourselves, or known (maybe unreachable) */
+    if (id == c->my_id || id >= pmeth_job_size()
+        || (id < c->nby_id && c->by_id[id] != NULL && c->by_id[id]->proc != NULL)) {
+        return;         /* not of this job, ourselves, or added (maybe unreachable) */
     }
     opal_process_name_t name = OPAL_PROC_MY_NAME;
     name.vpid = id;
@@ -185,10 +268,10 @@ static void summary(void)
                   c->retransmits_timeout, c->retransmits_fast, c->duplicates, c->out_of_window,
                   c->acks_sent, dropped, c->staged, c->copies_tx, c->copies_rx);
     PMETH_VERBOSE(10, "%" PRIu64 " held frames moved out of a ring about to wrap; %" PRIu64
-                  " peers added when their first frame came; %" PRIu64
+                  " peers added when their first frame came, %" PRIu64 " probed ahead; %" PRIu64
                   " fragments completed before their ack; buffer arrays: %" PRIu64 " sent, %" PRIu64
                   " received, %" PRIu64 " dropped as malformed", c->held_moved,
-                  c->peers_added_lazily, c->early_callbacks, c->arrays_sent, c->arrays_received,
+                  c->peers_added_lazily, c->peers_probed_ahead, c->early_callbacks, c->arrays_sent, c->arrays_received,
                   c->arrays_dropped);
     static const char *policy_names[] = {"off", "static", "demand"};
     PMETH_VERBOSE(10, "credits (%s, budget %u frames, floor %u): %" PRIu64 " fragments waited "
@@ -245,6 +328,9 @@ static int pmeth_finalize(mca_btl_base_module_t *btl)
     free(c->by_id);
     c->by_id = NULL;
     c->nby_id = 0;
+    free(c->probe_bg);
+    c->probe_bg = NULL;
+    c->nprobe_bg = c->probe_bg_cap = 0;
     pmeth_apm_destroy();
     free(c->active);
     c->active = NULL;

@@ -24,7 +24,8 @@ enum {
     PV_APM_REARMS_FAILED, PV_APM_PATHS_DEAD, PV_APM_FRAMES_MOVED, PV_APM_RECOVERIES,
     PV_CREDIT_WAITS, PV_CREDIT_ASKED, PV_CREDIT_REQUESTS, PV_CREDIT_MOVES,
     PV_KEEPER_PASSES, PV_KEEPER_FRAMES, PV_ARRAYS_SENT, PV_ARRAYS_RECEIVED, PV_ARRAYS_DROPPED,
-    PV_PACE_CUTS, PV_PACE_LIFTS, PV_BURST_WAITS, PV_START_WAITS,
+    PV_PACE_CUTS, PV_PACE_LIFTS, PV_BURST_WAITS, PV_START_WAITS, PV_LAZY_PEERS,
+    PV_PROBED_AHEAD,
     PV_COUNT
 };
 
@@ -36,6 +37,11 @@ static char link_descs[4 * PMETH_MAX_LINKS][96];
 static xbtl_counter_def_t pmeth_counters[PV_COUNT] = {
     [PV_RTX_TIMEOUT] = {"retransmits_timeout", "Frames sent again because their retransmit "
                         "timer expired"},
+    [PV_LAZY_PEERS] = {"peers_added_lazily", "Peers whose first frame came before ob1 added "
+                       "them (a rank that only receives from them): added then, the frame "
+                       "resent"},
+    [PV_PROBED_AHEAD] = {"peers_probed_ahead", "Peers probed in the background before ob1 asked "
+                         "for them (btl_pmeth_probe_ahead)"},
     [PV_RTX_FAST] = {"retransmits_fast", "Frames sent again because later frames were "
                      "selectively acknowledged past them (fast retransmit)"},
     [PV_KEEPER_PASSES] = {"keeper_passes", "Times the keeper thread (btl_pmeth_keeper_us) found "
@@ -128,6 +134,8 @@ static void pmeth_counters_read(uint64_t *v)
     v[PV_KEEPER_PASSES] = c->keeper_passes;
     v[PV_KEEPER_FRAMES] = c->keeper_frames;
     v[PV_DUPLICATES] = c->duplicates;
+    v[PV_LAZY_PEERS] = c->peers_added_lazily;
+    v[PV_PROBED_AHEAD] = c->peers_probed_ahead;
     v[PV_OUT_OF_WINDOW] = c->out_of_window;
     v[PV_DROP_TRUNCATED] = c->drops[PMETH_WIRE_TRUNCATED];
     v[PV_DROP_OVERSIZED] = c->drops[PMETH_WIRE_OVERSIZED];

@@ -431,8 +431,8 @@ static int take_frame(pmeth_link_t *link, const struct pmeth_rx_frame *f, uint64
         break;
     case PMETH_WIRE_DATA:
         /* while probing, ob1 has not added the sender yet: not acked, it comes again */
-        if (ep == NULL || ep->state != PMETH_EP_READY || c->probing) {
-            if (ep == NULL) {
+        if (ep == NULL || ep->proc == NULL || ep->state != PMETH_EP_READY || c->probing) {
+            if (ep == NULL || ep->proc == NULL) {       /* unknown, or only probed ahead */
                 note_unknown_sender(v.src_id);
             }
             pmeth_ring_rx_put(link->ring, f->id);

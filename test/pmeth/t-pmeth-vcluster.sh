@@ -169,6 +169,28 @@ mbps=$(grep -o '"mbps":[0-9.]*' "$LOG/shaped" | head -1 | cut -d: -f2)
 check "1 link shaped to 1 Gbit/s: a verified 4 MiB stream completes (${mbps:-?} MB/s)" \
     sh -c "[ $rc -eq 0 ] && grep -q '\"verified\":true' '$LOG/shaped'"
 
+# ---- peers behind no link of ours: seed 001's neighbours, one switch per axis (nbr3sw) -----
+# Each neighbour reaches only the centre over pmeth; tcp between the hosts' own addresses
+# carries the rest (Open MPI 4.1's tcp BTL and multi-homed hosts: bench/pmeth-credits.py).
+# Open MPI adds a peer at the first message to it, and the rank waits for its probes; a peer
+# no link reaches took the whole probe timeout, each in turn.  With btl_pmeth_probe_ahead the
+# first contact starts the others' probes too, decided in the background.
+vc create nbr3sw --rate 0 --host-addrs --force >/dev/null || { not_ok "create nbr3sw"; tap_done; exit; }
+for ahead in 32 0; do
+    t0=$(date +%s%N)
+    pm "$LOG/nbr$ahead" --mca btl self,pmeth,tcp --mca btl_tcp_if_include 198.19.254.0/24 \
+        --mca btl_pmeth_probe_timeout_ms 1000 --mca btl_pmeth_probe_ahead $ahead -- "$P2P" -M 65536; rc=$?
+    echo "# probe_ahead $ahead: the job took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+    p2p_tap "nbr3sw, probe_ahead $ahead, pmeth to the centre and tcp between neighbours" "$LOG/nbr$ahead" $rc
+done
+unr=$(grep -c 'not reachable over pmeth' "$LOG/nbr32.err"); bg=$(grep -c 'not reachable over pmeth (probed ahead)' "$LOG/nbr32.err")
+pa=$(grep -ho '[0-9]* probed ahead;' "$LOG/nbr32.err" | awk '{s += $1} END {print s + 0}')
+check "each neighbour's two unreachable peers decided ($unr of 6), $bg of them in the background ($pa peers probed ahead in all)" \
+    [ "$unr" = 6 -a "$bg" -ge 3 -a "$pa" -ge "$bg" ]
+unr0=$(grep -c 'not reachable over pmeth' "$LOG/nbr0.err"); bg0=$(grep -c 'probed ahead)' "$LOG/nbr0.err")
+check "btl_pmeth_probe_ahead 0: the same $unr0 verdicts, each waited for by the rank that asked ($bg0 in the background)" \
+    [ "$unr0" = 6 -a "$bg0" = 0 ]
+
 # ---- 6 links ----------------------------------------------------------------------------
 vc create pair --links 6 --rate 0 --force >/dev/null || { not_ok "create pair 6 links"; tap_done; exit; }
 for i in 0 5; do eval "s$i=\$(tx n0 eth$i)"; done
