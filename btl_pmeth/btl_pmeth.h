@@ -127,7 +127,10 @@ struct mca_btl_base_endpoint_t {
 
     /* probing: per (local link, peer link) which probes came back */
     uint64_t probe_nonce;
-    uint64_t probe_start_ns, probe_first_answer_ns, probe_next_ns;
+    uint64_t probe_start_ns, probe_next_ns, probe_last_step_ns;
+    uint64_t probe_listened_ns;         /* time probed while this process polled its rings */
+    uint64_t probe_answer_ns;           /* probe_listened_ns when the first answer came */
+    bool probe_answered;
     bool probed_ahead;                  /* its probes began before ob1 asked for it */
     uint8_t probe_small[PMETH_MAX_LINKS][PMETH_MAX_LINKS];
     uint8_t probe_full[PMETH_MAX_LINKS][PMETH_MAX_LINKS];
@@ -248,6 +251,7 @@ typedef struct mca_btl_pmeth_component_t {
     mca_btl_base_endpoint_t **probe_bg; /* peers probed ahead, in the background */
     uint32_t nprobe_bg, probe_bg_cap;
     uint32_t probe_ahead_next;          /* the vpid pmeth_probe_ahead looks at next */
+    bool probe_ahead_swept;             /* it found every peer of the job known */
 
     /* statistics */
     uint64_t drops[PMETH_WIRE_NVERDICTS];   /* frames dropped by the parser, by cause */

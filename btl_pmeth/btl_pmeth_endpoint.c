@@ -204,8 +204,7 @@ void pmeth_probe_reply(pmeth_link_t *link, const pmeth_wire_view_t *v)
     ep->probe_mtu_seen[li][pj] = p->mtu;
 }
 
-static bool probe_done(const mca_btl_base_endpoint_t *ep, uint64_t now, uint64_t first_answer,
-                       uint64_t grace)
+static bool probe_done(const mca_btl_base_endpoint_t *ep, uint64_t grace)
 {
     const mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     uint32_t local_covered = 0, peer_covered = 0;
@@ -230,7 +229,7 @@ static bool probe_done(const mca_btl_base_endpoint_t *ep, uint64_t now, uint64_t
     }
     /* some links answered: the others get a grace period, then are taken as
      * not connected to that peer (a switch of another rail, another line) */
-    return any && now - first_answer >= grace;
+    return any && ep->probe_listened_ns - ep->probe_answer_ns >= grace;
 }
 
 /* Paths from the answered pairs: each of our links and each of theirs in at
@@ -286,8 +285,9 @@ static void probe_begin(mca_btl_base_endpoint_t *ep, uint64_t now)
     ep->state = PMETH_EP_PROBING;
     ep->probe_nonce = ((uint64_t) getpid() << 32) ^ now ^ ep->peer_id
                       ^ ((uint64_t) c->my_id << 48);
-    ep->probe_start_ns = now;
-    ep->probe_first_answer_ns = 0;
+    ep->probe_start_ns = ep->probe_last_step_ns = now;
+    ep->probe_listened_ns = ep->probe_answer_ns = 0;
+    ep->probe_answered = false;
     ep->probe_next_ns = 0;
 }
 
@@ -300,17 +300,24 @@ static bool probe_step(mca_btl_base_endpoint_t *ep, uint64_t now)
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     const uint64_t ms = 1000000;
     uint64_t interval = (c->probe_interval_ms ? c->probe_interval_ms : 1) * ms;
+    /* The timeout and the grace count the time this process spent probing and
+     * polling, not time away from MPI: a peer probed ahead, then left while
+     * the application computed, has its answers unread in the ring, and is
+     * not to be called unreachable for a silence nobody listened to. */
+    uint64_t gap = now - ep->probe_last_step_ns;
+    ep->probe_last_step_ns = now;
+    ep->probe_listened_ns += gap <= 2 * interval ? gap : 0;
     bool any = false;
     for (uint32_t i = 0; i < c->nlinks; i++) {
         for (uint32_t j = 0; j < ep->modex.nlinks; j++) {
             any |= ep->probe_small[i][j];
         }
     }
-    if (any && ep->probe_first_answer_ns == 0) {
-        ep->probe_first_answer_ns = now;
+    if (any && !ep->probe_answered) {
+        ep->probe_answered = true;
+        ep->probe_answer_ns = ep->probe_listened_ns;
     }
-    if (probe_done(ep, now, ep->probe_first_answer_ns, 10 * interval)
-        || now - ep->probe_start_ns >= c->probe_timeout_ms * ms) {
+    if (probe_done(ep, 10 * interval) || ep->probe_listened_ns >= c->probe_timeout_ms * ms) {
         make_paths(ep);
         ep->state = ep->npaths > 0 ? PMETH_EP_READY : PMETH_EP_UNREACHABLE;
         pmeth_apm_endpoint_ready(ep);   /* the stripe, and path migration over it */

@@ -91,16 +91,17 @@ static mca_btl_base_endpoint_t *endpoint_for(const opal_process_name_t *name, op
  * no link of ours takes the whole btl_pmeth_probe_timeout_ms to be called
  * unreachable.  Where many are (hosts on other switches: seed 001's
  * neighbours), a rank's first collective waited that long for each of them
- * in turn.  So each first contact also starts the probes of the next few
- * peers of the job that nobody asked for yet; progress decides them in the
- * background, and when ob1 asks for one it is decided or nearly.  Peers on
- * this host are left out (never reachable over pmeth, add_procs says so). */
+ * in turn, and its peers waited for it.  So every add_procs, the first at
+ * MPI_Init, starts the probes of the next few peers of the job that nobody
+ * asked for yet; progress decides them in the background, and when ob1 asks
+ * for one it is decided or nearly.  Peers on this host are left out (never
+ * reachable over pmeth, add_procs says so). */
 void pmeth_probe_ahead(void)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     uint32_t size = pmeth_job_size();
     unsigned started = 0, looked = 0;
-    if (size < 2) {
+    if (size < 2 || c->probe_ahead == 0 || c->probe_ahead_swept) {
         return;
     }
     while (started < c->probe_ahead && looked < size) {
@@ -128,6 +129,7 @@ void pmeth_probe_ahead(void)
         c->peers_probed_ahead++;
         started++;
     }
+    c->probe_ahead_swept = started == 0;    /* every peer is known: nothing more to do */
 }
 
 static int pmeth_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
@@ -171,8 +173,10 @@ static int pmeth_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_
             fresh[nfresh++] = ep;
         }
     }
+    if (rc == OPAL_SUCCESS) {
+        pmeth_probe_ahead();    /* the first call is at MPI_Init: the probes start there */
+    }
     if (rc == OPAL_SUCCESS && nfresh > 0) {
-        pmeth_probe_ahead();
         rc = pmeth_endpoints_probe(fresh, nfresh);
     }
     for (size_t i = 0; rc == OPAL_SUCCESS && i < nprocs; i++) {

@@ -27,8 +27,8 @@ ROWS=$VC_TMP/rows.jsonl
 
 # the component's defaults, as this installation has them
 param() { ompi_info --param btl pmeth --level 9 --parsable | sed -n "s/^mca:btl:pmeth:param:btl_pmeth_$1:value://p"; }
-TXF=$(param tx_frames); RXF=$(param rx_frames); W=$(param window)
-echo "# defaults: tx_frames $TXF, rx_frames $RXF, window $W"
+TXF=$(param tx_frames); RXF=$(param rx_frames); W=$(param window); AHEAD=$(param probe_ahead)
+echo "# defaults: tx_frames $TXF, rx_frames $RXF, window $W, probe_ahead $AHEAD"
 
 # job HOSTS LINKS WINDOW NP PPN: one job on the current cluster; its ranks' JSON lines, tagged
 # with the layout and the sizes of this build, go to $ROWS
@@ -75,10 +75,11 @@ vc destroy >/dev/null
 
 # ---- the formula, the table, the checks --------------------------------------------------
 # its "#" lines (the table, the projection) pass as they are, its TAP lines are renumbered
-python3 - "$ROWS" "$W" "$TXF" "$RXF" "$("$SIZES" "$W")" <<'EOF' >"$VC_TMP/verdict" 2>&1
+python3 - "$ROWS" "$W" "$TXF" "$RXF" "$("$SIZES" "$W")" "$AHEAD" <<'EOF' >"$VC_TMP/verdict" 2>&1
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 W, TXF, RXF, SIZES = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), json.loads(sys.argv[5])
+PROBE_AHEAD = int(sys.argv[6])
 def say(ok, what):
     print(("ok" if ok else "not ok") + " 1 - " + what)
 def diag(s):
@@ -147,17 +148,11 @@ for key in sorted(jobs, key=lambda k: (k[1], k[2], k[0], k[3])):
     r0 = rs[0]
     remote = r0["remote_peers"]
     want0 = formula(links, r0["mtu"], r0["tx_frames"], r0["rx_frames"], s, remote, np - 1, np - 1)
-    b = r0["before"]
-    # right after MPI_Init: no windows yet, and only the peers on this host known (Open MPI
-    # adds remote peers at their first message); the by-id table exists once a peer is added
-    t_before = by_id_slots(np - 1) if b["peers_known"] else 0
-    want_before = (links * ring(r0["mtu"], r0["tx_frames"], r0["rx_frames"], s)
-                   + b["peers_known"] * s["endpoint"] + t_before * s["pointer"])
-    # what the exchange added: windows and an endpoint per remote peer (and the table, where
-    # a remote peer was the first one added)
-    added = r0["memory_bytes"] - b["memory_bytes"]
-    table_added = (by_id_slots(np - 1) - t_before) * s["pointer"]
-    per_remote = (added - table_added) / remote if remote else 0
+    # what a remote peer costs once it has traffic: all but the rings, the on-host peers'
+    # endpoints and the by-id table, shared out
+    per_remote = ((r0["memory_bytes"] - r0["memory_ring_bytes"]
+                   - (r0["ranks_on_host"] - 1) * s["endpoint"] - by_id_slots(np - 1) * s["pointer"])
+                  / remote if remote else 0)
     diag("%5d %5d %6d %5d | %17d | %18d | %13d | %7d | %21.0f | %d"
          % (hosts, links, win, np, remote, r0["memory_bytes"], want0, r0["memory_ring_bytes"],
             per_remote, max(r["vmrss_kib"] for r in rs)))
@@ -166,15 +161,36 @@ for key in sorted(jobs, key=lambda k: (k[1], k[2], k[0], k[3])):
         % (hosts, links, win, np, want0, remote, np - 1))
     for line in bad[:4]:
         diag(line)
-    say(b["memory_bytes"] == want_before and b["peers_with_windows"] == 0
-        and b["peers_known"] == r0["ranks_on_host"] - 1,
-        "%d hosts, %d ranks: before any message, %d B = the formula with no windows and only the "
-        "%d peer(s) on the host known" % (hosts, np, b["memory_bytes"], r0["ranks_on_host"] - 1))
-    say(per_remote == s["txwin"] + s["rxwin"] + s["endpoint"] + apm_conn(links, s),
-        "%d hosts, %d ranks: the exchange added %d B%s: %.0f B per remote peer = windows %d + "
-        "endpoint %d%s" % (hosts, np, added, " (%d of them the by-id table)" % table_added
-                           if table_added else "", per_remote, s["txwin"] + s["rxwin"], s["endpoint"],
-                           " + path migration %d" % apm_conn(links, s) if links >= 2 else ""))
+    b = r0["before"]
+    # right after MPI_Init: no windows yet; an endpoint for each peer on this host, and for
+    # each remote peer probed ahead (btl_pmeth_probe_ahead, 32: the probes start in
+    # MPI_Init); those whose probes have already answered have path migration's connection
+    # too (2 links), the others get it when they do.  The by-id table exists once a peer does
+    ahead = min(PROBE_AHEAD, remote)
+    known_before = r0["ranks_on_host"] - 1 + ahead
+    t_before = by_id_slots(np - 1) if b["peers_known"] else 0
+    base_before = (links * ring(r0["mtu"], r0["tx_frames"], r0["rx_frames"], s)
+                   + b["peers_known"] * s["endpoint"] + t_before * s["pointer"])
+    rest = b["memory_bytes"] - base_before
+    conn = apm_conn(links, s)
+    apm_before = rest // conn if conn else 0
+    say(b["peers_with_windows"] == 0 and b["peers_known"] == known_before
+        and rest >= 0 and (rest == 0 if not conn else rest % conn == 0 and apm_before <= ahead),
+        "%d hosts, %d ranks: before any message, %d B = the formula with no windows, %d peer(s) "
+        "known (%d on the host, %d probed ahead)%s"
+        % (hosts, np, b["memory_bytes"], b["peers_known"], r0["ranks_on_host"] - 1, ahead,
+           ", %d with path migration's connection already" % apm_before if conn else ""))
+    # what the exchange added: windows for each remote peer, the connections not made yet,
+    # and endpoints (and the table) for peers not known before
+    added = r0["memory_bytes"] - b["memory_bytes"]
+    want_added = (remote * (s["txwin"] + s["rxwin"]) + (remote - apm_before) * conn
+                  + (np - 1 - b["peers_known"]) * s["endpoint"]
+                  + (by_id_slots(np - 1) - t_before) * s["pointer"])
+    say(added == want_added,
+        "%d hosts, %d ranks: the exchange added %d B = %d remote peer(s) x windows %d%s%s"
+        % (hosts, np, added, remote, s["txwin"] + s["rxwin"],
+           " + %d connection(s) x %d" % (remote - apm_before, conn) if conn else "",
+           " + %d endpoint(s)" % (np - 1 - b["peers_known"]) if np - 1 > b["peers_known"] else ""))
     rings_seen.setdefault((links, win), set()).update(r["memory_ring_bytes"] for r in rs)
 
 one = rings_seen.get((1, W), set())
