@@ -132,6 +132,7 @@ struct mca_btl_base_endpoint_t {
     uint64_t probe_answer_ns;           /* probe_listened_ns when the first answer came */
     bool probe_answered;
     bool probed_ahead;                  /* its probes began before ob1 asked for it */
+    bool reprobed;                      /* called unreachable, then heard from: probed again */
     uint8_t probe_small[PMETH_MAX_LINKS][PMETH_MAX_LINKS];
     uint8_t probe_full[PMETH_MAX_LINKS][PMETH_MAX_LINKS];
     uint32_t probe_mtu_seen[PMETH_MAX_LINKS][PMETH_MAX_LINKS];
@@ -246,6 +247,7 @@ typedef struct mca_btl_pmeth_component_t {
     bool keeper_on;                     /* the keeper runs: the lock is taken for real */
     _Atomic uint64_t progress_calls;    /* the keeper's sign that the process is in MPI */
     uint64_t keeper_passes, keeper_frames;  /* its work while the process was away */
+    uint64_t keeper_probes;             /* peers' PROBEs it answered meanwhile */
     bool in_progress;
     bool probing;                       /* add_procs is probing: DATA is not taken yet */
     mca_btl_base_endpoint_t **probe_bg; /* peers probed ahead, in the background */
@@ -259,6 +261,7 @@ typedef struct mca_btl_pmeth_component_t {
     uint64_t early_callbacks;           /* ob1 told a fragment was done before its ack */
     uint64_t peers_added_lazily;        /* senders we met before ob1 added them */
     uint64_t peers_probed_ahead;        /* peers probed before ob1 asked for them */
+    uint64_t peers_reprobed;            /* peers called unreachable that then sent to us */
     uint64_t held_moved;                /* held frames copied out of a ring about to wrap */
     uint32_t lazy_ids[8];               /* such senders seen in this progress call */
     uint32_t nlazy;
@@ -398,6 +401,9 @@ mca_btl_base_endpoint_t *pmeth_endpoint_create(const opal_process_name_t *name, 
 int pmeth_endpoints_probe(mca_btl_base_endpoint_t **eps, size_t n);
 /* Start probing EP without waiting for it; progress decides it. */
 int pmeth_probe_in_background(mca_btl_base_endpoint_t *ep);
+/* EP was called unreachable, yet a frame of its own came: probe it again at
+ * the next need (once). */
+void pmeth_endpoint_heard(mca_btl_base_endpoint_t *ep);
 /* Progress of the background probes: how many were decided. */
 int pmeth_probe_progress(void);
 /* Probe ahead up to btl_pmeth_probe_ahead peers of the job that nobody asked for yet. */

@@ -217,9 +217,11 @@ static int pmeth_component_register(void)
         "microseconds), a thread resends the frames whose retransmit timers ran out and sends "
         "the acknowledgements owed, every this many microseconds: a send that completed before "
         "its acknowledgement (btl_pmeth_early_completion) is delivered even if the sender never "
-        "calls MPI again, e.g. while it waits for its peer outside MPI.  The thread never "
-        "delivers to MPI.  0: no thread (lost frames are then resent only while the process "
-        "calls MPI)", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->keeper_us, OPAL_INFO_LVL_5);
+        "calls MPI again, e.g. while it waits for its peer outside MPI.  It also answers "
+        "peers' probes, so that a peer meeting this process while it computes does not call it "
+        "unreachable (btl_pmeth_probe_timeout_ms).  The thread never delivers to MPI.  0: no "
+        "thread (lost frames are then resent, and probes answered, only while the process calls "
+        "MPI)", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->keeper_us, OPAL_INFO_LVL_5);
     c->send_burst = 32;
     reg("send_burst", "Frames of bulk data (ob1's pipeline fragments) one progress pass may post; "
         "more wait for the next pass.  A single acknowledgement can open room for a whole "

@@ -285,6 +285,11 @@ static void probe_begin(mca_btl_base_endpoint_t *ep, uint64_t now)
     ep->state = PMETH_EP_PROBING;
     ep->probe_nonce = ((uint64_t) getpid() << 32) ^ now ^ ep->peer_id
                       ^ ((uint64_t) c->my_id << 48);
+    /* answers to an earlier round (a peer probed again) carry the old nonce and
+     * are not taken; nothing of that round counts */
+    memset(ep->probe_small, 0, sizeof(ep->probe_small));
+    memset(ep->probe_full, 0, sizeof(ep->probe_full));
+    memset(ep->probe_mtu_seen, 0, sizeof(ep->probe_mtu_seen));
     ep->probe_start_ns = ep->probe_last_step_ns = now;
     ep->probe_listened_ns = ep->probe_answer_ns = 0;
     ep->probe_answered = false;
@@ -345,6 +350,24 @@ static bool probe_step(mca_btl_base_endpoint_t *ep, uint64_t now)
         ep->probe_next_ns = now + interval;
     }
     return false;
+}
+
+void pmeth_endpoint_heard(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    /* A peer that was away from MPI while we probed it (computing, or not yet
+     * out of MPI_Init) answered nothing and was called unreachable; it sends
+     * now, so a link does carry its frames.  Once only: a link that carries
+     * frames one way alone would otherwise be probed again at every frame. */
+    if (ep->state != PMETH_EP_UNREACHABLE || ep->reprobed) {
+        return;
+    }
+    ep->reprobed = true;
+    ep->state = PMETH_EP_NEW;       /* probed afresh at the next need (pmeth_add_peer_lazily) */
+    ep->npaths = 0;
+    c->peers_reprobed++;
+    PMETH_VERBOSE(5, "%s on %s was not reachable when probed but sends to us now: probed again",
+                  OPAL_NAME_PRINT(ep->name), ep->modex.host);
 }
 
 /* Step the peers probed in the background; drop the decided ones from the list. */

@@ -15,10 +15,13 @@
  * resends the frames whose timers ran out and sends the acks that are owed, then
  * kicks the rings: the timer half of pmeth_endpoint_service.  A timer's resend
  * is a probe whose answer (the peer's ack) says which frames are lost, so the
- * keeper also takes the peer's standalone acks from the receive rings; every
- * other frame (data for ob1 above all) it leaves, in order, for progress to
- * take first when the process is back.  It never calls ob1: an ack that would
- * complete a fragment ob1 waits for is left for progress too.
+ * keeper also takes the peer's standalone acks from the receive rings.  It
+ * answers peers' PROBEs too: a peer that first needs us while we are away
+ * (reading input, computing) would otherwise call us unreachable after
+ * btl_pmeth_probe_timeout_ms, and ob1 end the job.  Every other frame (data for
+ * ob1 above all) it leaves, in order, for progress to take first when the
+ * process is back.  It never calls ob1: an ack that would complete a fragment
+ * ob1 waits for is left for progress too.
  *
  * Cost.  While the keeper runs, PMETH_LOCK is a real (recursive) mutex on the
  * send and progress paths; uncontended, it costs nothing measurable.  The thread
@@ -66,9 +69,10 @@ static void *keeper_main(void *arg)
         if (opal_mutex_trylock(&c->lock) != 0) {
             continue;               /* the process holds it: it is back */
         }
-        if (!c->in_progress && c->nactive > 0) {
+        if (!c->in_progress) {
             /* the peer's acks first: they answer the timer's probe, which tells
-             * which frames to resend (pmeth_txwin_due) */
+             * which frames to resend (pmeth_txwin_due); and peers' PROBEs are
+             * answered, with frames in flight or not */
             unsigned n = 0, acks = 0;
             for (uint32_t i = 0; i < c->nlinks; i++) {
                 acks += (unsigned) pmeth_keeper_poll_link(&c->links[i]);
@@ -115,5 +119,6 @@ void pmeth_keeper_stop(void)
     pthread_join(keeper, NULL);
     c->keeper_on = false;
     PMETH_VERBOSE(10, "keeper: %" PRIu64 " passes while the process was away, %" PRIu64
-                  " frames resent or acks sent", c->keeper_passes, c->keeper_frames);
+                  " frames resent or acks sent, %" PRIu64 " peers' probes answered",
+                  c->keeper_passes, c->keeper_frames, c->keeper_probes);
 }

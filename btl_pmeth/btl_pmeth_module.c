@@ -222,7 +222,8 @@ void pmeth_add_peer_lazily(uint32_t id)
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     /* the id comes from the wire: only a process of this job */
     if (id == c->my_id || id >= pmeth_job_size()
-        || (id < c->nby_id && c->by_id[id] != NULL && c->by_id[id]->proc != NULL)) {
+        || (id < c->nby_id && c->by_id[id] != NULL && c->by_id[id]->proc != NULL
+            && c->by_id[id]->state != PMETH_EP_NEW)) {
         return;         /* not of this job, ourselves, or added (maybe unreachable) */
     }
     opal_process_name_t name = OPAL_PROC_MY_NAME;

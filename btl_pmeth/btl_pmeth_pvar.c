@@ -25,7 +25,7 @@ enum {
     PV_CREDIT_WAITS, PV_CREDIT_ASKED, PV_CREDIT_REQUESTS, PV_CREDIT_MOVES,
     PV_KEEPER_PASSES, PV_KEEPER_FRAMES, PV_ARRAYS_SENT, PV_ARRAYS_RECEIVED, PV_ARRAYS_DROPPED,
     PV_PACE_CUTS, PV_PACE_LIFTS, PV_BURST_WAITS, PV_START_WAITS, PV_LAZY_PEERS,
-    PV_PROBED_AHEAD,
+    PV_PROBED_AHEAD, PV_REPROBED, PV_KEEPER_PROBES,
     PV_COUNT
 };
 
@@ -42,6 +42,10 @@ static xbtl_counter_def_t pmeth_counters[PV_COUNT] = {
                        "resent"},
     [PV_PROBED_AHEAD] = {"peers_probed_ahead", "Peers probed in the background before ob1 asked "
                          "for them (btl_pmeth_probe_ahead)"},
+    [PV_REPROBED] = {"peers_reprobed", "Peers called unreachable (no answer while they were "
+                     "away from MPI) that then sent to us: probed again"},
+    [PV_KEEPER_PROBES] = {"keeper_probes", "Peers' PROBEs the keeper thread answered while this "
+                          "process was away from MPI"},
     [PV_RTX_FAST] = {"retransmits_fast", "Frames sent again because later frames were "
                      "selectively acknowledged past them (fast retransmit)"},
     [PV_KEEPER_PASSES] = {"keeper_passes", "Times the keeper thread (btl_pmeth_keeper_us) found "
@@ -136,6 +140,8 @@ static void pmeth_counters_read(uint64_t *v)
     v[PV_DUPLICATES] = c->duplicates;
     v[PV_LAZY_PEERS] = c->peers_added_lazily;
     v[PV_PROBED_AHEAD] = c->peers_probed_ahead;
+    v[PV_REPROBED] = c->peers_reprobed;
+    v[PV_KEEPER_PROBES] = c->keeper_probes;
     v[PV_OUT_OF_WINDOW] = c->out_of_window;
     v[PV_DROP_TRUNCATED] = c->drops[PMETH_WIRE_TRUNCATED];
     v[PV_DROP_OVERSIZED] = c->drops[PMETH_WIRE_OVERSIZED];

@@ -402,6 +402,10 @@ static int take_frame(pmeth_link_t *link, const struct pmeth_rx_frame *f, uint64
     link->frames_in++;
     link->bytes_in += f->len;
     mca_btl_base_endpoint_t *ep = v.src_id < c->nby_id ? c->by_id[v.src_id] : NULL;
+    if (OPAL_UNLIKELY(ep != NULL && ep->state == PMETH_EP_UNREACHABLE)
+        && (v.type == PMETH_WIRE_PROBE || v.type == PMETH_WIRE_DATA)) {
+        pmeth_endpoint_heard(ep);
+    }
     switch (v.type) {
     case PMETH_WIRE_PROBE:
         pmeth_answer_probe(link, &v);
@@ -432,7 +436,9 @@ static int take_frame(pmeth_link_t *link, const struct pmeth_rx_frame *f, uint64
     case PMETH_WIRE_DATA:
         /* while probing, ob1 has not added the sender yet: not acked, it comes again */
         if (ep == NULL || ep->proc == NULL || ep->state != PMETH_EP_READY || c->probing) {
-            if (ep == NULL || ep->proc == NULL) {       /* unknown, or only probed ahead */
+            /* unknown, only probed ahead, or to be probed again: added (probed) after
+             * this progress call */
+            if (ep == NULL || ep->proc == NULL || ep->state == PMETH_EP_NEW) {
                 note_unknown_sender(v.src_id);
             }
             pmeth_ring_rx_put(link->ring, f->id);
@@ -487,15 +493,23 @@ int pmeth_keeper_poll_link(pmeth_link_t *link)
             break;
         }
         for (int i = 0; i < n; i++) {
-            /* an ack the keeper may take: well formed, ours, from a ready peer with no
-             * fragment whose ob1 callback waits for an ack (that callback is ob1's
-             * thread's to make); everything else waits for progress, in order */
+            /* what the keeper may take: a PROBE (answered: a peer that meets us while
+             * we are away from MPI must not call us unreachable), and an ack that is
+             * well formed, ours, from a ready peer with no fragment whose ob1
+             * callback waits for an ack (that callback is ob1's thread's to make);
+             * everything else waits for progress, in order */
             pmeth_wire_view_t v;
             mca_btl_base_endpoint_t *ep = NULL;
-            if (pmeth_wire_parse(frames[i].frame, frames[i].len, &expect, &v) == PMETH_WIRE_OK
-                && v.type == PMETH_WIRE_ACK && memcmp(frames[i].frame, link->mac, 6) == 0
-                && v.src_id < c->nby_id && (ep = c->by_id[v.src_id]) != NULL
-                && ep->state == PMETH_EP_READY && ep->cb_at_ack == 0) {
+            bool ours = pmeth_wire_parse(frames[i].frame, frames[i].len, &expect, &v)
+                            == PMETH_WIRE_OK
+                        && memcmp(frames[i].frame, link->mac, 6) == 0;
+            if (ours && v.type == PMETH_WIRE_PROBE) {
+                take_frame(link, &frames[i], &now);
+                c->keeper_probes++;
+                acks++;
+            } else if (ours && v.type == PMETH_WIRE_ACK && v.src_id < c->nby_id
+                       && (ep = c->by_id[v.src_id]) != NULL && ep->state == PMETH_EP_READY
+                       && ep->cb_at_ack == 0) {
                 take_frame(link, &frames[i], &now);
                 acks++;
             } else {

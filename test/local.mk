@@ -39,6 +39,10 @@ test_pmeth_pmeth_memory_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench -I$(top_s
 test_pmeth_pmeth_memory_LDADD = $(MPI_LIBS)
 # btl pmeth's path migration, timed: pauses of a verified ping-pong through link faults
 # (bench/pmeth-failover.sh), and the apm variables read through MPI_T.
+check_PROGRAMS += test/pmeth/pmeth_late
+test_pmeth_pmeth_late_SOURCES = test/pmeth/pmeth_late.c bench/xb_pattern.c
+test_pmeth_pmeth_late_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench
+test_pmeth_pmeth_late_LDADD = $(MPI_LIBS)
 check_PROGRAMS += test/pmeth/pmeth_away
 test_pmeth_pmeth_away_SOURCES = test/pmeth/pmeth_away.c test/mpi/mpit_bind.h bench/xb_pattern.c
 test_pmeth_pmeth_away_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench -I$(top_srcdir)/test/mpi
