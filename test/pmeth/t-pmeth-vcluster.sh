@@ -133,23 +133,29 @@ vc fault --clear >/dev/null
 
 # A rank away from MPI right after MPI_Init (2 s: reading input, say) while its peer first
 # needs it: the peer's probes are answered by the away rank's keeper thread.  Without the
-# keeper, a send to it ends the job with Open MPI's "unable to reach" (not a hang); and a peer
-# that called it unreachable in the background takes its frames once it is back
+# keeper, a send to it ends the job with Open MPI's "unable to reach" (not a hang).  These two
+# run with btl_pmeth_probe_ahead 0, so that rank 1 probes rank 0 only at its first send, once
+# rank 0 is surely away (probes started in MPI_Init may be answered before it leaves)
 LATE=$TOP_BUILDDIR/test/pmeth/pmeth_late
-pm "$LOG/late" --mca btl self,pmeth --mca btl_pmeth_probe_timeout_ms 1000 -- "$LATE" 2 1; rc=$?
+pm "$LOG/late" --mca btl self,pmeth --mca btl_pmeth_probe_timeout_ms 1000 --mca btl_pmeth_probe_ahead 0 \
+    -- "$LATE" 2 1; rc=$?
 kp=$(grep -ho "[0-9]* peers' probes answered" "$LOG/late.err" | awk '{s += $1} END {print s + 0}')
 check "rank 0 away from MPI for 2 s while rank 1 sends to it: its keeper answered $kp probes, every payload verified both ways" \
     sh -c "[ $rc -eq 0 ] && [ $kp -gt 0 ] && grep -q 'late: rank 0, 10 messages both ways, 0 wrong' '$LOG/late' \
            && grep -q 'late: rank 1, 10 messages both ways, 0 wrong' '$LOG/late'"
-pm "$LOG/late0" --mca btl self,pmeth --mca btl_pmeth_probe_timeout_ms 1000 --mca btl_pmeth_keeper_us 0 \
-    -- "$LATE" 2 1; rc=$?
+pm "$LOG/late0" --mca btl self,pmeth --mca btl_pmeth_probe_timeout_ms 1000 --mca btl_pmeth_probe_ahead 0 \
+    --mca btl_pmeth_keeper_us 0 -- "$LATE" 2 1; rc=$?
 check "the same with btl_pmeth_keeper_us 0: rank 0 unreachable when rank 1 sends, the job ends with Open MPI's message (rc $rc)" \
     sh -c "[ $rc -ne 0 ] && grep -q 'unable to reach each other' '$LOG/late0.err'"
+# no keeper, probing ahead (the default), rank 0 sends first once back: rank 1 probed it from
+# MPI_Init on, and called it unreachable unless rank 0 answered before it left MPI_Init; either
+# way rank 1 must take rank 0's messages (probing it again in the first case)
 pm "$LOG/late1" --mca btl self,pmeth --mca btl_pmeth_probe_timeout_ms 1000 --mca btl_pmeth_keeper_us 0 \
     -- "$LATE" 2 0; rc=$?
-check "no keeper, rank 0 sends first once back: rank 1, which called it unreachable meanwhile, probed it again and took every message" \
-    sh -c "[ $rc -eq 0 ] && grep -q 'sends to us now: probed again' '$LOG/late1.err' \
-           && grep -q 'late: rank 1, 10 messages both ways, 0 wrong' '$LOG/late1'"
+again=$(grep -c 'sends to us now: probed again' "$LOG/late1.err")
+check "no keeper, rank 0 sends first once back: rank 1 took every message (it had called rank 0 unreachable and probed it again: $again)" \
+    sh -c "[ $rc -eq 0 ] && grep -q 'late: rank 1, 10 messages both ways, 0 wrong' '$LOG/late1' \
+           && grep -q 'late: rank 0, 10 messages both ways, 0 wrong' '$LOG/late1'"
 
 # A link taken down for a second while frames are striped onto it, then brought back:
 # its frames wait in its ring (acked frames of the other link keep flowing until the
