@@ -426,7 +426,8 @@ int pmeth_endpoint_service(mca_btl_base_endpoint_t *ep, uint64_t now);
 /* its timer half, for the keeper: due resends and owed acks, nothing for ob1 */
 int pmeth_endpoint_keep(mca_btl_base_endpoint_t *ep, uint64_t now);
 /* recv.c, for the keeper: take LINK's standalone acks (when no ob1 callback
- * hangs on them), leave every other frame for progress; acks taken */
+ * hangs on them) and answer its PROBEs, leave every other frame for progress;
+ * frames taken */
 int pmeth_keeper_poll_link(pmeth_link_t *link);
 /* btl_pmeth_keeper.c: the thread that runs it while the process is away from MPI */
 void pmeth_keeper_start(void);

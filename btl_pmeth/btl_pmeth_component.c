@@ -181,8 +181,8 @@ static int pmeth_component_register(void)
         "full-MTU one where the small one came back) before it is declared unreachable over "
         "pmeth.  Counts only time this process spends in MPI.  A live peer answers within "
         "milliseconds, from its keeper thread (btl_pmeth_keeper_us) while it is away from MPI; "
-        "the timeout is what a rank waits, once, for peers that no link of ours reaches", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
-        &c->probe_timeout_ms, OPAL_INFO_LVL_5);
+        "the timeout is what a rank waits, once, for peers that no link of ours reaches",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->probe_timeout_ms, OPAL_INFO_LVL_5);
     c->probe_ahead = 32;
     reg("probe_ahead", "Open MPI adds a peer at a rank's first message to it, and the rank waits "
         "for its probes: up to btl_pmeth_probe_timeout_ms for a peer that no link of ours "
@@ -190,7 +190,8 @@ static int pmeth_component_register(void)
         "probes of this many more peers of the job, decided in the background, so that ranks "
         "meeting many unreachable peers wait about one timeout in all, at once, rather than one "
         "for each in turn.  Costs an endpoint (1,360 B) and small probe frames for each.  0: "
-        "probe only the peers asked for", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->probe_ahead, OPAL_INFO_LVL_6);
+        "probe only the peers asked for", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->probe_ahead,
+        OPAL_INFO_LVL_6);
     c->probe_interval_ms = 20;
     reg("probe_interval_ms", "Probes that got no answer are resent after this many milliseconds",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->probe_interval_ms, OPAL_INFO_LVL_6);

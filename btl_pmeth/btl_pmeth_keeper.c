@@ -73,15 +73,15 @@ static void *keeper_main(void *arg)
             /* the peer's acks first: they answer the timer's probe, which tells
              * which frames to resend (pmeth_txwin_due); and peers' PROBEs are
              * answered, with frames in flight or not */
-            unsigned n = 0, acks = 0;
+            unsigned n = 0, taken = 0;
             for (uint32_t i = 0; i < c->nlinks; i++) {
-                acks += (unsigned) pmeth_keeper_poll_link(&c->links[i]);
+                taken += (unsigned) pmeth_keeper_poll_link(&c->links[i]);
             }
             uint64_t now = pmeth_now_ns();
             for (uint32_t i = 0; i < c->nactive; i++) {
                 n += (unsigned) pmeth_endpoint_keep(c->active[i], now);
             }
-            if (n + acks > 0) {
+            if (n + taken > 0) {
                 pmeth_kick_all(true);
                 c->keeper_passes++;
                 c->keeper_frames += n;

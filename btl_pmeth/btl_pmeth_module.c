@@ -276,8 +276,8 @@ static void summary(void)
                   " peers added when their first frame came, %" PRIu64 " probed ahead; %" PRIu64
                   " fragments completed before their ack; buffer arrays: %" PRIu64 " sent, %" PRIu64
                   " received, %" PRIu64 " dropped as malformed", c->held_moved,
-                  c->peers_added_lazily, c->peers_probed_ahead, c->early_callbacks, c->arrays_sent, c->arrays_received,
-                  c->arrays_dropped);
+                  c->peers_added_lazily, c->peers_probed_ahead, c->early_callbacks,
+                  c->arrays_sent, c->arrays_received, c->arrays_dropped);
     static const char *policy_names[] = {"off", "static", "demand"};
     PMETH_VERBOSE(10, "credits (%s, budget %u frames, floor %u): %" PRIu64 " fragments waited "
                   "for a grant, %" PRIu64 " frames used up ours, %" PRIu64 " requests answered, "

@@ -485,7 +485,7 @@ int pmeth_keeper_poll_link(pmeth_link_t *link)
                                   .my_id = c->my_id, .max_frame = link->mtu + 14,
                                   .nlinks = PMETH_MAX_LINKS};
     uint64_t now = 0;
-    int acks = 0;
+    int taken = 0;
     while (link->ndeferred < PMETH_DEFER_MAX) {
         struct pmeth_rx_frame frames[PMETH_DEFER_MAX];
         int n = pmeth_ring_rx_poll(link->ring, frames, (int) (PMETH_DEFER_MAX - link->ndeferred));
@@ -506,16 +506,16 @@ int pmeth_keeper_poll_link(pmeth_link_t *link)
             if (ours && v.type == PMETH_WIRE_PROBE) {
                 take_frame(link, &frames[i], &now);
                 c->keeper_probes++;
-                acks++;
+                taken++;
             } else if (ours && v.type == PMETH_WIRE_ACK && v.src_id < c->nby_id
                        && (ep = c->by_id[v.src_id]) != NULL && ep->state == PMETH_EP_READY
                        && ep->cb_at_ack == 0) {
                 take_frame(link, &frames[i], &now);
-                acks++;
+                taken++;
             } else {
                 link->deferred[link->ndeferred++] = frames[i];
             }
         }
     }
-    return acks;
+    return taken;
 }
