@@ -230,68 +230,51 @@ void pmeth_memory(pmeth_memory_t *m)
 enum { PV_MEM_TOTAL, PV_MEM_RINGS, PV_MEM_PEERS, PV_MEM_PEERS_WINDOWS, PV_APM_RECOVER_LAST,
        PV_APM_RECOVER_WORST, PV_APM_REJOIN_LAST, PV_APM_REJOIN_WORST, PV_CREDIT_SHARE,
        PV_MEM_COUNT };
-static const xbtl_counter_def_t pmeth_memory_defs[PV_MEM_COUNT] = {
-    [PV_MEM_TOTAL] = {"memory_bytes", "Bytes of memory the BTL holds now: the rings of every "
-                      "link, the reliability windows of the peers that have them, an endpoint "
-                      "per peer known and the table of peers by id (README, \"Memory\")"},
-    [PV_MEM_RINGS] = {"memory_ring_bytes", "Bytes of the links' frame rings (send and receive, "
-                      "all links): fixed at start, whatever the number of peers"},
-    [PV_MEM_PEERS] = {"peers_known", "Peers this process holds an endpoint for (Open MPI adds "
-                      "remote peers at their first message)"},
-    [PV_MEM_PEERS_WINDOWS] = {"peers_with_windows", "Peers that have reliability windows (made "
-                              "at the first frame to or from them)"},
-    [PV_APM_RECOVER_LAST] = {"apm_recover_last_us", "Path migration: microseconds from the last "
-                             "fault's first evidence (the kernel's link event, or the first "
-                             "unanswered probe of a silent link) to traffic flowing again (the "
-                             "first acknowledgement after the frames moved)"},
-    [PV_APM_RECOVER_WORST] = {"apm_recover_worst_us", "Path migration: the longest such time "
-                              "in this job, microseconds"},
-    [PV_APM_REJOIN_LAST] = {"apm_rejoin_last_us", "Path migration: microseconds from a link "
-                            "coming back up (the kernel's word) to its path carrying traffic "
-                            "again (hold-down and probes passed; the home path: fail-back)"},
-    [PV_APM_REJOIN_WORST] = {"apm_rejoin_worst_us", "Path migration: the longest such time in "
-                             "this job, microseconds"},
-    [PV_CREDIT_SHARE] = {"credit_share", "Frames this receiver grants each peer sending to it "
-                         "now, beyond its acknowledgements (0: credits off)"},
-};
-
-static int memory_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
-{
-    (void) obj;
-    pmeth_memory_t m;
-    pmeth_memory(&m);
-    uint64_t v[PV_MEM_COUNT] = {
-        [PV_MEM_TOTAL] = m.total,
-        [PV_MEM_RINGS] = m.rings,
-        [PV_MEM_PEERS] = m.peers,
-        [PV_MEM_PEERS_WINDOWS] = m.peers_with_windows,
-        [PV_APM_RECOVER_LAST] = mca_btl_pmeth_component.apm_recover_last_ns / 1000,
-        [PV_APM_RECOVER_WORST] = mca_btl_pmeth_component.apm_recover_worst_ns / 1000,
-        [PV_APM_REJOIN_LAST] = mca_btl_pmeth_component.apm_rejoin_last_ns / 1000,
-        [PV_APM_REJOIN_WORST] = mca_btl_pmeth_component.apm_rejoin_worst_ns / 1000,
-        [PV_CREDIT_SHARE] = mca_btl_pmeth_component.credits.share == PMETH_CREDIT_UNLIMITED
-                                ? 0 : mca_btl_pmeth_component.credits.share,
-    };
-    *(unsigned long *) value = (unsigned long) v[(uintptr_t) pvar->ctx];
-    return OPAL_SUCCESS;
-}
-
 /* Levels rather than counters: the figures are amounts held now (and the
  * recovery times, durations), which a tool reads as they are, never as a
  * difference since a handle was started. */
-static unsigned memory_pvars_register(void)
+static const xbtl_counter_def_t pmeth_memory_defs[PV_MEM_COUNT] = {
+    [PV_MEM_TOTAL] = {"memory_bytes", "Bytes of memory the BTL holds now: the rings of every "
+                      "link, the reliability windows of the peers that have them, an endpoint "
+                      "per peer known and the table of peers by id (README, \"Memory\")",
+                      .level = true},
+    [PV_MEM_RINGS] = {"memory_ring_bytes", "Bytes of the links' frame rings (send and receive, "
+                      "all links): fixed at start, whatever the number of peers", .level = true},
+    [PV_MEM_PEERS] = {"peers_known", "Peers this process holds an endpoint for (Open MPI adds "
+                      "remote peers at their first message)", .level = true},
+    [PV_MEM_PEERS_WINDOWS] = {"peers_with_windows", "Peers that have reliability windows (made "
+                              "at the first frame to or from them)", .level = true},
+    [PV_APM_RECOVER_LAST] = {"apm_recover_last_us", "Path migration: microseconds from the last "
+                             "fault's first evidence (the kernel's link event, or the first "
+                             "unanswered probe of a silent link) to traffic flowing again (the "
+                             "first acknowledgement after the frames moved)",
+                             .level = true},
+    [PV_APM_RECOVER_WORST] = {"apm_recover_worst_us", "Path migration: the longest such time "
+                              "in this job, microseconds", .level = true},
+    [PV_APM_REJOIN_LAST] = {"apm_rejoin_last_us", "Path migration: microseconds from a link "
+                            "coming back up (the kernel's word) to its path carrying traffic "
+                            "again (hold-down and probes passed; the home path: fail-back)",
+                            .level = true},
+    [PV_APM_REJOIN_WORST] = {"apm_rejoin_worst_us", "Path migration: the longest such time in "
+                             "this job, microseconds", .level = true},
+    [PV_CREDIT_SHARE] = {"credit_share", "Frames this receiver grants each peer sending to it "
+                         "now, beyond its acknowledgements (0: credits off)", .level = true},
+};
+
+static void memory_read(uint64_t *v)
 {
-    unsigned registered = 0;
-    for (uintptr_t i = 0; i < PV_MEM_COUNT; i++) {
-        int rc = mca_base_component_pvar_register(
-            &mca_btl_pmeth_component.super.btl_version, pmeth_memory_defs[i].name,
-            pmeth_memory_defs[i].desc, OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_LEVEL,
-            MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
-            MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, memory_read, NULL, NULL,
-            (void *) i);
-        registered += rc >= 0;
-    }
-    return registered;
+    pmeth_memory_t m;
+    pmeth_memory(&m);
+    const mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    v[PV_MEM_TOTAL] = m.total;
+    v[PV_MEM_RINGS] = m.rings;
+    v[PV_MEM_PEERS] = m.peers;
+    v[PV_MEM_PEERS_WINDOWS] = m.peers_with_windows;
+    v[PV_APM_RECOVER_LAST] = c->apm_recover_last_ns / 1000;
+    v[PV_APM_RECOVER_WORST] = c->apm_recover_worst_ns / 1000;
+    v[PV_APM_REJOIN_LAST] = c->apm_rejoin_last_ns / 1000;
+    v[PV_APM_REJOIN_WORST] = c->apm_rejoin_worst_ns / 1000;
+    v[PV_CREDIT_SHARE] = c->credits.share == PMETH_CREDIT_UNLIMITED ? 0 : c->credits.share;
 }
 
 void pmeth_pvar_register(void)
@@ -316,7 +299,9 @@ void pmeth_pvar_register(void)
     if (n != PV_COUNT) {
         PMETH_VERBOSE(1, "only %u of %d MPI_T performance variables registered", n, PV_COUNT);
     }
-    n = memory_pvars_register();
+    static xbtl_pvar_set_t memory_set;
+    n = xbtl_pvar_register_counters(&memory_set, &mca_btl_pmeth_component.super.btl_version,
+                                    pmeth_memory_defs, PV_MEM_COUNT, memory_read);
     if (n != PV_MEM_COUNT) {
         PMETH_VERBOSE(1, "only %u of %d MPI_T memory variables registered", n, PV_MEM_COUNT);
     }

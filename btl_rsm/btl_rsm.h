@@ -211,6 +211,7 @@ typedef struct mca_btl_rsm_component_t {
     bool pair_tiny;                 /* two tiny messages per postbox (rsm_half_t) */
     bool site_default;              /* run in jobs that do not name rsm (xbtl_optin.h) */
     int verbs;                      /* 0 off, 1 remote peers, 2 every peer (btl_rsm_verbs.c) */
+    bool verbs_listener;            /* answer connection requests while away from MPI */
     char *verbs_devices;
     size_t verbs_pool_size;
     unsigned int verbs_pool_chunks, verbs_grow_after;
@@ -262,6 +263,7 @@ typedef struct mca_btl_rsm_component_t {
     uint64_t cleanup_registered;
     /* verbs statistics (MPI_T) */
     uint64_t v_connects, v_accepts, v_writes, v_write_bytes, v_ack_writes, v_bad_handshakes;
+    uint64_t v_accepts_away;        /* of v_accepts, by the listener while the process was away */
     uint64_t v_posts;               /* ibv_post_send calls for writes (pvar verbs_posts) */
     uint64_t v_acks_piggybacked;    /* units whose immediate carried acks we owed */
     uint64_t v_grows;               /* pools (per sender and destination host) grown a chunk */
@@ -288,7 +290,7 @@ mca_btl_base_descriptor_t *rsm_alloc(mca_btl_base_module_t *btl, mca_btl_base_en
 uint64_t rsm_layout_fingerprint(const rsm_layout_t *lay);
 
 /* btl_rsm_verbs.c: the RDMA-write back end */
-bool rsm_verbs_init(void);
+bool rsm_verbs_init(bool job_on_one_host);
 bool rsm_verbs_ready(void);
 mca_btl_base_endpoint_t *rsm_verbs_add_proc(opal_proc_t *proc);
 int rsm_verbs_connect(mca_btl_base_endpoint_t *ep);     /* OPAL_ERR_RESOURCE_BUSY: under way */

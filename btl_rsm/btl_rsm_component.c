@@ -255,8 +255,18 @@ static int rsm_component_register(void)
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_signal, OPAL_INFO_LVL_6);
     c->verbs_connect_timeout_ms = 10000;
     reg("verbs_connect_timeout_ms", "Give up connecting to a peer that has not answered the "
-        "connection request (resent every 200 ms) within this many ms",
+        "connection request (resent every 200 ms) within this many ms of this process's time "
+        "in MPI (time away from MPI does not count).  A peer that is away from MPI answers "
+        "from its listener thread (btl_rsm_verbs_listener)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_connect_timeout_ms, OPAL_INFO_LVL_5);
+    c->verbs_listener = true;
+    reg("verbs_listener", "Answer peers' connection requests from a thread while this process "
+        "is away from MPI (computing, reading input), in jobs that span hosts.  The thread "
+        "sleeps in the kernel until a request arrives and leaves it to progress when the "
+        "process is in MPI.  0: requests are answered only while the process calls MPI, so a "
+        "peer that first sends to a process away for longer than "
+        "btl_rsm_verbs_connect_timeout_ms ends the job",
+        MCA_BASE_VAR_TYPE_BOOL, &c->verbs_listener, OPAL_INFO_LVL_5);
     /* 0: every rendezvous message.  In the soft-RoCE guest single copy beat the
      * two-copy pipeline from the eager limit on: bw 1.4-1.8x at 16-64 KiB, 1.1-1.4x
      * at 128 KiB-4 MiB, bibw 1.7-2.7x (btl_rsm/README.md, "Single copy between hosts") */
@@ -423,7 +433,7 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
         return NULL;
     }
     c->params = rsm_layout_fingerprint(&c->layout);
-    bool have_verbs = c->verbs_open = rsm_verbs_init();
+    bool have_verbs = c->verbs_open = rsm_verbs_init(job_on_one_host());
     c->verbs_single_copy_on = have_verbs && c->single_copy && c->verbs_single_copy_min != SIZE_MAX;
     if (!have_local && !have_verbs) {
         RSM_VERBOSE(10, "no other rank on this node and no RDMA back end: no module");

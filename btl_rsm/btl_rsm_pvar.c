@@ -20,7 +20,7 @@ enum {
     PV_V_CONNECTS, PV_V_ACCEPTS, PV_V_WRITES, PV_V_WRITE_BYTES, PV_V_ACK_WRITES, PV_V_ACKS_PIGGYBACKED,
     PV_V_REGISTERED, PV_V_REGISTERED_SHARED, PV_V_POOL_GROWS, PV_V_BAD_HANDSHAKES,
     PV_V_READS, PV_V_READ_BYTES, PV_V_USER_REGISTERED, PV_V_USER_REGISTRATIONS,
-    PV_V_STRIPED_READS, PV_V_RAIL_READ_BYTES, PV_V_POSTS,
+    PV_V_STRIPED_READS, PV_V_RAIL_READ_BYTES, PV_V_POSTS, PV_V_ACCEPTS_AWAY,
     PV_COUNT
 };
 
@@ -67,6 +67,9 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
     [PV_V_CONNECTS] = {"verbs_connects", "RDMA connections this rank opened as a sender "
                        "(one per peer on another host it sent to)"},
     [PV_V_ACCEPTS] = {"verbs_accepts", "RDMA connections this rank accepted as a receiver"},
+    [PV_V_ACCEPTS_AWAY] = {"verbs_accepts_away", "Of verbs_accepts, those its listener thread "
+                           "accepted while this process was away from MPI "
+                           "(btl_rsm_verbs_listener)"},
     [PV_V_WRITES] = {"verbs_writes", "RDMA writes posted: published units (with immediate), "
                      "pool data and ack rows"},
     [PV_V_WRITE_BYTES] = {"verbs_write_bytes", "Bytes of those RDMA writes"},
@@ -78,12 +81,12 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
                                "carried the acks we owed it (no ack write needed)"},
     [PV_V_REGISTERED] = {"verbs_registered_bytes", "Bytes of memory registered with the RDMA "
                          "device right now (queues, pools, shadows, ack rows; not a running "
-                         "total)"},
+                         "total)", .level = true},
     [PV_V_REGISTERED_SHARED] = {"verbs_registered_shared_bytes", "Of verbs_registered_bytes, "
                                 "the pools of remote senders this rank mapped from a segment "
                                 "another rank of this host created: pages pinned once per "
                                 "host, so a host's memory is the sum of registered_bytes "
-                                "less the sum of these"},
+                                "less the sum of these", .level = true},
     [PV_V_POOL_GROWS] = {"verbs_pool_grows", "Chunks this rank added, as a sender, to its pools "
                          "on other hosts (one pool per destination host; it grows only while "
                          "fragments keep finding it full, up to btl_rsm_verbs_pool_chunks), "
@@ -97,7 +100,7 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
     [PV_V_READ_BYTES] = {"verbs_read_bytes", "Bytes of those RDMA reads"},
     [PV_V_USER_REGISTERED] = {"verbs_user_registered_bytes", "Bytes of user buffers registered "
                               "with the RDMA device right now for single copy (held by the "
-                              "registration cache; not in verbs_registered_bytes)"},
+                              "registration cache; not in verbs_registered_bytes)", .level = true},
     [PV_V_USER_REGISTRATIONS] = {"verbs_user_registrations", "User-buffer registrations made "
                                  "for single copy (the cache's misses; a buffer used again is "
                                  "not registered again while it stays mapped)"},
@@ -145,6 +148,7 @@ static void rsm_counters_read(uint64_t *v)
     v[PV_POOL_FULL] = c->pool_full;
     v[PV_V_CONNECTS] = c->v_connects;
     v[PV_V_ACCEPTS] = c->v_accepts;
+    v[PV_V_ACCEPTS_AWAY] = c->v_accepts_away;
     v[PV_V_WRITES] = c->v_writes;
     v[PV_V_WRITE_BYTES] = c->v_write_bytes;
     v[PV_V_POSTS] = c->v_posts;

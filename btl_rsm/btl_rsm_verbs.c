@@ -60,10 +60,23 @@
 #include "opal/mca/rcache/rcache.h"
 
 #include <arpa/inet.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
 
 #define RSM_VMODEX_KEY "btl.rsm.verbs.1"
 
 enum { VS_IDLE = 0, VS_CONNECTING, VS_UP, VS_FAILED };
+
+/* Handshake messages other than REQs the listener took while the process was
+ * away, kept for progress (REPs, GROWs, GROWNs: all resent if lost, so one past
+ * this many is dropped, with a verbose line). */
+#define RSM_VDEFERRED 16
+
+/* A gap this long between two progress calls is time away from MPI: it does
+ * not count against btl_rsm_verbs_connect_timeout_ms. */
+#define RSM_AWAY_GAP_NS 100000000ull
 
 /* One queue pair of a half-duplex connection, and the memory registered for it. */
 typedef struct rsm_vconn {
@@ -112,7 +125,9 @@ struct rsm_vpeer {
     bool have_addr;
     struct ibv_ah *ah;
     int state;                      /* of the outbound half */
-    uint64_t req_first_ns, req_last_ns;
+    uint64_t req_first_ns, req_last_ns;     /* our first and last REQ */
+    uint64_t req_waited_ns;         /* time in MPI since the first REQ (away time not counted) */
+    uint64_t req_seen_ns;           /* when progress last counted it */
     bool reported;                  /* its failure was shown once */
     rsm_vconn_t out, in;            /* out.buf: the queue's shadow; in.buf: the queue */
     rsm_vgroup_t *group;            /* out: the pool we share with this peer's host */
@@ -160,7 +175,34 @@ static struct {
     struct rsm_vread *free_reads, *all_reads;
     uint32_t ticks;                 /* progress calls: the handshake queue's turn */
     mca_btl_base_endpoint_t *owed;  /* receivers with acks to push once no message waits */
+    /* the listener (below): while it runs every entry point holds the lock */
+    bool listening;
+    pthread_mutex_t lock;           /* recursive: progress delivers to ob1, which may send */
+    pthread_t listener;
+    int stop_fd;                    /* an eventfd: finalize's word to stop */
+    _Atomic uint64_t progress_calls;    /* the listener's sign that the process is in MPI */
+    uint32_t n_deferred;            /* handshake messages the listener left for progress */
+    struct rsm_vdeferred {
+        size_t len;
+        uint8_t raw[sizeof(rsm_vmsg_t)];
+    } deferred[RSM_VDEFERRED];
 } vs;
+
+/* While the listener runs, the back end's state is shared with it: each entry
+ * point from the rest of the BTL takes the lock (uncontended but for a
+ * handshake taken while the process was away). */
+#define VLOCK()                                 \
+    do {                                        \
+        if (vs.listening) {                     \
+            pthread_mutex_lock(&vs.lock);       \
+        }                                       \
+    } while (0)
+#define VUNLOCK()                               \
+    do {                                        \
+        if (vs.listening) {                     \
+            pthread_mutex_unlock(&vs.lock);     \
+        }                                       \
+    } while (0)
 
 static uint64_t now_ns(void)
 {
@@ -176,12 +218,13 @@ static uint64_t name64(const opal_process_name_t *n)
 
 static const char *peer_str(const mca_btl_base_endpoint_t *ep)
 {
-    static char buf[64];
     if (ep->proc != NULL) {
         return OPAL_NAME_PRINT(ep->proc->proc_name);
     }
-    snprintf(buf, sizeof(buf), "[%u,%u]", (unsigned) (ep->v->name >> 32), (unsigned) ep->v->name);
-    return buf;
+    /* a peer ob1 has not added yet (its REQ came first): the name it sent */
+    opal_process_name_t n = {.jobid = (opal_jobid_t) (ep->v->name >> 32),
+                             .vpid = (opal_vpid_t) ep->v->name};
+    return OPAL_NAME_PRINT(n);
 }
 
 static const char *peer_host(const mca_btl_base_endpoint_t *ep)
@@ -525,7 +568,7 @@ static int vpost(rsm_vconn_t *q, void *src, uint32_t lkey, uint64_t raddr, uint3
 /* ---- the sender's pushes (called by btl_rsm_send.c right after it published
  * into the shadow) ---- */
 
-void rsm_verbs_post_unit(mca_btl_base_endpoint_t *ep, uint32_t seq, uint32_t k)
+static void post_unit_nolock(mca_btl_base_endpoint_t *ep, uint32_t seq, uint32_t k)
 {
     struct rsm_vpeer *v = ep->v;
     if (OPAL_UNLIKELY(v->state != VS_UP)) {
@@ -547,7 +590,7 @@ void rsm_verbs_post_unit(mca_btl_base_endpoint_t *ep, uint32_t seq, uint32_t k)
                  v->out.rkey, (size_t) k * RSM_POSTBOX_SIZE, true, imm, false);
 }
 
-void rsm_verbs_post_data(mca_btl_base_endpoint_t *ep, const void *addr, size_t len)
+static void post_data_nolock(mca_btl_base_endpoint_t *ep, const void *addr, size_t len)
 {
     struct rsm_vpeer *v = ep->v;
     if (OPAL_UNLIKELY(v->state != VS_UP) || len == 0) {
@@ -838,7 +881,7 @@ static uint32_t random_psn(void)
 /* The sender's half: everything local is made now (shadow, pool, ack row, the
  * queue pair in INIT), so ob1 can pack into the shadow at once; the REQ goes
  * out and messages wait on the pending list until the REP. */
-int rsm_verbs_connect(mca_btl_base_endpoint_t *ep)
+static int connect_nolock(mca_btl_base_endpoint_t *ep)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     struct rsm_vpeer *v = ep->v;
@@ -887,7 +930,8 @@ int rsm_verbs_connect(mca_btl_base_endpoint_t *ep)
     q->psn = random_psn();
     v->state = VS_CONNECTING;
     vs.connecting++;
-    v->req_first_ns = now_ns();
+    v->req_waited_ns = 0;
+    v->req_first_ns = v->req_seen_ns = now_ns();
     int rc = send_req(ep);
     if (rc != 0) {
         conn_failed(ep, "sending the connection request", strerror(-rc));
@@ -1100,7 +1144,7 @@ static void group_abandon_growth(rsm_vgroup_t *g, const char *why)
                 g->chunks, why);
 }
 
-void rsm_verbs_pool_full(mca_btl_base_endpoint_t *ep)
+static void pool_full_nolock(mca_btl_base_endpoint_t *ep)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     rsm_vgroup_t *g = ep->v->group;
@@ -1266,46 +1310,72 @@ static void take_rep(const rsm_vmsg_t *m)
     }
 }
 
+typedef union {
+    rsm_vmsg_t m;
+    uint8_t raw[RSM_VUD_SLOT];
+} rsm_vud_msg_t;
+
+/* A handshake message as it came, checked before anything in it is used;
+ * false: dropped (counted). */
+static bool handshake_ok(const rsm_vud_msg_t *u, size_t len)
+{
+    bool req = u->m.type == RSM_VMSG_REQ || u->m.type == RSM_VMSG_GROW;
+    const char *why = rsm_vmsg_check(u->raw, len, vs.my_name,
+                                     (uint32_t) (req ? ack_bytes() : vs.queue_bytes),
+                                     req ? 0 : (uint32_t) vs.pool_bytes);
+    if (why != NULL) {
+        mca_btl_rsm_component.v_bad_handshakes++;
+        RSM_VERBOSE(1, "dropped a handshake message: %s", why);
+        return false;
+    }
+    return true;
+}
+
+static void take_handshake(const rsm_vud_msg_t *u, size_t len)
+{
+    if (!handshake_ok(u, len)) {
+        return;
+    }
+    switch (u->m.type) {
+    case RSM_VMSG_REQ:
+        accept_req(&u->m);
+        break;
+    case RSM_VMSG_GROW:
+        take_grow(&u->m);
+        break;
+    case RSM_VMSG_GROWN:
+        take_grown(&u->m);
+        break;
+    default:
+        take_rep(&u->m);
+    }
+}
+
 static int poll_handshakes(void)
 {
-    union {
-        rsm_vmsg_t m;
-        uint8_t raw[RSM_VUD_SLOT];
-    } u;
+    rsm_vud_msg_t u;
     size_t len = 0;
     int count = 0, rc;
-    while ((rc = rsm_vud_poll(&vs.dev, u.raw, sizeof(u.raw), &len)) != 0) {
-        if (rc < 0) {
-            continue;
-        }
-        bool req = u.m.type == RSM_VMSG_REQ || u.m.type == RSM_VMSG_GROW;
-        const char *why = rsm_vmsg_check(u.raw, len, vs.my_name,
-                                         (uint32_t) (req ? ack_bytes() : vs.queue_bytes),
-                                         req ? 0 : (uint32_t) vs.pool_bytes);
-        if (why != NULL) {
-            mca_btl_rsm_component.v_bad_handshakes++;
-            RSM_VERBOSE(1, "dropped a handshake message: %s", why);
-            continue;
-        }
-        switch (u.m.type) {
-        case RSM_VMSG_REQ:
-            accept_req(&u.m);
-            break;
-        case RSM_VMSG_GROW:
-            take_grow(&u.m);
-            break;
-        case RSM_VMSG_GROWN:
-            take_grown(&u.m);
-            break;
-        default:
-            take_rep(&u.m);
-        }
+    /* first what the listener kept for us, in the order it came */
+    for (uint32_t i = 0; i < vs.n_deferred; i++) {
+        memcpy(u.raw, vs.deferred[i].raw, vs.deferred[i].len);
+        take_handshake(&u, vs.deferred[i].len);
         count++;
+    }
+    vs.n_deferred = 0;
+    while ((rc = rsm_vud_poll(&vs.dev, u.raw, sizeof(u.raw), &len)) != 0) {
+        if (rc > 0) {
+            take_handshake(&u, len);
+            count++;
+        }
     }
     return count;
 }
 
-/* REQs are resent until answered, for btl_rsm_verbs_connect_timeout_ms. */
+/* REQs are resent every 200 ms until answered, for btl_rsm_verbs_connect_timeout_ms
+ * of time in MPI (progress runs this on every call while a connection waits).
+ * Time away from MPI does not count: a REQ lost just before the application
+ * went off to compute must not fail the connection the moment it is back. */
 static void retry_requests(void)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
@@ -1313,17 +1383,24 @@ static void retry_requests(void)
     for (uint32_t i = 0; i < vs.n_eps && vs.connecting > 0; i++) {
         mca_btl_base_endpoint_t *ep = vs.eps[i];
         struct rsm_vpeer *v = ep->v;
-        if (v->state != VS_CONNECTING || now - v->req_last_ns < 200000000ull) {
+        if (v->state != VS_CONNECTING) {
             continue;
         }
-        if (now - v->req_first_ns > (uint64_t) c->verbs_connect_timeout_ms * 1000000ull) {
-            char why[96];
-            snprintf(why, sizeof(why), "no answer to the connection request in %u ms",
+        uint64_t gap = now - v->req_seen_ns;
+        v->req_seen_ns = now;
+        if (gap < RSM_AWAY_GAP_NS) {
+            v->req_waited_ns += gap;
+        }
+        if (v->req_waited_ns > (uint64_t) c->verbs_connect_timeout_ms * 1000000ull) {
+            char why[128];
+            snprintf(why, sizeof(why), "no answer to the connection request in %u ms in MPI",
                      c->verbs_connect_timeout_ms);
             conn_failed(ep, "connecting", why);
             continue;
         }
-        (void) send_req(ep);
+        if (now - v->req_last_ns >= 200000000ull) {
+            (void) send_req(ep);
+        }
     }
 }
 
@@ -1410,7 +1487,7 @@ static void poll_events(void)
 /* Progress costs the shm path nothing measurable: the completion queues are
  * polled only once a connection exists, and the handshake queue every 64th call
  * (a handshake waits at most 64 progress calls; a REQ is resent after 200 ms). */
-int rsm_verbs_progress(void)
+static int progress_nolock(void)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     int count = 0;
@@ -1536,10 +1613,10 @@ int rsm_verbs_deregister(struct mca_btl_base_registration_handle_t *handle)
     return OPAL_SUCCESS;
 }
 
-int rsm_verbs_get(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t remote_address,
-                  struct mca_btl_base_registration_handle_t *local_handle,
-                  struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
-                  mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+static int get_nolock(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t remote_address,
+                      struct mca_btl_base_registration_handle_t *local_handle,
+                      struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                      mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     enum { PIECE = 1u << 30 };      /* well inside any port's largest message */
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
@@ -1639,6 +1716,155 @@ int rsm_verbs_get(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t rem
     return OPAL_SUCCESS;
 }
 
+/* ---- the listener: connection requests answered while the process is away ----
+ *
+ * Why.  A REQ is answered by the receiver's progress, so only while the receiver
+ * calls MPI.  A rank that computes (or reads its input) for longer than
+ * btl_rsm_verbs_connect_timeout_ms while a peer sends to it for the first time
+ * made that peer give up and the job end, though nothing was wrong: tcp's kernel
+ * accepts a connection whatever its process does.
+ *
+ * What.  A thread that sleeps in poll(2) on the handshake queue's completion
+ * channel (openib's UD connection manager waited for its handshakes the same
+ * way).  At each event it looks whether progress ran during the last
+ * millisecond.  If so, it leaves the queue to progress, which polls it every
+ * 64th call.  If not, the process is away: under the back end's lock it answers
+ * the REQs (accept_req: register, connect, REP) and keeps other handshake
+ * messages for progress (a REP may let messages go, which calls ob1: never
+ * from this thread).  The queue is armed before it is polled, so a message that
+ * arrives meanwhile raises the next event; one the thread leaves to a process
+ * that then goes away is resent by its sender 200 ms later.
+ *
+ * Cost.  Nothing while no handshake arrives (the thread sleeps in the kernel);
+ * while it runs every entry point takes an uncontended recursive mutex.  It
+ * runs only in jobs that span hosts (or btl_rsm_verbs 2), and not at all with
+ * btl_rsm_verbs_listener 0. */
+
+#define RSM_LISTENER_LOOK_NS 1000000
+
+/* Did progress run in the last RSM_LISTENER_LOOK_NS? */
+static bool process_in_mpi(void)
+{
+    uint64_t before = atomic_load_explicit(&vs.progress_calls, memory_order_relaxed);
+    const struct timespec look = {.tv_sec = 0, .tv_nsec = RSM_LISTENER_LOOK_NS};
+    nanosleep(&look, NULL);
+    return atomic_load_explicit(&vs.progress_calls, memory_order_relaxed) != before;
+}
+
+/* With the lock held: take the queue, answer REQs, keep the rest for progress. */
+static void listener_pass(void)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    rsm_vud_msg_t u;
+    size_t len = 0;
+    int rc;
+    while ((rc = rsm_vud_poll(&vs.dev, u.raw, sizeof(u.raw), &len)) != 0) {
+        if (rc < 0 || !handshake_ok(&u, len)) {
+            continue;
+        }
+        if (u.m.type == RSM_VMSG_REQ) {
+            uint64_t accepts = c->v_accepts;
+            accept_req(&u.m);
+            void *ep = NULL;
+            if (c->v_accepts != accepts
+                && opal_hash_table_get_value_uint64(&vs.by_name, u.m.from, &ep) == OPAL_SUCCESS) {
+                c->v_accepts_away++;
+                RSM_VERBOSE(10, "answered %s's connection request while this process was away "
+                            "from MPI", peer_str(ep));
+            }
+        } else if (vs.n_deferred < RSM_VDEFERRED) {
+            vs.deferred[vs.n_deferred].len = sizeof(u.m);
+            memcpy(vs.deferred[vs.n_deferred].raw, u.raw, sizeof(u.m));
+            vs.n_deferred++;
+        } else {
+            RSM_VERBOSE(10, "listener: a handshake message of type %u dropped (%u kept for "
+                        "progress already); its sender resends it", u.m.type, RSM_VDEFERRED);
+        }
+    }
+}
+
+static void *listener_main(void *arg)
+{
+    (void) arg;
+    struct pollfd fds[2] = {{.fd = rsm_vud_event_fd(&vs.dev), .events = POLLIN},
+                            {.fd = vs.stop_fd, .events = POLLIN}};
+    for (;;) {
+        if (poll(fds, 2, -1) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            RSM_VERBOSE(1, "listener: poll failed (%s); connection requests are answered only "
+                        "while this process calls MPI", strerror(errno));
+            break;
+        }
+        if (fds[1].revents != 0) {
+            break;
+        }
+        if (fds[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+            RSM_VERBOSE(1, "listener: %s's completion channel failed; connection requests are "
+                        "answered only while this process calls MPI", vs.dev.name);
+            break;
+        }
+        if (rsm_vud_take_events(&vs.dev) == 0) {
+            continue;
+        }
+        bool away = !process_in_mpi();
+        pthread_mutex_lock(&vs.lock);
+        (void) rsm_vud_arm(&vs.dev);
+        if (away) {
+            listener_pass();
+        }
+        pthread_mutex_unlock(&vs.lock);
+    }
+    return NULL;
+}
+
+static void listener_start(void)
+{
+    pthread_mutexattr_t ma;
+    if ((vs.stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        RSM_VERBOSE(1, "no listener thread (eventfd: %s): connection requests are answered "
+                    "only while this process calls MPI", strerror(errno));
+        return;
+    }
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&vs.lock, &ma);
+    pthread_mutexattr_destroy(&ma);
+    (void) rsm_vud_arm(&vs.dev);
+    vs.listening = true;            /* before the thread: entry points lock from now on */
+    /* the thread takes no signals: the application's handlers run on its threads */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&vs.listener, NULL, listener_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        vs.listening = false;
+        pthread_mutex_destroy(&vs.lock);
+        close(vs.stop_fd);
+        RSM_VERBOSE(1, "no listener thread (%s): connection requests are answered only while "
+                    "this process calls MPI", strerror(rc));
+    }
+}
+
+/* Before finalize tears anything down; afterwards the entry points lock no more. */
+static void listener_stop(void)
+{
+    if (!vs.listening) {
+        return;
+    }
+    uint64_t one = 1;
+    if (write(vs.stop_fd, &one, sizeof(one)) != sizeof(one)) {
+        RSM_VERBOSE(1, "listener: could not tell it to stop (%s)", strerror(errno));
+    }
+    pthread_join(vs.listener, NULL);
+    close(vs.stop_fd);
+    vs.listening = false;
+    pthread_mutex_destroy(&vs.lock);
+    vs.n_deferred = 0;
+}
+
 /* ---- life cycle ---- */
 
 static void close_devices(void)
@@ -1662,7 +1888,7 @@ static const char *rails_str(void)
     return buf;
 }
 
-bool rsm_verbs_init(void)
+bool rsm_verbs_init(bool job_on_one_host)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     char err[256] = "";
@@ -1738,11 +1964,17 @@ bool rsm_verbs_init(void)
         return false;
     }
     vs.open = true;
+    if (c->verbs_listener && (c->verbs == 2 || !job_on_one_host)) {
+        listener_start();
+    }
     RSM_VERBOSE(10, "RDMA back end on %s (GID index %d, MTU %s, %s): %zu-byte queues, "
                 "%zu-byte pools per sender and host, %u-deep send queues, %u-deep shared "
-                "receive queue", rails_str(), vs.dev.gid_index, rsm_vmtu_str(vs.dev.self.mtu),
+                "receive queue; %s", rails_str(), vs.dev.gid_index, rsm_vmtu_str(vs.dev.self.mtu),
                 vs.dev.self.global ? "RoCE" : "InfiniBand", vs.queue_bytes, vs.pool_bytes,
-                c->verbs_sq_depth, c->verbs_srq_depth);
+                c->verbs_sq_depth, c->verbs_srq_depth,
+                vs.listening ? "a listener thread answers connection requests while this "
+                               "process is away from MPI"
+                             : "connection requests are answered while this process calls MPI");
     return true;
 }
 
@@ -1751,7 +1983,7 @@ bool rsm_verbs_ready(void)
     return vs.open;
 }
 
-mca_btl_base_endpoint_t *rsm_verbs_add_proc(opal_proc_t *proc)
+static mca_btl_base_endpoint_t *add_proc_nolock(opal_proc_t *proc)
 {
     if (!vs.open) {
         return NULL;
@@ -1784,6 +2016,7 @@ void rsm_verbs_finalize(void)
     if (!vs.open) {
         return;
     }
+    listener_stop();
     vs.closing = true;
     for (uint32_t i = 0; i < vs.n_eps; i++) {
         mca_btl_base_endpoint_t *ep = vs.eps[i];
@@ -1841,8 +2074,8 @@ void rsm_verbs_finalize(void)
     vs.open = vs.closing = false;
 }
 
-void rsm_verbs_counters(uint64_t *sent_inline, uint64_t *sent_inline_bytes, uint64_t *sent_pool,
-                        uint64_t *sent_pool_bytes)
+static void counters_nolock(uint64_t *sent_inline, uint64_t *sent_inline_bytes, uint64_t *sent_pool,
+                            uint64_t *sent_pool_bytes)
 {
     for (uint32_t i = 0; i < vs.n_eps; i++) {
         *sent_inline += vs.eps[i]->sent_inline;
@@ -1852,10 +2085,82 @@ void rsm_verbs_counters(uint64_t *sent_inline, uint64_t *sent_inline_bytes, uint
     }
 }
 
+/* ---- entry points: the lock around each while the listener runs ---- */
+
+int rsm_verbs_progress(void)
+{
+    /* a plain store: the listener only needs to see it move */
+    atomic_store_explicit(&vs.progress_calls,
+                          atomic_load_explicit(&vs.progress_calls, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    VLOCK();
+    int n = progress_nolock();
+    VUNLOCK();
+    return n;
+}
+
+int rsm_verbs_connect(mca_btl_base_endpoint_t *ep)
+{
+    VLOCK();
+    int rc = connect_nolock(ep);
+    VUNLOCK();
+    return rc;
+}
+
+void rsm_verbs_post_unit(mca_btl_base_endpoint_t *ep, uint32_t seq, uint32_t k)
+{
+    VLOCK();
+    post_unit_nolock(ep, seq, k);
+    VUNLOCK();
+}
+
+void rsm_verbs_post_data(mca_btl_base_endpoint_t *ep, const void *addr, size_t len)
+{
+    VLOCK();
+    post_data_nolock(ep, addr, len);
+    VUNLOCK();
+}
+
+void rsm_verbs_pool_full(mca_btl_base_endpoint_t *ep)
+{
+    VLOCK();
+    pool_full_nolock(ep);
+    VUNLOCK();
+}
+
+int rsm_verbs_get(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t remote_address,
+                  struct mca_btl_base_registration_handle_t *local_handle,
+                  struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                  mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    VLOCK();
+    int rc = get_nolock(ep, local_address, remote_address, local_handle, remote_handle, size,
+                        cbfunc, cbcontext, cbdata);
+    VUNLOCK();
+    return rc;
+}
+
+mca_btl_base_endpoint_t *rsm_verbs_add_proc(opal_proc_t *proc)
+{
+    VLOCK();
+    mca_btl_base_endpoint_t *ep = add_proc_nolock(proc);
+    VUNLOCK();
+    return ep;
+}
+
+void rsm_verbs_counters(uint64_t *sent_inline, uint64_t *sent_inline_bytes, uint64_t *sent_pool,
+                        uint64_t *sent_pool_bytes)
+{
+    VLOCK();
+    counters_nolock(sent_inline, sent_inline_bytes, sent_pool, sent_pool_bytes);
+    VUNLOCK();
+}
+
 #else /* no libibverbs at build time: local peers only */
 
-bool rsm_verbs_init(void)
+bool rsm_verbs_init(bool job_on_one_host)
 {
+    (void) job_on_one_host;
     RSM_VERBOSE(10, "built without libibverbs: no RDMA back end");
     return false;
 }

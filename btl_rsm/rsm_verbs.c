@@ -227,6 +227,12 @@ static int ud_post_recv(rsm_vdev_t *d, unsigned slot)
     return ibv_post_recv(d->ud, &wr, &bad);
 }
 
+static int set_nonblocking(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0 ? -1 : 0;
+}
+
 static int ud_up(rsm_vdev_t *d)
 {
     struct ibv_qp_init_attr ia = {
@@ -289,7 +295,8 @@ int rsm_vdev_open(rsm_vdev_t *d, const char *spec, unsigned skip, bool rail_only
               && (d->scq = ibv_create_cq(d->ctx, 4096, NULL, NULL, 0)) != NULL;
     if (ok && !rail_only) {
         ok = (d->rcq = ibv_create_cq(d->ctx, (int) srq_depth + 64, NULL, NULL, 0)) != NULL
-             && (d->ucq = ibv_create_cq(d->ctx, RSM_VUD_RECVS + 32, NULL, NULL, 0)) != NULL
+             && (d->uchan = ibv_create_comp_channel(d->ctx)) != NULL
+             && (d->ucq = ibv_create_cq(d->ctx, RSM_VUD_RECVS + 32, NULL, d->uchan, 0)) != NULL
              && (d->srq = ibv_create_srq(d->pd, &sa)) != NULL
              && (d->ud_buf = calloc(1, ud_bytes)) != NULL
              && (d->ud_mr = ibv_reg_mr(d->pd, d->ud_buf, ud_bytes, IBV_ACCESS_LOCAL_WRITE)) != NULL
@@ -303,15 +310,39 @@ int rsm_vdev_open(rsm_vdev_t *d, const char *spec, unsigned skip, bool rail_only
         errno = e;
         return -1;
     }
-    /* asynchronous events (a port going down) are polled from progress */
-    int fl = fcntl(d->ctx->async_fd, F_GETFL);
-    if (fl < 0 || fcntl(d->ctx->async_fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+    /* asynchronous events (a port going down) are polled from progress; the
+     * handshake queue's completion events are read by a thread that waits in
+     * poll(2) (rsm_vud_arm) */
+    if (set_nonblocking(d->ctx->async_fd) != 0
+        || (d->uchan != NULL && set_nonblocking(d->uchan->fd) != 0)) {
         snprintf(err, errlen, "%s: the asynchronous event channel (%s)", d->name, strerror(errno));
         rsm_vdev_close(d);
         errno = EIO;
         return -1;
     }
     return 0;
+}
+
+int rsm_vud_arm(rsm_vdev_t *d)
+{
+    return ibv_req_notify_cq(d->ucq, 0) == 0 ? 0 : -1;
+}
+
+int rsm_vud_event_fd(const rsm_vdev_t *d)
+{
+    return d->uchan != NULL ? d->uchan->fd : -1;
+}
+
+int rsm_vud_take_events(rsm_vdev_t *d)
+{
+    struct ibv_cq *cq;
+    void *cq_ctx;
+    int n = 0;
+    while (d->uchan != NULL && ibv_get_cq_event(d->uchan, &cq, &cq_ctx) == 0) {
+        ibv_ack_cq_events(cq, 1);
+        n++;
+    }
+    return n;
 }
 
 int rsm_vdev_event(rsm_vdev_t *d, rsm_vevent_t *ev)
@@ -356,7 +387,10 @@ void rsm_vdev_close(rsm_vdev_t *d)
         ibv_destroy_srq(d->srq);
     }
     if (d->ucq != NULL) {
-        ibv_destroy_cq(d->ucq);
+        ibv_destroy_cq(d->ucq);     /* its events were all acknowledged as they were read */
+    }
+    if (d->uchan != NULL) {
+        ibv_destroy_comp_channel(d->uchan);
     }
     if (d->rcq != NULL) {
         ibv_destroy_cq(d->rcq);
@@ -513,13 +547,13 @@ int rsm_vud_poll(rsm_vdev_t *d, void *msg, size_t cap, size_t *len)
         return take_recv(d, e & 0xff, e >> 8, msg, cap, len);
     }
     struct ibv_wc wc;
-    int n = ibv_poll_cq(d->ucq, 1, &wc);
-    if (n <= 0) {
-        return n < 0 ? -1 : 0;
-    }
-    if (wc.wr_id >= RSM_VUD_RECVS) {
-        return 0;                   /* a send completion seen late */
-    }
+    int n;
+    do {                            /* past send completions seen late */
+        n = ibv_poll_cq(d->ucq, 1, &wc);
+        if (n <= 0) {
+            return n < 0 ? -1 : 0;
+        }
+    } while (wc.wr_id >= RSM_VUD_RECVS);
     if (wc.status != IBV_WC_SUCCESS) {
         ud_post_recv(d, (unsigned) wc.wr_id);
         return -1;

@@ -169,6 +169,7 @@ typedef struct rsm_vdev {
     struct ibv_cq *rcq;         /* receive completions (WRITE WITH IMMEDIATE) */
     struct ibv_srq *srq;        /* shared by every RC queue pair */
     struct ibv_cq *ucq;         /* the UD queue pair's, both directions */
+    struct ibv_comp_channel *uchan;     /* ucq's completion events (rsm_vud_arm) */
     struct ibv_qp *ud;
     struct ibv_mr *ud_mr;
     uint8_t *ud_buf;            /* RSM_VUD_RECVS receive slots, then a send slot */
@@ -219,6 +220,12 @@ int rsm_vud_send(rsm_vdev_t *d, struct ibv_ah **ah, const rsm_vaddr_t *peer,
 /* Poll the UD queue pair: at most one received message copied to *MSG (its
  * length in *LEN), returns 1; 0: none; -1: a completion in error. */
 int rsm_vud_poll(rsm_vdev_t *d, void *msg, size_t cap, size_t *len);
+/* For a thread that waits for handshakes: arm the handshake queue (the next
+ * completion raises an event on its descriptor), the descriptor to poll(2)
+ * (non-blocking), and the events read off it, acknowledged (their number). */
+int rsm_vud_arm(rsm_vdev_t *d);
+int rsm_vud_event_fd(const rsm_vdev_t *d);
+int rsm_vud_take_events(rsm_vdev_t *d);
 
 /* An asynchronous event of the device (a port going down or up, a queue pair
  * in error), without blocking.  1 with *EV filled, 0: none. */

@@ -36,7 +36,8 @@ unsigned xbtl_pvar_register_counters(xbtl_pvar_set_t *set,
         set->slot[i].set = set;
         set->slot[i].index = i;
         int rc = mca_base_component_pvar_register(
-            component, defs[i].name, defs[i].desc, OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER,
+            component, defs[i].name, defs[i].desc, OPAL_INFO_LVL_4,
+            defs[i].level ? MCA_BASE_PVAR_CLASS_LEVEL : MCA_BASE_PVAR_CLASS_COUNTER,
             MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
             MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, read_one, NULL, NULL,
             &set->slot[i]);

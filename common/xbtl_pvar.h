@@ -7,7 +7,7 @@
  * paths: per endpoint or per module, wherever the code that counts already
  * writes) and gives one function that sums them into an array, in the order
  * of its table of names.  Each table entry becomes one read-only, continuous
- * COUNTER pvar of type unsigned long, not bound to an object, named
+ * COUNTER (or LEVEL) pvar of type unsigned long, not bound to an object, named
  * "<framework>_<component>_<name>" and withdrawn when the component closes
  * (so a component that declined to run shows none).  A read sums everything
  * afresh: the figures are exact once the traffic they count has completed.
@@ -15,6 +15,7 @@
 #ifndef XBTL_PVAR_H
 #define XBTL_PVAR_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define XBTL_PVAR_MAX 96     /* a component asserts its count fits (_Static_assert) */
@@ -22,6 +23,10 @@
 typedef struct xbtl_counter_def {
     const char *name;           /* the pvar's last name part */
     const char *desc;           /* what it counts, and in which unit */
+    bool level;                 /* an amount held now (bytes registered, peers known), not a
+                                 * count: MPI_T_PVAR_CLASS_LEVEL, which a tool reads as it is.
+                                 * Open MPI reads a COUNTER as the difference since the
+                                 * handle started, so memory taken before that would vanish */
 } xbtl_counter_def_t;
 
 /* Fill VALUES[0 .. n-1] with the current totals, in table order. */

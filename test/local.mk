@@ -30,6 +30,12 @@ check_PROGRAMS += test/mpi/mpit_read
 test_mpi_mpit_read_SOURCES = test/mpi/mpit_read.c test/mpi/mpit_bind.h bench/xb_pattern.c
 test_mpi_mpit_read_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench
 test_mpi_mpit_read_LDADD = $(MPI_LIBS)
+# a rank away from MPI when its peer first sends to it (pmeth's probes, rsm's connection
+# requests: t-pmeth-vcluster, t-rsm-verbs)
+check_PROGRAMS += test/mpi/mpi_late
+test_mpi_mpi_late_SOURCES = test/mpi/mpi_late.c bench/xb_pattern.c
+test_mpi_mpi_late_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench
+test_mpi_mpi_late_LDADD = $(MPI_LIBS)
 
 # btl pmeth's memory per process (test/pmeth/t-pmeth-memory.sh): the MPI program that reads
 # it through MPI_T after an all-to-all, and the sizes its formula is made of in this build.
@@ -39,10 +45,6 @@ test_pmeth_pmeth_memory_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench -I$(top_s
 test_pmeth_pmeth_memory_LDADD = $(MPI_LIBS)
 # btl pmeth's path migration, timed: pauses of a verified ping-pong through link faults
 # (bench/pmeth-failover.sh), and the apm variables read through MPI_T.
-check_PROGRAMS += test/pmeth/pmeth_late
-test_pmeth_pmeth_late_SOURCES = test/pmeth/pmeth_late.c bench/xb_pattern.c
-test_pmeth_pmeth_late_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench
-test_pmeth_pmeth_late_LDADD = $(MPI_LIBS)
 check_PROGRAMS += test/pmeth/pmeth_away
 test_pmeth_pmeth_away_SOURCES = test/pmeth/pmeth_away.c test/mpi/mpit_bind.h bench/xb_pattern.c
 test_pmeth_pmeth_away_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench -I$(top_srcdir)/test/mpi

@@ -514,9 +514,14 @@ static void mode_verbs_memory(int size, int grow_to)
     enum { NSTREAM = 24, MAXSTREAM = 480, STREAM = 256 * 1024, WINDOW = 4 };
     static const char *const vn[3] = {"verbs_registered_bytes", "verbs_registered_shared_bytes",
                                       "verbs_pool_grows"};
-    MPI_T_pvar_session vs;
+    /* the registered bytes are levels (amounts now, whatever was registered before the
+     * handles started: a peer's connection request may be accepted in MPI_Init), the
+     * grows a counter */
+    MPI_T_pvar_session vs_level, vs;
     MPI_T_pvar_handle vh[3];
-    int have = mpit_bind(&vs, vh, "btl_rsm_", vn, 3, MPI_T_PVAR_CLASS_COUNTER), all_have;
+    int have = mpit_bind(&vs_level, vh, "btl_rsm_", vn, 2, MPI_T_PVAR_CLASS_LEVEL)
+               && mpit_bind(&vs, vh + 2, "btl_rsm_", vn + 2, 1, MPI_T_PVAR_CLASS_COUNTER),
+        all_have;
     MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     check(all_have, "MPI_T performance variables btl_rsm_verbs_registered_bytes, "
           "_registered_shared_bytes and _pool_grows are there on every rank%s",
@@ -614,7 +619,7 @@ static void mode_verbs_memory(int size, int grow_to)
     }
     unsigned long reg[3] = {0, 0, 0};
     for (int i = 0; have && i < 3; i++) {
-        if (MPI_T_pvar_read(vs, vh[i], &reg[i]) != MPI_SUCCESS) {
+        if (MPI_T_pvar_read(i < 2 ? vs_level : vs, vh[i], &reg[i]) != MPI_SUCCESS) {
             fprintf(stderr, "rank %d: MPI_T_pvar_read of btl_rsm_%s failed\n", rank, vn[i]);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
@@ -672,8 +677,9 @@ static void mode_verbs_memory(int size, int grow_to)
     free(req);
     if (have) {
         for (int i = 0; i < 3; i++) {
-            MPI_T_pvar_handle_free(vs, &vh[i]);
+            MPI_T_pvar_handle_free(i < 2 ? vs_level : vs, &vh[i]);
         }
+        MPI_T_pvar_session_free(&vs_level);
         MPI_T_pvar_session_free(&vs);
     }
 }

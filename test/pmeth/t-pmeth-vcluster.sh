@@ -136,7 +136,7 @@ vc fault --clear >/dev/null
 # keeper, a send to it ends the job with Open MPI's "unable to reach" (not a hang).  These two
 # run with btl_pmeth_probe_ahead 0, so that rank 1 probes rank 0 only at its first send, once
 # rank 0 is surely away (probes started in MPI_Init may be answered before it leaves)
-LATE=$TOP_BUILDDIR/test/pmeth/pmeth_late
+LATE=$TOP_BUILDDIR/test/mpi/mpi_late
 pm "$LOG/late" --mca btl self,pmeth --mca btl_pmeth_probe_timeout_ms 1000 --mca btl_pmeth_probe_ahead 0 \
     -- "$LATE" 2 1; rc=$?
 kp=$(grep -ho "[0-9]* peers' probes answered" "$LOG/late.err" | awk '{s += $1} END {print s + 0}')

@@ -170,6 +170,28 @@ else
     failed "$L: want a failure naming the mismatch before the 30 s connection timeout, got exit $job_rc after $job_secs s" rej
 fi
 
+# --- 4c. a rank away from MPI when its peer first sends to it: rank 0 (h0) makes no MPI
+# call for 4 s after MPI_Init while rank 1 (h1) sends; its REQ is answered by rank 0's
+# listener thread.  With the connection timeout at 2 s the same job without the listener
+# (btl_rsm_verbs_listener 0) ends with the message that names the peer.
+L="2 hosts x 1 rank, self,rsm, rank 0 away from MPI for 4 s while rank 1 sends (connection timeout 2 s)"
+AWAY=(--mca btl_rsm_verbs_connect_timeout_ms 2000)
+job away 120 -np 2 --host h0:1,h1:1 "${RSM[@]}" "${AWAY[@]}" "${VERBOSE[@]}" "$B/test/mpi/mpi_late" 4 1
+n=$(grep -c '^late: rank [01], 10 messages both ways, 0 wrong' "$W/away")
+a=$(grep -c "answered .*'s connection request while this process was away from MPI" "$W/away.err")
+if [ "$job_rc" -eq 0 ] && [ "$n" -eq 2 ] && [ "$a" -ge 1 ]; then
+    ok "$L: the job passed in $job_secs s, both ranks verified every message, rank 0's listener answered the request ($a verbose line)"
+else
+    failed "$L: want exit 0, 2 ranks with 0 wrong and the listener's line; got exit $job_rc after $job_secs s, $n ranks, $a lines" away
+fi
+job away0 120 -np 2 --host h0:1,h1:1 "${RSM[@]}" "${AWAY[@]}" --mca btl_rsm_verbs_listener 0 "$B/test/mpi/mpi_late" 4 1
+if [ "$job_rc" -ne 0 ] && [ "$job_rc" -ne 124 ] && [ "$job_rc" -ne 137 ] &&
+        grep -q 'no answer to the connection request in 2000 ms in MPI' "$W/away0" "$W/away0.err"; then
+    ok "$L, btl_rsm_verbs_listener 0: the job failed (exit $job_rc after $job_secs s) with the message that rank 0 did not answer, as before the listener"
+else
+    failed "$L, btl_rsm_verbs_listener 0: want a failure naming the unanswered request, got exit $job_rc after $job_secs s" away0
+fi
+
 # --- 5. soak: random sizes (0 B..4 MiB), tags and peers, ANY_SOURCE/ANY_TAG, verified
 L="2 hosts x 2 ranks, self,rsm, rsm_soak $SOAK s"
 job soak $((SOAK + 150)) -np 4 --host h0:2,h1:2 "${RSM[@]}" "$B/test/rsm/rsm_soak" "$SOAK"

@@ -11,7 +11,9 @@
 # verified traffic (mpit_read verbs); 2 hosts x 2 ranks, mpi_p2p with on-host peers by shm
 # and off-host ones by verbs in one job; the same with btl_rsm_verbs 2 (every peer by
 # verbs); btl_rsm_verbs 0 makes the job fail at once with the peer unreachable, not hang;
-# rsm_soak on 2 x 2; striping over two rails (each host's second NIC and rxe device, jobs
+# rsm_soak on 2 x 2; rank 0 away from MPI for 4 s while rank 1 first sends to it (mpi_late,
+# connection timeout 2 s) passes with its listener thread answering the request, and ends with
+# the unanswered-request message with btl_rsm_verbs_listener 0; striping over two rails (each host's second NIC and rxe device, jobs
 # with btl_rsm_verbs_rails 2): mpit_read verbs 2 (every 1 MiB read cut in two, the second
 # half counted in btl_rsm_verbs_rail_read_bytes and seen leaving over the second NIC),
 # mpi_p2p up to 16 MiB and rsm_soak on 2 x 2; btl_rsm_verbs_registered_bytes summed per host after a verified
@@ -39,7 +41,7 @@
 guest_require veth bridge overlay crc32_generic rdma_rxe
 grep -q '^#define XBTL_HAVE_VERBS 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null ||
     { echo "# skipped: btl rsm built without its verbs back end (no libibverbs-dev at configure)"; exit 77; }
-for p in test/mpi/mpi_p2p test/mpi/mpit_read test/rsm/rsm_soak; do
+for p in test/mpi/mpi_p2p test/mpi/mpit_read test/mpi/mpi_late test/rsm/rsm_soak; do
     [ -x "$TOP_BUILDDIR/$p" ] || { echo "# $TOP_BUILDDIR/$p not built (make check)"; exit 77; }
 done
 for c in nsenter unshare rdma; do
@@ -52,6 +54,6 @@ guest_prepare
 MEM_N=${RSM_VERBS_MEM_N:-2,4,8}
 guest_boot 900 3072 2 "$TOP_SRCDIR/test/rsm/rsm_verbs_guest.sh" "$TOP_BUILDDIR" "$MEM_N"
 n_mem=$(tr ',' '\n' <<< "$MEM_N" | grep -c .)
-guest_report "guest" $((45 + 5 * n_mem)) "rsm verbs: "
+guest_report "guest" $((47 + 5 * n_mem)) "rsm verbs: "
 echo "# this test: $((SECONDS - t0)) s in all"
 tap_done

@@ -1,17 +1,19 @@
 /*
- * A rank away from MPI when its peer first needs it (btl pmeth's probes,
- * btl_pmeth_endpoint.c).  Rank 0 makes no MPI call for AWAY seconds right after
- * MPI_Init (reading its input, say) while rank 1 sends to it: ob1 adds rank 0
- * at that first message and pmeth probes rank 0's links, which only rank 0's
- * keeper thread can answer while it is away (without it rank 0 is unreachable
- * after btl_pmeth_probe_timeout_ms and the job ends).  Then the two exchange
+ * A rank away from MPI when its peer first needs it.  Rank 0 makes no MPI call
+ * for AWAY seconds right after MPI_Init (reading its input, say) while rank 1
+ * sends to it.  ob1 adds rank 0 at that first message, and the BTL then needs an
+ * answer from rank 0: pmeth probes its links (btl_pmeth_endpoint.c; the keeper
+ * thread answers while rank 0 is away), rsm's verbs back end sends a connection
+ * request (btl_rsm_verbs.c; the listener thread answers).  Without those
+ * threads rank 1 gives up after btl_pmeth_probe_timeout_ms or
+ * btl_rsm_verbs_connect_timeout_ms and the job ends.  Then the two exchange
  * verified messages of 0 B to 64 KiB both ways, and each prints
  *   late: rank R, N messages both ways, W wrong, first reply after T s
- * With FIRST 0, rank 0 sends first, once back: rank 1 has waited in MPI_Recv,
- * probing rank 0 in the background (btl_pmeth_probe_ahead) without an answer
- * if no keeper answered, and must take rank 0's frames all the same.
+ * With FIRST 0, rank 0 sends first, once back: rank 1 has waited in MPI_Recv
+ * (pmeth: probing rank 0 in the background, btl_pmeth_probe_ahead, without an
+ * answer if no keeper answered) and must take rank 0's messages all the same.
  *
- *   pmeth_late [AWAY [FIRST]]      (defaults 3 and 1)
+ *   mpi_late [AWAY [FIRST]]        (defaults 3 and 1)
  * Exit status 1 when a payload was wrong.
  */
 #include <mpi.h>
@@ -32,7 +34,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size != 2) {
         if (rank == 0) {
-            fprintf(stderr, "pmeth_late: run with 2 ranks\n");
+            fprintf(stderr, "mpi_late: run with 2 ranks\n");
         }
         MPI_Finalize();
         return 2;
