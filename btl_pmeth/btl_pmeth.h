@@ -67,6 +67,7 @@ typedef struct pmeth_modex {
 } pmeth_modex_t;
 
 #define PMETH_DEFER_MAX 32     /* frames the keeper may leave for progress, per link */
+#define PMETH_PROBE_ALIVE 2    /* probe_small: the peer answered after the full probe went */
 
 typedef struct pmeth_link {
     char ifname[IFNAMSIZ];
@@ -133,6 +134,9 @@ struct mca_btl_base_endpoint_t {
     bool probe_answered;
     bool probed_ahead;                  /* its probes began before ob1 asked for it */
     bool reprobed;                      /* called unreachable, then heard from: probed again */
+    /* small probe: 0 no answer, 1 answered, PMETH_PROBE_ALIVE answered again after
+     * the pair's full-MTU probe went (so a missing full answer is the MTU's doing,
+     * not a peer that ended or stopped) */
     uint8_t probe_small[PMETH_MAX_LINKS][PMETH_MAX_LINKS];
     uint8_t probe_full[PMETH_MAX_LINKS][PMETH_MAX_LINKS];
     uint32_t probe_mtu_seen[PMETH_MAX_LINKS][PMETH_MAX_LINKS];

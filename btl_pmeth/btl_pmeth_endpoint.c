@@ -122,7 +122,14 @@ void pmeth_endpoint_release(mca_btl_base_endpoint_t *ep)
 
 /* ---- probing ---------------------------------------------------------------- */
 
-static bool send_probe(mca_btl_base_endpoint_t *ep, uint8_t li, uint8_t pj, bool full)
+/* The nonce of the small probes that go beside a pair's full-MTU probe: their
+ * answers say the peer still answers while the full probe goes unanswered.
+ * Without them a peer that ended between the two (a job aborting in MPI_Init or
+ * MPI_Win_allocate) made the survivor report an MTU mismatch that was not there. */
+#define PROBE_NONCE_ALIVE 0x5a5a000000000001ull
+
+static bool send_probe(mca_btl_base_endpoint_t *ep, uint8_t li, uint8_t pj, bool full,
+                       uint64_t nonce)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     pmeth_link_t *link = &c->links[li];
@@ -138,7 +145,7 @@ static bool send_probe(mca_btl_base_endpoint_t *ep, uint8_t li, uint8_t pj, bool
         len = cap;
     }
     pmeth_wire_probe_t probe = {
-        .nonce = ep->probe_nonce,
+        .nonce = nonce,
         .from_link = li,
         .to_link = pj,
         .full = full,
@@ -190,8 +197,17 @@ void pmeth_probe_reply(pmeth_link_t *link, const pmeth_wire_view_t *v)
         }
         return;
     }
-    if (p->nonce != ep->probe_nonce || p->from_link != li || pj >= ep->modex.nlinks) {
-        return;         /* stale, or not the pair it claims */
+    if (p->from_link != li || pj >= ep->modex.nlinks) {
+        return;         /* not the pair it claims */
+    }
+    if (p->nonce == (ep->probe_nonce ^ PROBE_NONCE_ALIVE) && !p->full) {
+        if (ep->probe_small[li][pj]) {
+            ep->probe_small[li][pj] = PMETH_PROBE_ALIVE;
+        }
+        return;
+    }
+    if (p->nonce != ep->probe_nonce) {
+        return;         /* stale: an earlier round's */
     }
     if (p->full) {
         ep->probe_full[li][pj] = 1;
@@ -267,11 +283,19 @@ static void make_paths(mca_btl_base_endpoint_t *ep)
             for (uint32_t k = 0; k < ep->npaths; k++) {
                 in_path |= ep->paths[k].local == i || ep->paths[k].peer_link == j;
             }
-            if (!in_path && ep->probe_small[i][j] && !ep->probe_full[i][j]) {
+            if (in_path || !ep->probe_small[i][j] || ep->probe_full[i][j]) {
+                continue;
+            }
+            if (ep->probe_small[i][j] == PMETH_PROBE_ALIVE) {
                 opal_show_help("help-btl-pmeth.txt", "mtu-mismatch", true,
                                opal_process_info.nodename, c->links[i].ifname, c->links[i].mtu,
                                ep->modex.host, ep->modex.links[j].ifname,
                                ep->modex.links[j].mtu);
+            } else {
+                PMETH_VERBOSE(5, "%s on %s answered a small probe on %s -> %s, then nothing: "
+                              "that pair is not used (the peer may have ended)",
+                              OPAL_NAME_PRINT(ep->name), ep->modex.host, c->links[i].ifname,
+                              ep->modex.links[j].ifname);
             }
         }
     }
@@ -341,9 +365,11 @@ static bool probe_step(mca_btl_base_endpoint_t *ep, uint64_t now)
         for (uint32_t i = 0; i < c->nlinks; i++) {
             for (uint32_t j = 0; j < ep->modex.nlinks; j++) {
                 if (!ep->probe_small[i][j]) {
-                    send_probe(ep, (uint8_t) i, (uint8_t) j, false);
+                    send_probe(ep, (uint8_t) i, (uint8_t) j, false, ep->probe_nonce);
                 } else if (!ep->probe_full[i][j]) {
-                    send_probe(ep, (uint8_t) i, (uint8_t) j, true);
+                    send_probe(ep, (uint8_t) i, (uint8_t) j, true, ep->probe_nonce);
+                    send_probe(ep, (uint8_t) i, (uint8_t) j, false,
+                               ep->probe_nonce ^ PROBE_NONCE_ALIVE);
                 }
             }
         }
