@@ -79,7 +79,8 @@ typedef struct pmeth_link {
     bool refused;                       /* the last kick found the link down */
     struct pmeth_held *held_oldest, *held_newest;   /* frames held in this link's ring */
     /* frames the keeper took from the ring and left for progress (all but the
-     * acks it could take itself), in ring order: progress takes them first */
+     * acks it could take itself), and data frames progress could not give ob1
+     * yet, in ring order: progress takes them first */
     struct pmeth_rx_frame deferred[PMETH_DEFER_MAX];
     uint32_t ndeferred;
     /* statistics (MPI_T and the finalize summary) */
@@ -264,6 +265,7 @@ typedef struct mca_btl_pmeth_component_t {
     uint64_t out_of_window, duplicates;
     uint64_t early_callbacks;           /* ob1 told a fragment was done before its ack */
     uint64_t peers_added_lazily;        /* senders we met before ob1 added them */
+    uint64_t data_kept;                 /* data frames kept for the next poll, not dropped */
     uint64_t peers_probed_ahead;        /* peers probed before ob1 asked for them */
     uint64_t peers_reprobed;            /* peers called unreachable that then sent to us */
     uint64_t held_moved;                /* held frames copied out of a ring about to wrap */

@@ -780,6 +780,10 @@ static int pmeth_component_progress(void)
     }
     c->in_progress = true;
     c->burst_used = 0;
+    while (OPAL_UNLIKELY(c->nlazy > 0) && !c->probing) {
+        /* senders met while add_procs probed: added before their kept frames are taken */
+        pmeth_add_peer_lazily(c->lazy_ids[--c->nlazy]);
+    }
     for (uint32_t i = 0; i < c->nlinks; i++) {
         count += pmeth_poll_link(&c->links[i], c->poll_budget);
     }

@@ -25,7 +25,7 @@ enum {
     PV_CREDIT_WAITS, PV_CREDIT_ASKED, PV_CREDIT_REQUESTS, PV_CREDIT_MOVES,
     PV_KEEPER_PASSES, PV_KEEPER_FRAMES, PV_ARRAYS_SENT, PV_ARRAYS_RECEIVED, PV_ARRAYS_DROPPED,
     PV_PACE_CUTS, PV_PACE_LIFTS, PV_BURST_WAITS, PV_START_WAITS, PV_LAZY_PEERS,
-    PV_PROBED_AHEAD, PV_REPROBED, PV_KEEPER_PROBES,
+    PV_PROBED_AHEAD, PV_REPROBED, PV_KEEPER_PROBES, PV_DATA_KEPT,
     PV_COUNT
 };
 
@@ -39,13 +39,16 @@ static xbtl_counter_def_t pmeth_counters[PV_COUNT] = {
                         "timer expired"},
     [PV_LAZY_PEERS] = {"peers_added_lazily", "Peers whose first frame came before ob1 added "
                        "them (a rank that only receives from them): added then, the frame "
-                       "resent"},
+                       "kept for the next poll (btl_pmeth_data_frames_kept)"},
     [PV_PROBED_AHEAD] = {"peers_probed_ahead", "Peers probed in the background before ob1 asked "
                          "for them (btl_pmeth_probe_ahead)"},
     [PV_REPROBED] = {"peers_reprobed", "Peers called unreachable (no answer while they were "
                      "away from MPI) that then sent to us: probed again"},
     [PV_KEEPER_PROBES] = {"keeper_probes", "Peers' PROBEs the keeper thread answered while this "
                           "process was away from MPI"},
+    [PV_DATA_KEPT] = {"data_frames_kept", "Data frames kept in the ring for the next progress "
+                      "call instead of dropped: from a peer ob1 had not added yet (added "
+                      "then), or while ob1's add_procs probed another peer"},
     [PV_RTX_FAST] = {"retransmits_fast", "Frames sent again because later frames were "
                      "selectively acknowledged past them (fast retransmit)"},
     [PV_KEEPER_PASSES] = {"keeper_passes", "Times the keeper thread (btl_pmeth_keeper_us) found "
@@ -139,6 +142,7 @@ static void pmeth_counters_read(uint64_t *v)
     v[PV_KEEPER_FRAMES] = c->keeper_frames;
     v[PV_DUPLICATES] = c->duplicates;
     v[PV_LAZY_PEERS] = c->peers_added_lazily;
+    v[PV_DATA_KEPT] = c->data_kept;
     v[PV_PROBED_AHEAD] = c->peers_probed_ahead;
     v[PV_REPROBED] = c->peers_reprobed;
     v[PV_KEEPER_PROBES] = c->keeper_probes;

@@ -379,7 +379,9 @@ static void note_unknown_sender(uint32_t id)
 
 /* One frame taken from LINK's ring: checked, then acted on; 1 when it was data
  * for ob1. */
-static int take_frame(pmeth_link_t *link, const struct pmeth_rx_frame *f, uint64_t *now)
+/* One frame taken from LINK's ring (FRESH: not one kept from an earlier poll). */
+static int take_frame(pmeth_link_t *link, const struct pmeth_rx_frame *f, uint64_t *now,
+                      bool fresh)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     pmeth_wire_view_t v;
@@ -434,14 +436,29 @@ static int take_frame(pmeth_link_t *link, const struct pmeth_rx_frame *f, uint64
         pmeth_ring_rx_put(link->ring, f->id);
         break;
     case PMETH_WIRE_DATA:
-        /* while probing, ob1 has not added the sender yet: not acked, it comes again */
         if (ep == NULL || ep->proc == NULL || ep->state != PMETH_EP_READY || c->probing) {
             /* unknown, only probed ahead, or to be probed again: added (probed) after
              * this progress call */
             if (ep == NULL || ep->proc == NULL || ep->state == PMETH_EP_NEW) {
                 note_unknown_sender(v.src_id);
             }
-            pmeth_ring_rx_put(link->ring, f->id);
+            /* Data of a peer with paths, or whose probing is under way, is kept for
+             * the next poll rather than dropped: one probed ahead that ob1 has not
+             * added (added lazily at the start of the next progress call), one whose
+             * answers to our probes are still coming (it decided before we did), or
+             * any while add_procs probes another peer (ob1 is not to be called from
+             * in there).  Dropped, the frame came again only after the sender's
+             * retransmit timer: 2 ms or more on every peer's first message.  A frame
+             * is kept again only while its peer's probing lasts (bounded by
+             * btl_pmeth_probe_timeout_ms); otherwise once. */
+            bool probing = ep != NULL && ep->state == PMETH_EP_PROBING;
+            if (ep != NULL && (probing || (fresh && ep->state == PMETH_EP_READY))
+                && link->ndeferred < PMETH_DEFER_MAX) {
+                link->deferred[link->ndeferred++] = *f;
+                c->data_kept += fresh;
+                break;
+            }
+            pmeth_ring_rx_put(link->ring, f->id);       /* not acked: it comes again */
             break;
         }
         on_data(link, f, &v, ep, now);
@@ -458,12 +475,17 @@ int pmeth_poll_link(pmeth_link_t *link, unsigned budget)
     struct pmeth_rx_frame frames[64];
     uint64_t now = 0;
     int total = 0;
-    if (OPAL_UNLIKELY(link->ndeferred > 0)) {
-        /* what the keeper left while we were away: before anything newer */
-        for (uint32_t i = 0; i < link->ndeferred; i++) {
-            total += take_frame(link, &link->deferred[i], &now);
-        }
+    if (OPAL_UNLIKELY(link->ndeferred > 0) && !mca_btl_pmeth_component.probing) {
+        /* what the keeper left while we were away, and data kept while ob1 could not
+         * take it (take_frame): before anything newer.  Not while add_procs probes:
+         * what is kept then waits for the progress call after it. */
+        struct pmeth_rx_frame kept[PMETH_DEFER_MAX];
+        uint32_t n = link->ndeferred;
+        memcpy(kept, link->deferred, n * sizeof(kept[0]));
         link->ndeferred = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            total += take_frame(link, &kept[i], &now, false);
+        }
     }
     if (budget > 64) {
         budget = 64;
@@ -473,7 +495,7 @@ int pmeth_poll_link(pmeth_link_t *link, unsigned budget)
         move_old_held_aside(link);
     }
     for (int i = 0; i < n; i++) {
-        total += take_frame(link, &frames[i], &now);
+        total += take_frame(link, &frames[i], &now, true);
     }
     return total;
 }
@@ -504,13 +526,13 @@ int pmeth_keeper_poll_link(pmeth_link_t *link)
                             == PMETH_WIRE_OK
                         && memcmp(frames[i].frame, link->mac, 6) == 0;
             if (ours && v.type == PMETH_WIRE_PROBE) {
-                take_frame(link, &frames[i], &now);
+                take_frame(link, &frames[i], &now, false);
                 c->keeper_probes++;
                 taken++;
             } else if (ours && v.type == PMETH_WIRE_ACK && v.src_id < c->nby_id
                        && (ep = c->by_id[v.src_id]) != NULL && ep->state == PMETH_EP_READY
                        && ep->cb_at_ack == 0) {
-                take_frame(link, &frames[i], &now);
+                take_frame(link, &frames[i], &now, false);
                 taken++;
             } else {
                 link->deferred[link->ndeferred++] = frames[i];
