@@ -211,7 +211,8 @@ typedef struct mca_btl_rsm_component_t {
     bool pair_tiny;                 /* two tiny messages per postbox (rsm_half_t) */
     bool site_default;              /* run in jobs that do not name rsm (xbtl_optin.h) */
     int verbs;                      /* 0 off, 1 remote peers, 2 every peer (btl_rsm_verbs.c) */
-    bool verbs_listener;            /* answer connection requests while away from MPI */
+    unsigned verbs_listener;        /* answer connection requests while away from MPI
+                                     * (1), or always from the thread (2) */
     char *verbs_devices;
     size_t verbs_pool_size;
     unsigned int verbs_pool_chunks, verbs_grow_after;

@@ -259,14 +259,16 @@ static int rsm_component_register(void)
         "in MPI (time away from MPI does not count).  A peer that is away from MPI answers "
         "from its listener thread (btl_rsm_verbs_listener)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_connect_timeout_ms, OPAL_INFO_LVL_5);
-    c->verbs_listener = true;
+    c->verbs_listener = 1;
     reg("verbs_listener", "Answer peers' connection requests from a thread while this process "
         "is away from MPI (computing, reading input), in jobs that span hosts.  The thread "
         "sleeps in the kernel until a request arrives and leaves it to progress when the "
         "process is in MPI.  0: requests are answered only while the process calls MPI, so a "
         "peer that first sends to a process away for longer than "
-        "btl_rsm_verbs_connect_timeout_ms ends the job",
-        MCA_BASE_VAR_TYPE_BOOL, &c->verbs_listener, OPAL_INFO_LVL_5);
+        "btl_rsm_verbs_connect_timeout_ms ends the job.  2: the thread answers every request "
+        "it sees, in MPI or not (it and progress then share the handshake queue: a test of "
+        "that path)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_listener, OPAL_INFO_LVL_5);
     /* 0: every rendezvous message.  In the soft-RoCE guest single copy beat the
      * two-copy pipeline from the eager limit on: bw 1.4-1.8x at 16-64 KiB, 1.1-1.4x
      * at 128 KiB-4 MiB, bibw 1.7-2.7x (btl_rsm/README.md, "Single copy between hosts") */

@@ -68,8 +68,8 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
                        "(one per peer on another host it sent to)"},
     [PV_V_ACCEPTS] = {"verbs_accepts", "RDMA connections this rank accepted as a receiver"},
     [PV_V_ACCEPTS_AWAY] = {"verbs_accepts_away", "Of verbs_accepts, those its listener thread "
-                           "accepted while this process was away from MPI "
-                           "(btl_rsm_verbs_listener)"},
+                           "accepted while this process was away from MPI (any it accepted "
+                           "with btl_rsm_verbs_listener 2; see that parameter)"},
     [PV_V_WRITES] = {"verbs_writes", "RDMA writes posted: published units (with immediate), "
                      "pool data and ack rows"},
     [PV_V_WRITE_BYTES] = {"verbs_write_bytes", "Bytes of those RDMA writes"},

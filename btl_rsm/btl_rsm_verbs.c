@@ -1738,7 +1738,9 @@ static int get_nolock(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t
  * Cost.  Nothing while no handshake arrives (the thread sleeps in the kernel);
  * while it runs every entry point takes an uncontended recursive mutex.  It
  * runs only in jobs that span hosts (or btl_rsm_verbs 2), and not at all with
- * btl_rsm_verbs_listener 0. */
+ * btl_rsm_verbs_listener 0.  With 2 it takes the queue at every event, in MPI
+ * or not: the two threads then meet on the handshake queue all the time, which
+ * is how a handshake lost between them was found (rsm_vud_send). */
 
 #define RSM_LISTENER_LOOK_NS 1000000
 
@@ -1769,8 +1771,9 @@ static void listener_pass(void)
             if (c->v_accepts != accepts
                 && opal_hash_table_get_value_uint64(&vs.by_name, u.m.from, &ep) == OPAL_SUCCESS) {
                 c->v_accepts_away++;
-                RSM_VERBOSE(10, "answered %s's connection request while this process was away "
-                            "from MPI", peer_str(ep));
+                RSM_VERBOSE(10, "answered %s's connection request %s", peer_str(ep),
+                            c->verbs_listener == 2 ? "from the listener thread"
+                            : "while this process was away from MPI");
             }
         } else if (vs.n_deferred < RSM_VDEFERRED) {
             vs.deferred[vs.n_deferred].len = sizeof(u.m);
@@ -1808,7 +1811,8 @@ static void *listener_main(void *arg)
         if (rsm_vud_take_events(&vs.dev) == 0) {
             continue;
         }
-        bool away = !process_in_mpi();
+        /* btl_rsm_verbs_listener 2: every time, a test of the shared queue */
+        bool away = mca_btl_rsm_component.verbs_listener == 2 || !process_in_mpi();
         pthread_mutex_lock(&vs.lock);
         (void) rsm_vud_arm(&vs.dev);
         if (away) {

@@ -506,24 +506,29 @@ int rsm_vud_send(rsm_vdev_t *d, struct ibv_ah **ah, const rsm_vaddr_t *peer, con
         return -rc;
     }
     /* wait for it to leave: the slot is ours again, and a handshake is rare */
-    for (int spins = 0; spins < 10000000; spins++) {
+    int sent = 1;                   /* 1: not yet; then 0 or -EIO */
+    for (int spins = 0; sent == 1 && spins < 10000000; spins++) {
         struct ibv_wc wc[4];
         int n = ibv_poll_cq(d->ucq, 4, wc);
+        /* every completion of the batch is looked at: a receive polled beside
+         * our send and left here would be a handshake lost, and its slot never
+         * posted again (the queue would run dry) */
         for (int i = 0; i < n; i++) {
             if (wc[i].wr_id == UINT64_MAX) {
-                return wc[i].status == IBV_WC_SUCCESS ? 0 : -EIO;
-            }
-            /* a receive: kept for rsm_vud_poll (its bytes stay in the slot
-             * until the slot is posted again) */
-            if (wc[i].status == IBV_WC_SUCCESS && wc[i].wr_id < RSM_VUD_RECVS) {
+                sent = wc[i].status == IBV_WC_SUCCESS ? 0 : -EIO;
+            } else if (wc[i].wr_id >= RSM_VUD_RECVS) {
+                continue;
+            } else if (wc[i].status == IBV_WC_SUCCESS) {
+                /* kept for rsm_vud_poll (its bytes stay in the slot until the
+                 * slot is posted again) */
                 d->ud_pending[d->ud_npending++ % RSM_VUD_RECVS] =
                     (uint32_t) wc[i].wr_id | (wc[i].byte_len << 8);
-            } else if (wc[i].wr_id < RSM_VUD_RECVS) {
+            } else {
                 ud_post_recv(d, (unsigned) wc[i].wr_id);
             }
         }
     }
-    return -ETIMEDOUT;
+    return sent == 1 ? -ETIMEDOUT : sent;
 }
 
 static int take_recv(rsm_vdev_t *d, uint32_t slot, uint32_t byte_len, void *msg, size_t cap,

@@ -190,6 +190,8 @@ typedef struct rsm_vdev {
 #define RSM_VUD_SLOT 512         /* a UD receive slot: 40-byte GRH + message (under any
                                   * port's MTU: InfiniBand's smallest in use is 2048) */
 #define RSM_VUD_RECVS 64
+_Static_assert(RSM_VUD_RECVS <= sizeof(((rsm_vdev_t *) 0)->ud_pending) / sizeof(uint32_t),
+               "every posted receive fits the kept-receives ring");
 _Static_assert(sizeof(rsm_vmsg_t) + 40 <= RSM_VUD_SLOT, "a handshake message fits a UD slot");
 #define RSM_VQKEY 0x52534d51u
 

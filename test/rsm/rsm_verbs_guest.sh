@@ -192,6 +192,23 @@ else
     failed "$L, btl_rsm_verbs_listener 0: want a failure naming the unanswered request, got exit $job_rc after $job_secs s" away0
 fi
 
+# --- 4d. the listener and progress on one handshake queue: with btl_rsm_verbs_listener 2
+# the thread takes every request it sees, in MPI or not, and 8 ranks open all their
+# connections at once (mpit_read verbs-memory's all-pairs exchange).  A reply's send
+# completion polled beside a peer's request once lost the request and its receive slot:
+# connections waited seconds for resends, and some never came up (0 of 12 such jobs
+# passed, "no answer to the connection request in 10000 ms in MPI").
+L="2 hosts x 4 ranks, self,rsm, btl_rsm_verbs_listener 2, mpit_read verbs-memory (all pairs at once)"
+job listen2 $((90 + 15 * 8)) -np 8 --host h0:4,h1:4 --oversubscribe "${RSM[@]}" "${VERBOSE[@]}" \
+    --mca btl_rsm_verbs_listener 2 --mca mpi_yield_when_idle 1 "$B/test/mpi/mpit_read" verbs-memory
+a=$(grep -c "answered .*'s connection request from the listener thread" "$W/listen2.err")
+slow=$(sed -n 's/.*btl:rsm: connected to .* in \([0-9.]*\) ms$/\1/p' "$W/listen2.err" | sort -g | tail -1)
+if [ "$job_rc" -eq 0 ] && grep -q '^1\.\.' "$W/listen2" && ! grep -q '^not ok' "$W/listen2" && [ "$a" -ge 1 ]; then
+    ok "$L: the job passed in $job_secs s, every message verified; the thread answered $a requests (slowest connection ${slow:-?} ms)"
+else
+    failed "$L: want exit 0, mpit_read's checks all ok and the thread's lines; got exit $job_rc after $job_secs s, $a lines" listen2
+fi
+
 # --- 5. soak: random sizes (0 B..4 MiB), tags and peers, ANY_SOURCE/ANY_TAG, verified
 L="2 hosts x 2 ranks, self,rsm, rsm_soak $SOAK s"
 job soak $((SOAK + 150)) -np 4 --host h0:2,h1:2 "${RSM[@]}" "$B/test/rsm/rsm_soak" "$SOAK"

@@ -13,7 +13,8 @@
 # verbs); btl_rsm_verbs 0 makes the job fail at once with the peer unreachable, not hang;
 # rsm_soak on 2 x 2; rank 0 away from MPI for 4 s while rank 1 first sends to it (mpi_late,
 # connection timeout 2 s) passes with its listener thread answering the request, and ends with
-# the unanswered-request message with btl_rsm_verbs_listener 0; striping over two rails (each host's second NIC and rxe device, jobs
+# the unanswered-request message with btl_rsm_verbs_listener 0; 2 x 4 ranks opening all their
+# connections at once with btl_rsm_verbs_listener 2 (the thread takes every request) pass; striping over two rails (each host's second NIC and rxe device, jobs
 # with btl_rsm_verbs_rails 2): mpit_read verbs 2 (every 1 MiB read cut in two, the second
 # half counted in btl_rsm_verbs_rail_read_bytes and seen leaving over the second NIC),
 # mpi_p2p up to 16 MiB and rsm_soak on 2 x 2; btl_rsm_verbs_registered_bytes summed per host after a verified
@@ -54,6 +55,6 @@ guest_prepare
 MEM_N=${RSM_VERBS_MEM_N:-2,4,8}
 guest_boot 900 3072 2 "$TOP_SRCDIR/test/rsm/rsm_verbs_guest.sh" "$TOP_BUILDDIR" "$MEM_N"
 n_mem=$(tr ',' '\n' <<< "$MEM_N" | grep -c .)
-guest_report "guest" $((47 + 5 * n_mem)) "rsm verbs: "
+guest_report "guest" $((48 + 5 * n_mem)) "rsm verbs: "
 echo "# this test: $((SECONDS - t0)) s in all"
 tap_done
