@@ -492,11 +492,14 @@ int rsm_vud_send(rsm_vdev_t *d, struct ibv_ah **ah, const rsm_vaddr_t *peer, con
             return -errno;
         }
     }
-    /* drain the UD send completions first: one send slot, reused */
+    /* one send slot, reused: the wait below makes it ours again */
     uint8_t *slot = d->ud_buf + (size_t) RSM_VUD_RECVS * RSM_VUD_SLOT;
     memcpy(slot, msg, sizeof(*msg));
     struct ibv_sge sge = {.addr = (uintptr_t) slot, .length = sizeof(*msg), .lkey = d->ud_mr->lkey};
-    struct ibv_send_wr wr = {.wr_id = UINT64_MAX, .sg_list = &sge, .num_sge = 1,
+    /* each send its own id (above every receive slot's): the completion of an
+     * earlier send that outlived its wait below is not taken for this one's */
+    const uint64_t id = RSM_VUD_RECVS + (uint64_t) ++d->ud_sends;
+    struct ibv_send_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1,
                              .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED}, *bad;
     wr.wr.ud.ah = *ah;
     wr.wr.ud.remote_qpn = peer->ud_qpn;
@@ -514,10 +517,10 @@ int rsm_vud_send(rsm_vdev_t *d, struct ibv_ah **ah, const rsm_vaddr_t *peer, con
          * our send and left here would be a handshake lost, and its slot never
          * posted again (the queue would run dry) */
         for (int i = 0; i < n; i++) {
-            if (wc[i].wr_id == UINT64_MAX) {
+            if (wc[i].wr_id == id) {
                 sent = wc[i].status == IBV_WC_SUCCESS ? 0 : -EIO;
             } else if (wc[i].wr_id >= RSM_VUD_RECVS) {
-                continue;
+                continue;           /* an earlier send's, seen late */
             } else if (wc[i].status == IBV_WC_SUCCESS) {
                 /* kept for rsm_vud_poll (its bytes stay in the slot until the
                  * slot is posted again) */

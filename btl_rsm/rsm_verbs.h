@@ -175,6 +175,7 @@ typedef struct rsm_vdev {
     uint8_t *ud_buf;            /* RSM_VUD_RECVS receive slots, then a send slot */
     uint32_t ud_pending[64];    /* receives seen while waiting for a send: slot | len << 8 */
     uint32_t ud_npending, ud_ntaken;
+    uint32_t ud_sends;          /* handshake sends so far: each its own work request id */
     unsigned srq_posted, srq_depth, sq_depth;
     uint32_t max_inline;        /* of the RC queue pairs, as created */
     uint8_t timeout, retry_cnt;     /* RC retransmission: 4.096 us * 2^timeout, retry_cnt times */
