@@ -377,9 +377,8 @@ static void note_unknown_sender(uint32_t id)
     }
 }
 
-/* One frame taken from LINK's ring: checked, then acted on; 1 when it was data
- * for ob1. */
-/* One frame taken from LINK's ring (FRESH: not one kept from an earlier poll). */
+/* One frame taken from LINK's ring (FRESH: not one kept from an earlier poll):
+ * checked, then acted on; 1 when it was data for ob1. */
 static int take_frame(pmeth_link_t *link, const struct pmeth_rx_frame *f, uint64_t *now,
                       bool fresh)
 {
