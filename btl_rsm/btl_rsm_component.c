@@ -391,6 +391,11 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
                        "btl_rsm_verbs_timeout must be 0..31 and btl_rsm_verbs_retry_count 0..7");
         return NULL;
     }
+    if (c->verbs_listener > 2) {
+        opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename,
+                       "btl_rsm_verbs_listener must be 0, 1 or 2");
+        return NULL;
+    }
     if (c->verbs_signal == 0 || c->verbs_signal > c->verbs_sq_depth / 2) {
         opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename,
                        "btl_rsm_verbs_signal_interval must be 1 .. btl_rsm_verbs_sq_depth / 2");

@@ -30,6 +30,12 @@ check_PROGRAMS += test/mpi/mpit_read
 test_mpi_mpit_read_SOURCES = test/mpi/mpit_read.c test/mpi/mpit_bind.h bench/xb_pattern.c
 test_mpi_mpit_read_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench
 test_mpi_mpit_read_LDADD = $(MPI_LIBS)
+# several threads a rank sending and progressing at once, MPI_THREAD_MULTIPLE
+# (test/mpi/t-threads.sh, t-pmeth-vcluster, t-rsm-verbs)
+check_PROGRAMS += test/mpi/mpi_threads
+test_mpi_mpi_threads_SOURCES = test/mpi/mpi_threads.c bench/xb_pattern.c
+test_mpi_mpi_threads_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench
+test_mpi_mpi_threads_LDADD = $(MPI_LIBS) -lpthread
 # a rank away from MPI when its peer first sends to it (pmeth's probes, rsm's connection
 # requests: t-pmeth-vcluster, t-rsm-verbs)
 check_PROGRAMS += test/mpi/mpi_late

@@ -1,7 +1,8 @@
 #!/bin/bash
 # btl pmeth across virtual hosts (contrib/vcluster): the project's p2p suite and verified
 # streams over 1, 2 and 6 links, MTU 1500 and 9000, 1 and 2 ranks per host (vader on a
-# host, pmeth between hosts), 1% frame loss each way, a sender away from MPI under 20% loss
+# host, pmeth between hosts), 1% frame loss each way (4 threads a rank among them:
+# MPI_THREAD_MULTIPLE), a sender away from MPI under 20% loss
 # (the keeper thread resends; without it nothing arrives until the sender is back), a link
 # down for a second and back;
 # frames really on the links asked for, the BTL copying no byte itself, probes naming an
@@ -111,6 +112,10 @@ check "buffer arrays under 1% loss: $sent sent, $recvd received whole, $bad drop
 # and with a frame per fragment (btl_pmeth_array_frames 1): every frame to ob1 on its own
 pm "$LOG/loss1" --mca btl self,pmeth --mca btl_pmeth_array_frames 1 -- "$P2P" -M 4194304; rc=$?
 p2p_tap "1% loss each way, a frame per fragment" "$LOG/loss1" $rc
+# several threads a rank (MPI_THREAD_MULTIPLE) sending and progressing at once, under the
+# same loss: resends, acks and striping driven from any thread (PMETH_LOCK)
+pm "$LOG/threads" --mca btl self,pmeth -- "$TOP_BUILDDIR/test/mpi/mpi_threads" -t 4 -r 60; rc=$?
+p2p_tap "1% loss each way, MPI_THREAD_MULTIPLE" "$LOG/threads" $rc
 vc fault --clear >/dev/null
 
 # a sender that leaves MPI right after its sends completed (before their acks) while 20% of

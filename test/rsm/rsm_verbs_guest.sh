@@ -209,6 +209,18 @@ else
     failed "$L: want exit 0, mpit_read's checks all ok and the thread's lines; got exit $job_rc after $job_secs s, $a lines" listen2
 fi
 
+# --- 4e. MPI_THREAD_MULTIPLE: 3 threads a rank on 2 hosts x 2 ranks, each thread exchanging
+# 0 B - 1 MiB with its namesakes on every other rank (shm and verbs peers), sends and
+# progress from every thread at once (RSM_LOCK over both back ends)
+L="2 hosts x 2 ranks, self,rsm (shm + verbs), MPI_THREAD_MULTIPLE, 3 threads a rank"
+job thr 240 -np 4 --host h0:2,h1:2 "${RSM[@]}" "$B/test/mpi/mpi_threads" -t 3 -r 24
+line=$(grep -E '^(not )?ok 1 - ' "$W/thr")
+if [ "$job_rc" -eq 0 ] && [[ $line == ok* ]]; then
+    ok "$L: ${line#ok 1 - } ($job_secs s)"
+else
+    failed "$L: exit $job_rc after $job_secs s: ${line#* - }" thr
+fi
+
 # --- 5. soak: random sizes (0 B..4 MiB), tags and peers, ANY_SOURCE/ANY_TAG, verified
 L="2 hosts x 2 ranks, self,rsm, rsm_soak $SOAK s"
 job soak $((SOAK + 150)) -np 4 --host h0:2,h1:2 "${RSM[@]}" "$B/test/rsm/rsm_soak" "$SOAK"

@@ -2,7 +2,8 @@
 # Point-to-point correctness over btl rsm beyond what test/mpi/t-p2p.sh covers
 # (1..4 ranks over every transport): 5 to 8 ranks, and 2..4 ranks with single
 # copy off, with single copy from 0 B / 64 KiB / 1 MiB / never, split with the sender from 4 KiB
-# or never, with striping, with tiny queues/pools and other inline limits.
+# or never, with striping, with tiny queues/pools and other inline limits; parameters out
+# of range refused with a message.
 # All sizes 0 B..16 MiB, ANY_SOURCE/ANY_TAG, non-contiguous datatypes, verified.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/rsm_lib.sh"
@@ -114,4 +115,17 @@ if [ -x "$bw" ]; then
 else
     skip "rsm streaming decision" "$bw not built"
 fi
+# A parameter out of its range: the component says which and stays out; with no other BTL
+# for the peer the job ends at once (ob1: unreachable), it neither hangs nor runs without it
+bad() { # label extra message
+    out=$(mpirun_np 2 60 "$RSM_ARGS $2" -- "$prog" -M 1024 2>&1); rc=$?
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] && grep -qF "$3" <<< "$out" \
+        && grep -q 'cannot start with the parameters given' <<< "$out"; then
+        ok "rsm refuses $1: exit $rc, \"$3\""
+    else
+        not_ok "rsm refuses $1: want a non-zero exit naming it, got rc $rc"; tail -20 <<< "$out" | diag
+    fi
+}
+bad "btl_rsm_verbs_listener 3" "--mca btl_rsm_verbs_listener 3" "btl_rsm_verbs_listener must be 0, 1 or 2"
+bad "btl_rsm_verbs_timeout 32" "--mca btl_rsm_verbs_timeout 32" "btl_rsm_verbs_timeout must be 0..31"
 tap_done

@@ -14,7 +14,8 @@
 # rsm_soak on 2 x 2; rank 0 away from MPI for 4 s while rank 1 first sends to it (mpi_late,
 # connection timeout 2 s) passes with its listener thread answering the request, and ends with
 # the unanswered-request message with btl_rsm_verbs_listener 0; 2 x 4 ranks opening all their
-# connections at once with btl_rsm_verbs_listener 2 (the thread takes every request) pass; striping over two rails (each host's second NIC and rxe device, jobs
+# connections at once with btl_rsm_verbs_listener 2 (the thread takes every request) pass;
+# 2 x 2 ranks with 3 threads each (MPI_THREAD_MULTIPLE, mpi_threads) pass; striping over two rails (each host's second NIC and rxe device, jobs
 # with btl_rsm_verbs_rails 2): mpit_read verbs 2 (every 1 MiB read cut in two, the second
 # half counted in btl_rsm_verbs_rail_read_bytes and seen leaving over the second NIC),
 # mpi_p2p up to 16 MiB and rsm_soak on 2 x 2; btl_rsm_verbs_registered_bytes summed per host after a verified
@@ -42,7 +43,7 @@
 guest_require veth bridge overlay crc32_generic rdma_rxe
 grep -q '^#define XBTL_HAVE_VERBS 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null ||
     { echo "# skipped: btl rsm built without its verbs back end (no libibverbs-dev at configure)"; exit 77; }
-for p in test/mpi/mpi_p2p test/mpi/mpit_read test/mpi/mpi_late test/rsm/rsm_soak; do
+for p in test/mpi/mpi_p2p test/mpi/mpit_read test/mpi/mpi_late test/mpi/mpi_threads test/rsm/rsm_soak; do
     [ -x "$TOP_BUILDDIR/$p" ] || { echo "# $TOP_BUILDDIR/$p not built (make check)"; exit 77; }
 done
 for c in nsenter unshare rdma; do
@@ -55,6 +56,6 @@ guest_prepare
 MEM_N=${RSM_VERBS_MEM_N:-2,4,8}
 guest_boot 900 3072 2 "$TOP_SRCDIR/test/rsm/rsm_verbs_guest.sh" "$TOP_BUILDDIR" "$MEM_N"
 n_mem=$(tr ',' '\n' <<< "$MEM_N" | grep -c .)
-guest_report "guest" $((48 + 5 * n_mem)) "rsm verbs: "
+guest_report "guest" $((49 + 5 * n_mem)) "rsm verbs: "
 echo "# this test: $((SECONDS - t0)) s in all"
 tap_done
