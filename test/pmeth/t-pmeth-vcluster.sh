@@ -190,8 +190,34 @@ check "the fault hit while frames were being sent on that link ($downkicks kicks
     [ "$downkicks" -gt 0 -o "$left" -gt 0 ]
 vc fault --clear >/dev/null
 
+# AF_XDP rings (btl_pmeth_io_mode xdp; the ring layer alone is t-pmeth-ring.sh): the p2p
+# suite over both links, every link of both ranks on AF_XDP.  Then "auto" with 2 ranks a
+# host: one process per interface can hold its AF_XDP socket, so one rank a host has AF_XDP
+# rings and the other falls back to AF_PACKET with one verbose line; both carry the job.
+if grep -q '^#define XBTL_HAVE_XDP 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null; then
+    pm "$LOG/xdp" --mca btl self,pmeth --mca btl_pmeth_io_mode xdp -- "$P2P" -M 4194304; rc=$?
+    p2p_tap "2 links, AF_XDP rings" "$LOG/xdp" $rc
+    n=$(grep -c 'btl:pmeth: link [01]: eth[01] .*AF_XDP' "$LOG/xdp.err")
+    check "2 links, AF_XDP rings: every link of both ranks on AF_XDP ($n of 4 say so)" [ "$n" -eq 4 ]
+    pm "$LOG/xdpauto" --ppn 2 --mca btl self,vader,pmeth --mca btl_pmeth_io_mode auto -- "$P2P" -M 1048576; rc=$?
+    p2p_tap "2 links, 2 ranks per host, io_mode auto" "$LOG/xdpauto" $rc
+    x=$(grep -c 'btl:pmeth: link [01]: eth[01] .*AF_XDP' "$LOG/xdpauto.err")
+    f=$(grep -c 'AF_XDP not usable (.*); using AF_PACKET rings' "$LOG/xdpauto.err")
+    check "io_mode auto, 2 ranks per host: $x links on AF_XDP, $f fell back to AF_PACKET with a verbose line (one rank a host each: 4 and 4)" \
+        [ "$x" -eq 4 -a "$f" -eq 4 ]
+else
+    skip "AF_XDP rings under MPI" "pmeth built without AF_XDP (no libxdp/libbpf or clang at configure)"
+fi
+
 # ---- 1 link, MTU 9000 -----------------------------------------------------------------
 vc create pair --links 1 --rate 0 --mtu 9000 --force >/dev/null || { not_ok "create pair mtu 9000"; tap_done; exit; }
+# AF_XDP takes frames of one 4 KiB chunk (no multi-buffer on this kernel): "auto" falls back
+if grep -q '^#define XBTL_HAVE_XDP 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null; then
+    pm "$LOG/xdpjumbo" --mca btl self,pmeth --mca btl_pmeth_io_mode auto -- "$BENCH/xb-bw" -m 1M:1M -i 8 -w 2; rc=$?
+    f=$(grep -c 'AF_XDP not usable (.*); using AF_PACKET rings' "$LOG/xdpjumbo.err")
+    check "MTU 9000, io_mode auto: AF_XDP refused on both ranks with a verbose line ($f), AF_PACKET carries a verified stream" \
+        sh -c "[ $rc -eq 0 ] && [ $f -eq 2 ] && grep -q '\"verified\":true' '$LOG/xdpjumbo'"
+fi
 pm "$LOG/jumbo" --mca btl self,pmeth -- "$P2P" -M 4194304; rc=$?
 p2p_tap "1 link, MTU 9000" "$LOG/jumbo" $rc
 pm "$LOG/jumbo-arrays" --mca btl self,pmeth --mca btl_pmeth_array_frames 4 --mca btl_pmeth_array_min_paths 1 \
