@@ -115,15 +115,18 @@ if [ -x "$bw" ]; then
 else
     skip "rsm streaming decision" "$bw not built"
 fi
-# A parameter out of its range: the component says which and stays out; with no other BTL
-# for the peer the job ends at once (ob1: unreachable), it neither hangs nor runs without it
+# A parameter out of its range: the component says which and stays out of the job.  One
+# rank (self carries it): with two, ob1 would end the job at once (peer unreachable), and
+# mpirun then lost the ranks' help text once in two runs (ORTE_ERROR_LOG: Data unpack would
+# read past end of buffer, in orte/util/show_help.c), so the message could not be checked.
 bad() { # label extra message
-    out=$(mpirun_np 2 60 "$RSM_ARGS $2" -- "$prog" -M 1024 2>&1); rc=$?
-    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] && grep -qF "$3" <<< "$out" \
-        && grep -q 'cannot start with the parameters given' <<< "$out"; then
-        ok "rsm refuses $1: exit $rc, \"$3\""
+    out=$(mpirun_np 1 60 "$RSM_ARGS --mca btl_base_verbose 10 $2" -- "$prog" -M 1024 2>&1); rc=$?
+    if [ "$rc" -eq 0 ] && grep -qF "$3" <<< "$out" && grep -q 'cannot start with the parameters given' <<< "$out" \
+        && ! grep -q 'btl:rsm: local rank' <<< "$out" && ! grep -q '^not ok' <<< "$out"; then
+        ok "rsm refuses $1: \"$3\", and the job ran without it"
     else
-        not_ok "rsm refuses $1: want a non-zero exit naming it, got rc $rc"; tail -20 <<< "$out" | diag
+        not_ok "rsm refuses $1: want the message, no rsm set-up and the job passing; got rc $rc"
+        tail -20 <<< "$out" | diag
     fi
 }
 bad "btl_rsm_verbs_listener 3" "--mca btl_rsm_verbs_listener 3" "btl_rsm_verbs_listener must be 0, 1 or 2"
