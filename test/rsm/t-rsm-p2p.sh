@@ -102,6 +102,13 @@ sc_gets() { # extra -> "gets decision-word" for rank 0, the sender
          "$(grep -o 'into the pool, [a-z ]*' <<< "$out" | sed 's/into the pool, //' | sort -u | tr '\n' '/')"
 }
 if [ -x "$bw" ]; then
+    # the first decision comes early (RSM_COLLECT_FIRST): within 200 round trips of 8 KiB,
+    # started cold, each rank has decided about the other (at one collection in 64 postboxes
+    # it took ~1,000 round trips, and an undecided receiver gets streaming stores)
+    out=$(mpirun_np 2 60 "$RSM_ARGS --mca btl_base_verbose 20" -- "$TOP_BUILDDIR/bench/xb-latency" -m 8K:8K -i 200 -w 0 2>&1); rc=$?
+    n=$(grep -c 'btl:rsm: local rank [0-9]* is \(near\|far\): its cache lines arrive' <<< "$out")
+    check "rsm first distance decision within 200 round trips of 8 KiB: $n of 2 ranks decided (rc $rc)" \
+        sh -c "[ $rc -eq 0 ] && [ $n -eq 2 ]"
     distance "nt_far_ns 4294967295: every receiver near" "--mca btl_rsm_nt_far_ns 4294967295" near
     distance "nt_far_ns 1: every receiver far" "--mca btl_rsm_nt_far_ns 1" far
     read -r near_gets near_path <<< "$(sc_gets "--mca btl_rsm_nt_far_ns 4294967295")"
