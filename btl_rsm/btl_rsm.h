@@ -46,7 +46,10 @@
 #define RSM_EAGER_ONE_HOST (32 * 1024 + 64)
 
 #define RSM_VPOOL_CHUNKS_MAX 4     /* a verbs pool grows to at most this many chunks */
-#define RSM_CTL_MAGIC 0x52534d43544c3031ull      /* "RSMCTL01" */
+/* "RSMCTL02": written by an owner that holds the segment's lock for its life
+ * (rsm_shm_hold), so that a later job can tell a dead owner's (rsm_shm_sweep);
+ * "01" segments had no lock and are never swept */
+#define RSM_CTL_MAGIC 0x52534d43544c3032ull
 #define RSM_MODEX_VERSION 1
 #define RSM_MAX_NUMA 64
 
@@ -233,6 +236,7 @@ typedef struct mca_btl_rsm_component_t {
     rsm_layout_t vlayouts[RSM_VPOOL_CHUNKS_MAX + 1];   /* [k]: that pool grown to k chunks */
     uint64_t vparams;
     rsm_seg_t ctl;
+    int ctl_hold;                   /* fd with the shared lock on ctl's file: "alive" */
     uint64_t seen_gen;
     bool accept_pending;            /* a doorbell rang for a peer we do not know yet */
     volatile uint64_t probe_word;
@@ -327,6 +331,7 @@ static inline bool rsm_endpoint_can_pack(mca_btl_base_endpoint_t *ep)
 }
 void rsm_endpoint_release(mca_btl_base_endpoint_t *ep);
 void rsm_areas_release(void);
+void rsm_ctl_release(void);
 int rsm_seg_name(char *out, size_t len, const char *tag, const char *what, int a, int b);
 int rsm_export_registered(rsm_seg_t *seg, const char *name, size_t size, int numa_node);
 

@@ -371,6 +371,7 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     int rc;
 
     *num_btls = 0;
+    c->ctl_hold = -1;
     /* before anything is created: a job that did not ask for rsm never sees it */
     if (!xbtl_component_wanted("btl", "rsm", c->site_default,
                                opal_btl_base_framework.framework_output)) {
@@ -457,6 +458,12 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
         c->single_copy_on = false;
         goto modules;
     }
+    /* segments left by processes of this user that died with their launcher */
+    int swept = rsm_shm_sweep("/dev/shm", RSM_CTL_MAGIC);
+    if (swept > 0) {
+        RSM_VERBOSE(1, "removed %d names in /dev/shm of rsm segments whose processes ended "
+                    "without their launcher's clean-up (mpirun killed)", swept);
+    }
     if ((rc = rsm_seg_random_tag(c->tag)) != 0) {
         opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,
                        "name", "(random tag)", (size_t) 0, strerror(-rc));
@@ -468,7 +475,12 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
                        "export", name, rsm_ctl_size(&c->layout), strerror(-rc));
         goto fail;
     }
-    ((rsm_ctl_t *) c->ctl.base)->magic = RSM_CTL_MAGIC;
+    if ((c->ctl_hold = rsm_shm_hold(name)) < 0) {
+        opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,
+                       "lock", name, rsm_ctl_size(&c->layout), strerror(-c->ctl_hold));
+        goto fail;
+    }
+    ((rsm_ctl_t *) c->ctl.base)->magic = RSM_CTL_MAGIC;     /* after the lock: rsm_seg.h */
     c->by_local_rank = calloc(c->nlocal, sizeof(*c->by_local_rank));
     if (c->by_local_rank == NULL) {
         goto fail;
@@ -532,9 +544,7 @@ modules:;
     *num_btls = 1;
     return modules;
 fail:
-    if (c->ctl.base != NULL) {
-        c->ctl.ops->seg_release(&c->ctl);
-    }
+    rsm_ctl_release();
     free(c->by_local_rank);
     c->by_local_rank = NULL;
     rsm_verbs_finalize();

@@ -338,6 +338,20 @@ void rsm_endpoint_release(mca_btl_base_endpoint_t *ep)
     ep->stale = NULL;
 }
 
+/* The control segment, then the lock that said its owner was alive: a job
+ * that starts meanwhile finds the lock free and the name already gone. */
+void rsm_ctl_release(void)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    if (c->ctl.base != NULL) {
+        c->ctl.ops->seg_release(&c->ctl);
+    }
+    if (c->ctl_hold >= 0) {
+        close(c->ctl_hold);
+        c->ctl_hold = -1;
+    }
+}
+
 void rsm_areas_release(void)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;

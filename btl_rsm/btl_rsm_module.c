@@ -144,9 +144,7 @@ static int rsm_finalize(mca_btl_base_module_t *btl)
     rsm_verbs_finalize();
     rsm_frag_release_all();
     rsm_areas_release();
-    if (c->ctl.base != NULL) {
-        c->ctl.ops->seg_release(&c->ctl);
-    }
+    rsm_ctl_release();
     free(c->by_local_rank);
     free(c->inbound);
     free(c->outbound);

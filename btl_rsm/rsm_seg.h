@@ -70,6 +70,27 @@ int rsm_seg_random_tag(char out[33]);
  * latency path.  Best effort: nothing is reported. */
 void rsm_seg_prefault(void *addr, size_t len, bool write);
 
+/* ---- Segments of processes that died with their launcher (kill -9 of mpirun) ----
+ * The launcher deletes every segment at job end however the ranks end; when the
+ * launcher itself is killed, nothing does.  So the owner of a control segment
+ * holds a shared flock(2) on it for as long as it lives (rsm_shm_hold), and a
+ * later process of the same user removes the names of every owner's segments
+ * whose lock it can take exclusively (rsm_shm_sweep): the kernel drops a dead
+ * process's locks, whatever its pid namespace, and a living owner's lock is
+ * never free.  A file is taken as an owner's only once its first 8 bytes hold
+ * MAGIC, which the owner writes after it took its lock, so a segment being
+ * created is never swept.  Files of other users are left alone (and /dev/shm's
+ * sticky bit would refuse them anyway). */
+
+/* Take a shared lock on segment NAME for the life of this process; returns the
+ * descriptor holding it (close it after the name is gone), or -errno. */
+int rsm_shm_hold(const char *name);
+
+/* In directory DIR (/dev/shm), remove "rsm-<tag>-*" for every "rsm-<tag>-ctl"
+ * of this user that starts with MAGIC and whose lock is free.  Returns the
+ * number of names removed (0 if DIR cannot be read). */
+int rsm_shm_sweep(const char *dir, uint64_t magic);
+
 /* Write LEN bytes from SRC at offset OFF of an imported segment. */
 static inline void rsm_seg_write(rsm_seg_t *seg, size_t off, const void *src, size_t len)
 {

@@ -12,10 +12,12 @@
 #define _GNU_SOURCE
 #include "rsm_seg.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -189,3 +191,88 @@ const rsm_seg_ops_t rsm_seg_shm_ops = {
     .seg_unlink = shm_unlink_name,
     .seg_release = shm_release,
 };
+
+int rsm_shm_hold(const char *name)
+{
+    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) {
+        return -errno;
+    }
+    if (flock(fd, LOCK_SH) != 0) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
+/* "rsm-" + 32 hex digits + "-ctl": copies the tag to TAG */
+static bool ctl_name_tag(const char *name, char tag[33])
+{
+    if (strncmp(name, "rsm-", 4) != 0 || strlen(name) != 4 + 32 + 4 || strcmp(name + 36, "-ctl") != 0) {
+        return false;
+    }
+    for (int i = 0; i < 32; i++) {
+        char ch = name[4 + i];
+        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) {
+            return false;
+        }
+        tag[i] = ch;
+    }
+    tag[32] = '\0';
+    return true;
+}
+
+/* Is D/NAME the control segment of an owner that is gone?  Ours, a regular
+ * file, its lock free, and MAGIC in place (written by an owner holding it). */
+static bool ctl_is_stale(int dfd, const char *name, uint64_t magic)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        return false;
+    }
+    struct stat st;
+    uint64_t head = 0;
+    bool stale = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()
+                 && flock(fd, LOCK_EX | LOCK_NB) == 0
+                 && pread(fd, &head, sizeof(head), 0) == (ssize_t) sizeof(head) && head == magic;
+    close(fd);                  /* and with it the lock we took */
+    return stale;
+}
+
+#define RSM_SWEEP_MAX 64        /* owners per call; the next start takes the rest */
+
+int rsm_shm_sweep(const char *dir, uint64_t magic)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        return 0;
+    }
+    char stale[RSM_SWEEP_MAX][33];
+    int nstale = 0;
+    struct dirent *e;
+    while (nstale < RSM_SWEEP_MAX && (e = readdir(d)) != NULL) {
+        if (ctl_name_tag(e->d_name, stale[nstale]) && ctl_is_stale(dirfd(d), e->d_name, magic)) {
+            nstale++;
+        }
+    }
+    /* every name of those owners: the areas first, the control segment (the
+     * only one the sweep looks for) last, so an interrupted sweep is redone */
+    int removed = 0;
+    char prefix[4 + 32 + 2];
+    for (int pass = 0; pass < 2 && nstale > 0; pass++) {
+        rewinddir(d);
+        while ((e = readdir(d)) != NULL) {
+            for (int i = 0; i < nstale; i++) {
+                snprintf(prefix, sizeof(prefix), "rsm-%.32s-", stale[i]);
+                if (strncmp(e->d_name, prefix, sizeof(prefix) - 1) != 0
+                    || (strcmp(e->d_name + sizeof(prefix) - 1, "ctl") == 0) != (pass == 1)) {
+                    continue;
+                }
+                removed += unlinkat(dirfd(d), e->d_name, 0) == 0;
+            }
+        }
+    }
+    closedir(d);
+    return removed;
+}

@@ -1,7 +1,9 @@
 #!/bin/bash
 # Nothing of btl rsm stays in /dev/shm after a normal exit, an MPI_Abort, or a
 # kill -9 of one rank: every segment is registered with the launcher for
-# cleanup at job end, and unlinked by its owner at a normal finalize.
+# cleanup at job end, and unlinked by its owner at a normal finalize.  When mpirun
+# itself is killed (-9), nothing runs that clean-up: the next rsm job of the user
+# removes those segments (rsm_shm_sweep) and never a living job's.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/rsm_lib.sh"
 prog=$TOP_BUILDDIR/test/rsm/rsm_abort
@@ -23,4 +25,36 @@ for how in exit abort kill; do
         [ -z "$left" ] || echo "$left" | diag
     done
 done
+
+# ---- mpirun killed with SIGKILL: its ranks' segments outlive it --------------------------
+threads=$TOP_BUILDDIR/test/mpi/mpi_threads
+shm_rsm() { ls /dev/shm 2>/dev/null | grep '^rsm-[0-9a-f]*-' | sort; }
+before=$(shm_rsm)
+# the inner timeout kills mpirun alone; its ranks are then killed by their unique arguments
+xb_limit -t 60 -- timeout -s KILL 4 mpirun -np 2 $RSM_ARGS "$threads" -t 2 -r 1000001 >"$log" 2>&1
+pkill -KILL -f -- "$threads -t 2 -r 1000001"; sleep 0.5
+stale=$(comm -13 <(echo "$before") <(shm_rsm))
+nstale=$(grep -c . <<< "$stale")
+check "mpirun killed with SIGKILL: its 2 ranks' segments stay ($nstale names)" [ "$nstale" -ge 4 ]
+# a living job beside: a later job's sweep must leave it alone
+live_log=$(mktemp)
+xb_limit -t 120 -- mpirun -np 2 $RSM_ARGS --mca btl_base_verbose 1 "$threads" -t 2 -r 6000 >"$live_log" 2>&1 &
+live=$!
+for i in $(seq 100); do [ "$(comm -13 <(sort <(echo "$before"; echo "$stale")) <(shm_rsm) | grep -c -- '-ctl$')" -ge 2 ] && break; sleep 0.05; done
+living=$(comm -13 <(sort <(echo "$before"; echo "$stale")) <(shm_rsm))
+nliving=$(grep -c . <<< "$living")
+mpirun_np 2 60 "$RSM_ARGS --mca btl_base_verbose 1" -- "$TOP_BUILDDIR/test/mpi/mpi_p2p" -M 65536 >"$log" 2>&1; rc=$?
+still=$(comm -12 <(echo "$stale") <(shm_rsm) | grep -c .)
+kept=$(comm -12 <(echo "$living") <(shm_rsm) | grep -c .)
+wait "$live"; lrc=$?
+after=$(comm -12 <(echo "$living") <(shm_rsm) | grep -c .)
+# whichever of the two jobs started first swept (the living one, most often)
+removed=$(cat "$log" "$live_log" | grep -o 'removed [0-9]* names in /dev/shm' | awk '{s += $2} END {print s + 0}')
+check "the next jobs removed the dead job's $nstale names ($removed removed, $still left); the second passed (rc $rc)" \
+    sh -c "[ $rc -eq 0 ] && [ $still -eq 0 ] && [ $removed -ge $nstale ] && ! grep -q '^not ok' '$log'"
+check "... and left the living job's $nliving names alone ($kept there while it ran)" \
+    sh -c "[ $nliving -ge 4 ] && [ $kept -eq $nliving ]"
+check "the living job then passed, every byte verified (rc $lrc), and left nothing ($after names)" \
+    sh -c "[ $lrc -eq 0 ] && grep -q '^ok 1 - ' '$live_log' && [ $after -eq 0 ]"
+rm -f "$live_log"
 tap_done

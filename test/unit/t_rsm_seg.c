@@ -1,5 +1,8 @@
-/* shm segment transport: 0600, unguessable names, import checks, write/barrier, no leftovers. */
+/* shm segment transport: 0600, unguessable names, import checks, write/barrier, no leftovers;
+ * the sweep of segments whose owner died (a free lock) that spares living and new ones. */
 #include <errno.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -50,5 +53,50 @@ int main(void)
     ex2.ops->seg_release(&ex2);
     CHECK(access(path, F_OK) != 0, "release of an exported segment removes its name");
     CHECK(rsm_seg_shm_ops.seg_export(&ex2, "no-slash", 4096, -1) == -EINVAL, "bad names refused");
+
+    /* The sweep, with a magic of its own so that nothing but these files is looked at:
+     * DEAD (magic, nobody holds it) with an area, LIVE (magic, a child holds it), NEW
+     * (no magic yet: being created). */
+    const uint64_t magic = 0x5445535453574550ull;       /* "TESTSWEP" */
+    char t[3][33], n[4][RSM_SEG_NAME_MAX];
+    rsm_seg_t sg[4] = {{0}};
+    int pipefd[2];
+    for (int i = 0; i < 3; i++) {
+        rsm_seg_random_tag(t[i]);
+        snprintf(n[i], sizeof(n[i]), "/rsm-%.32s-ctl", t[i]);
+        CHECK(rsm_seg_shm_ops.seg_export(&sg[i], n[i], 4096, -1) == 0, "sweep: export %s", n[i]);
+    }
+    snprintf(n[3], sizeof(n[3]), "/rsm-%.32s-a0s0", t[0]);
+    CHECK(rsm_seg_shm_ops.seg_export(&sg[3], n[3], 4096, -1) == 0, "sweep: the dead owner's area");
+    CHECK(pipe(pipefd) == 0, "pipe");
+    pid_t holder = fork();
+    if (holder == 0) {
+        if (rsm_shm_hold(n[1]) < 0) _exit(2);
+        if (write(pipefd[1], "h", 1) != 1) _exit(3);
+        for (;;) pause();                       /* until killed */
+    }
+    close(pipefd[1]);                           /* a child that failed: read returns 0 */
+    char c = 0;
+    CHECK(read(pipefd[0], &c, 1) == 1 && c == 'h', "sweep: a child holds the living owner's lock");
+    memcpy(sg[0].base, &magic, sizeof(magic));
+    memcpy(sg[1].base, &magic, sizeof(magic));
+    char p[4][RSM_SEG_NAME_MAX + 16];
+    for (int i = 0; i < 4; i++) snprintf(p[i], sizeof(p[i]), "/dev/shm%.*s", RSM_SEG_NAME_MAX - 1, n[i]);
+    int removed = rsm_shm_sweep("/dev/shm", magic);
+    CHECK(removed == 2 && access(p[0], F_OK) != 0 && access(p[3], F_OK) != 0,
+          "sweep: the dead owner's control segment and area removed (%d names)", removed);
+    CHECK(access(p[1], F_OK) == 0, "sweep: the living owner's segment kept");
+    CHECK(access(p[2], F_OK) == 0, "sweep: a segment without its magic yet (being created) kept");
+    CHECK(rsm_shm_sweep("/dev/shm", magic ^ 1) == 0 && access(p[1], F_OK) == 0,
+          "sweep: another magic touches nothing");
+    kill(holder, SIGKILL);
+    waitpid(holder, &status, 0);
+    removed = rsm_shm_sweep("/dev/shm", magic);
+    CHECK(removed == 1 && access(p[1], F_OK) != 0, "sweep: once its holder died, that one too (%d)", removed);
+    CHECK(access(p[2], F_OK) == 0, "sweep: the new one still kept");
+    CHECK(rsm_shm_sweep("/nonexistent-dir", magic) == 0, "sweep: an unreadable directory is no error");
+    for (int i = 0; i < 4; i++) sg[i].ops->seg_release(&sg[i]);
+    CHECK(access(p[2], F_OK) != 0, "sweep: test files gone");
+    close(pipefd[0]);
     return tap_done();
 }
