@@ -40,7 +40,8 @@ check "mpirun killed with SIGKILL: its 2 ranks' segments stay ($nstale names)" [
 live_log=$(mktemp)
 xb_limit -t 120 -- mpirun -np 2 $RSM_ARGS --mca btl_base_verbose 1 "$threads" -t 2 -r 6000 >"$live_log" 2>&1 &
 live=$!
-for i in $(seq 100); do [ "$(comm -13 <(sort <(echo "$before"; echo "$stale")) <(shm_rsm) | grep -c -- '-ctl$')" -ge 2 ] && break; sleep 0.05; done
+# (its 2 control segments at start-up, its 2 areas at its first messages)
+for i in $(seq 200); do [ "$(comm -13 <(sort <(echo "$before"; echo "$stale")) <(shm_rsm) | grep -c .)" -ge 4 ] && break; sleep 0.05; done
 living=$(comm -13 <(sort <(echo "$before"; echo "$stale")) <(shm_rsm))
 nliving=$(grep -c . <<< "$living")
 mpirun_np 2 60 "$RSM_ARGS --mca btl_base_verbose 1" -- "$TOP_BUILDDIR/test/mpi/mpi_p2p" -M 65536 >"$log" 2>&1; rc=$?
@@ -53,7 +54,7 @@ removed=$(cat "$log" "$live_log" | grep -o 'removed [0-9]* names in /dev/shm' | 
 check "the next jobs removed the dead job's $nstale names ($removed removed, $still left); the second passed (rc $rc)" \
     sh -c "[ $rc -eq 0 ] && [ $still -eq 0 ] && [ $removed -ge $nstale ] && ! grep -q '^not ok' '$log'"
 check "... and left the living job's $nliving names alone ($kept there while it ran)" \
-    sh -c "[ $nliving -ge 4 ] && [ $kept -eq $nliving ]"
+    sh -c "[ $nliving -ge 2 ] && [ $kept -eq $nliving ]"
 check "the living job then passed, every byte verified (rc $lrc), and left nothing ($after names)" \
     sh -c "[ $lrc -eq 0 ] && grep -q '^ok 1 - ' '$live_log' && [ $after -eq 0 ]"
 rm -f "$live_log"
