@@ -41,9 +41,10 @@
 #include "rsm_distance.h"
 #include "rsm_seg.h"
 
-/* Eager limit when the whole job is on one host: 32 KiB of payload plus ob1's
- * header, rounded to a cache line */
-#define RSM_EAGER_ONE_HOST (32 * 1024 + 64)
+/* Eager limit when the whole job is on one host: 64 KiB of payload plus ob1's
+ * header, rounded to a cache line; 32 KiB where the pool cannot hold that */
+#define RSM_EAGER_ONE_HOST (64 * 1024 + 64)
+#define RSM_EAGER_ONE_HOST_SMALL_POOL (32 * 1024 + 64)
 
 #define RSM_VPOOL_CHUNKS_MAX 4     /* a verbs pool grows to at most this many chunks */
 /* "RSMCTL02": written by an owner that holds the segment's lock for its life

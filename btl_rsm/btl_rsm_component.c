@@ -58,6 +58,53 @@ static bool param_default(const char *name)
 }
 
 static int rsm_component_register(void);
+
+/* The eager limit of a job that is all on this host.  64 KiB of payload still
+ * goes eager: both copies, each a few microseconds in cache on two cores, beat
+ * ob1's rendezvous, whose extra round trip costs more than the second copy
+ * saves (2026-11-27, ucx beside: 64 KiB near latency 1.68 us instead of 1.85,
+ * ucx 1.68; far bw 2.6x ucx instead of 1.2x; bibw +12% near, +57% far).  128 KiB
+ * eager lost bibw: the window's messages then outgrow the 4 MiB pool.  The
+ * limit must fit the large blocks of each pool the job may use: a small
+ * btl_rsm_pool_size, and the verbs pools where that back end is open (it serves
+ * peers of other hosts a one-host job may still meet: MPI_Comm_spawn, or all
+ * peers with btl_rsm_verbs 2).  So a smaller pool gets 32 KiB, or the default.
+ * Across hosts it stays at 16 KiB, where the verbs back end's single copy was
+ * measured to win. */
+static size_t one_host_eager_limit(const mca_btl_rsm_component_t *c, size_t dflt, bool verbs_pools)
+{
+    size_t room = rsm_pool_large_bytes(c->pool_size, c->stripes, c->small_block, c->large_block);
+    if (verbs_pools) {
+        size_t vroom = rsm_pool_large_bytes(c->verbs_pool_size, 1, c->small_block,
+                                            c->large_block);
+        room = vroom < room ? vroom : room;
+    }
+    const size_t choices[] = {RSM_EAGER_ONE_HOST, RSM_EAGER_ONE_HOST_SMALL_POOL};
+    for (size_t i = 0; i < sizeof(choices) / sizeof(choices[0]); i++) {
+        if (choices[i] <= room && choices[i] > dflt) {
+            return choices[i];
+        }
+    }
+    return dflt;
+}
+
+/* The node's layout for the module's limits: each stripe's pool must hold the
+ * largest message ob1 may hand over (eager, a pipeline fragment, a rendezvous
+ * start). */
+static int node_layout_init(mca_btl_rsm_component_t *c, const mca_btl_base_module_t *m,
+                            const char **why)
+{
+    size_t max_msg = m->btl_eager_limit > m->btl_max_send_size ? m->btl_eager_limit
+                                                               : m->btl_max_send_size;
+    if (m->btl_rndv_eager_limit > max_msg) {
+        max_msg = m->btl_rndv_eager_limit;
+    }
+    max_msg = rsm_round64(max_msg);
+    return rsm_layout_init(&c->layout, c->nlocal, c->local_postboxes, c->stripes, c->pool_size,
+                           c->small_block, c->large_block, c->local_inline_max, (uint32_t) max_msg,
+                           why);
+}
+
 static int rsm_component_open(void);
 static int rsm_component_close(void);
 static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_progress_threads,
@@ -405,22 +452,13 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     c->numa_node = my_numa_node();
     c->nt_far_cycles = rsm_cycles_for_ns(c->nt_far_ns);   /* ~200 us, once */
 
+    const bool one_host = job_on_one_host();
     const bool eager_default = param_default("eager_limit");
-    if (eager_default && job_on_one_host()) {
-        /* One host: 32 KiB of payload still goes eager.  Both copies, each a
-         * few hundred ns in cache, beat the rendezvous's extra round trip: near,
-         * latency at 16 / 32 KiB 0.56 / 0.93 us instead of 0.82 / 1.18 (ucx
-         * 0.58 / 0.93), bw 1.13-1.27x.  Across hosts it stays at 16 KiB, where the
-         * verbs back end's single copy was measured to win. */
-        m->btl_eager_limit = RSM_EAGER_ONE_HOST;
+    if (eager_default && one_host) {
+        /* as if the verbs back end will open; raised below when it does not */
+        m->btl_eager_limit = one_host_eager_limit(c, m->btl_eager_limit, c->verbs != 0);
         m->btl_rdma_pipeline_send_length = m->btl_eager_limit;
     }
-    size_t max_msg = m->btl_eager_limit > m->btl_max_send_size ? m->btl_eager_limit
-                                                               : m->btl_max_send_size;
-    if (m->btl_rndv_eager_limit > max_msg) {
-        max_msg = m->btl_rndv_eager_limit;
-    }
-    max_msg = rsm_round64(max_msg);
     c->local_postboxes = c->postboxes ? c->postboxes : rsm_queue_len_auto(c->nlocal);
     c->remote_postboxes = c->postboxes ? c->postboxes : RSM_QUEUE_AUTO_MIN;
     /* 2 KiB messages inline where queues are deep enough to hold many such
@@ -433,15 +471,25 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
                                       c->remote_postboxes);
     c->inline_max = c->local_inline_max > c->remote_inline_max ? c->local_inline_max
                                                                : c->remote_inline_max;
-    if (rsm_layout_init(&c->layout, c->nlocal, c->local_postboxes, c->stripes, c->pool_size,
-                        c->small_block, c->large_block, c->local_inline_max, (uint32_t) max_msg,
-                        &why)
-        != 0) {
+    if (node_layout_init(c, m, &why) != 0) {
         opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename, why);
         return NULL;
     }
+    bool have_verbs = c->verbs_open = rsm_verbs_init(one_host);
+    if (eager_default && one_host && !have_verbs) {
+        size_t eager = one_host_eager_limit(c, m->btl_eager_limit, false);
+        if (eager != m->btl_eager_limit) {
+            m->btl_eager_limit = eager;
+            m->btl_rdma_pipeline_send_length = eager;
+            (void) node_layout_init(c, m, &why);    /* fits: checked against the pool */
+        }
+    }
+    const char *eager_why = !eager_default ? "btl_rsm_eager_limit"
+                            : !one_host ? "the job spans hosts"
+                            : m->btl_eager_limit == RSM_EAGER_ONE_HOST ? "the whole job on this host"
+                            : have_verbs ? "the whole job on this host, less for the verbs pools"
+                                         : "the whole job on this host, less for the pool's size";
     c->params = rsm_layout_fingerprint(&c->layout);
-    bool have_verbs = c->verbs_open = rsm_verbs_init(job_on_one_host());
     c->verbs_single_copy_on = have_verbs && c->single_copy && c->verbs_single_copy_min != SIZE_MAX;
     if (!have_local && !have_verbs) {
         RSM_VERBOSE(10, "no other rank on this node and no RDMA back end: no module");
@@ -530,9 +578,7 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
                 "bytes (%s), cleanup at job end %s", c->my_local_rank, c->nlocal, c->numa_node,
                 name, rsm_ctl_size(&c->layout), (unsigned) rsm_layout_seg_size(&c->layout, 0),
                 c->layout.queue_len, c->layout.max_inline, m->btl_eager_limit,
-                !eager_default ? "btl_rsm_eager_limit"
-                : m->btl_eager_limit == RSM_EAGER_ONE_HOST ? "the whole job on this host"
-                                                            : "the job spans hosts",
+                eager_why,
                 c->cleanup_registered ? "registered" : "NOT registered");
 modules:;
     /* the BTL base frees this array */

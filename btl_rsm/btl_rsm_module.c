@@ -257,7 +257,12 @@ static mca_btl_base_descriptor_t *rsm_prepare_src(mca_btl_base_module_t *btl,
         if (!opal_convertor_need_buffers(convertor)) {
             opal_convertor_get_current_pointer(convertor, &src);
         }
-        if (rsm_frag_alloc_runs(frag, reserve + *size, true, rsm_payload_skew(src, reserve)) != 0) {
+        /* only contiguous data is striped: the convertor packs whole elements
+         * into each piece and may leave a piece's last bytes empty (ob1's
+         * 14-byte match header before 4-byte ints), which the receiver would
+         * read as data; one piece has no such gap */
+        if (rsm_frag_alloc_runs(frag, reserve + *size, src != NULL, rsm_payload_skew(src, reserve))
+            != 0) {
             if (!rsm_frag_must_stage(flags) || rsm_frag_stage(frag, reserve + *size) != 0) {
                 rsm_frag_put(frag);
                 frag = NULL;

@@ -390,7 +390,8 @@ int rsm_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
         if (payload_size > 0 && !opal_convertor_need_buffers(convertor)) {
             opal_convertor_get_current_pointer(convertor, &src);
         }
-        if (rsm_frag_alloc_runs(frag, total, true, rsm_payload_skew(src, header_size)) != 0
+        /* striped only when contiguous (rsm_prepare_src says why) */
+        if (rsm_frag_alloc_runs(frag, total, src != NULL, rsm_payload_skew(src, header_size)) != 0
             || !queue_room(ep, pointer_postboxes(frag))) {
             rsm_frag_put(frag);
             goto out;

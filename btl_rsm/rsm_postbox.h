@@ -163,6 +163,16 @@ static inline uint32_t rsm_queue_len_auto(uint32_t nqueues)
     return len;
 }
 
+/* Bytes of large blocks in each stripe of a pool of pool_total bytes: 1/8 of
+ * a stripe is small blocks, the rest large.  The largest message must fit. */
+static inline size_t rsm_pool_large_bytes(size_t pool_total, uint32_t stripes,
+                                          uint32_t small_block, uint32_t large_block)
+{
+    size_t per_stripe = pool_total / stripes;
+    size_t small_bytes = (per_stripe / 8) / small_block * small_block;
+    return (per_stripe - small_bytes) / large_block * large_block;
+}
+
 /* Fill in the derived sizes; returns 0, or -1 with *why set when the
  * parameters cannot form a layout. */
 int rsm_layout_init(rsm_layout_t *lay, uint32_t nqueues, uint32_t queue_len, uint32_t stripes,

@@ -146,6 +146,14 @@ p2p all "$L"
 peer_check all 4 2 "$L"
 echo "# $L: rxe0 sent $(d all rxe0.sent_pkts), rxe1 sent $(d all rxe1.sent_pkts) packets"
 
+# --- 3b. one host, every peer by verbs: a one-host job takes eager messages up to
+# 64 KiB, but not where the verbs back end is open (its 56 KiB pool chunks cap it)
+L="1 host x 2 ranks, self,rsm, btl_rsm_verbs 2, mpi_p2p up to $MAX4 B"
+job one 180 -np 2 --host h0:2 "${RSM[@]}" --mca btl_rsm_verbs 2 "${VERBOSE[@]}" "$B/test/mpi/mpi_p2p" -M "$MAX4"
+p2p one "$L"
+n=$(cat "$W/one" "$W/one.err" | grep -c 'eager up to 32832 bytes (the whole job on this host, less for the verbs pools)')
+check "$L: the verbs pools cap the one-host eager limit at 32 KiB + 64 ($n of 2 ranks say so)" [ "$n" -eq 2 ]
+
 # --- 4. btl_rsm_verbs 0: the other host is unreachable, the job fails at once
 L="2 hosts x 1 rank, self,rsm, btl_rsm_verbs 0"
 job none 60 -np 2 --host h0:1,h1:1 "${RSM[@]}" --mca btl_rsm_verbs 0 "$B/test/mpi/mpi_p2p" -M 1024

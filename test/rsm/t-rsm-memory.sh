@@ -56,12 +56,19 @@ touch "$work/go"; wait "$pid"; rc=$?
 Q=1024
 C=$(page $((128 + $(r64 4) + 4 * $(r64 $Q) + 8 * 64)))
 A=$(( $(page $((4 * Q * 64))) + S * $(pool_bytes) ))
-check "defaults, np 4: queues of 1024 postboxes, inline up to 2112 B, eager up to 32 KiB + 64 (one host), /dev/shm holds ${measured:-0} B = $((4 * C + 4 * A)) B (job rc $rc)" \
+check "defaults, np 4: queues of 1024 postboxes, inline up to 2112 B, eager up to 64 KiB + 64 (one host), /dev/shm holds ${measured:-0} B = $((4 * C + 4 * A)) B (job rc $rc)" \
     sh -c "[ $rc -eq 0 ] && [ '${measured:-0}' -eq $((4 * C + 4 * A)) ] \
-           && [ \$(grep -c 'queues of 1024 postboxes, inline up to 2112 bytes, eager up to 32832 bytes (the whole job on this host)' '$work/log') -eq 4 ]"
+           && [ \$(grep -c 'queues of 1024 postboxes, inline up to 2112 bytes, eager up to 65600 bytes (the whole job on this host)' '$work/log') -eq 4 ]"
 Q=64
 
 check "an eager limit the user set is kept: $eager_set of 30 ranks say 16384 B" [ "$eager_set" -eq 30 ]
+
+# a pool whose large blocks cannot hold a 64 KiB message still takes 32 KiB eagerly
+# (the one-host limit must fit the pool's large blocks: 56 KiB of a 64 KiB pool)
+mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_pool_size 65536" \
+    -- "$TOP_BUILDDIR/test/mpi/mpi_p2p" >"$work/log" 2>&1; rc=$?
+check "pool of 64 KiB, one host: eager up to 32832 B on both ranks, p2p verified (rc $rc)" \
+    sh -c "[ $rc -eq 0 ] && [ \$(grep -c 'eager up to 32832 bytes (the whole job on this host, less for the pool' '$work/log') -eq 2 ]"
 
 # linear in senders: per-rank bytes grow only by the N*Q*64 queue term (4 KiB per extra rank)
 per2=$((m2 / 2)); per16=$((m16 / 16))

@@ -45,10 +45,11 @@ run 3 "small queues and pool" "--mca btl_rsm_postboxes 8 --mca btl_rsm_inline_ma
 run 2 "inline 1500, 64 KiB pipeline" "--mca btl_rsm_inline_max 1500 --mca btl_rsm_pipeline_size 65536 --mca btl_rsm_max_send_size 65536"
 # The threshold is exact: with btl_rsm_single_copy_min 65537 the all-pairs exchanges up to
 # 65536 B make no get, up to 65537 B exactly one per rank per pass (non-blocking, blocking)
-# of 65537 B.  Counted by the finalize line at verbosity 10.
+# of 65537 B.  Counted by the finalize line at verbosity 10.  The eager limit is set below
+# the threshold (a one-host job's default, 64 KiB + 64, would send 65537 B eagerly).
 gets() { # label expected-total-per-rank extra
     local label=$1 want=$2 extra=$3
-    out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_single_copy_near 1 $extra" -- "$prog" -M "$4" 2>&1); rc=$?
+    out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_single_copy_near 1 --mca btl_rsm_eager_limit 32832 $extra" -- "$prog" -M "$4" 2>&1); rc=$?
     got=$(grep -o 'btl:rsm: [0-9]* single-copy gets, [0-9]* bytes' <<< "$out" | sed 's/btl:rsm: //' | sort -u)
     if [ "$rc" -eq 0 ] && ! grep -q '^not ok' <<< "$out" && [ "$got" = "$want" ]; then
         ok "rsm get threshold: $label"

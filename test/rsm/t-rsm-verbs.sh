@@ -56,6 +56,6 @@ guest_prepare
 MEM_N=${RSM_VERBS_MEM_N:-2,4,8}
 guest_boot 900 3072 2 "$TOP_SRCDIR/test/rsm/rsm_verbs_guest.sh" "$TOP_BUILDDIR" "$MEM_N"
 n_mem=$(tr ',' '\n' <<< "$MEM_N" | grep -c .)
-guest_report "guest" $((49 + 5 * n_mem)) "rsm verbs: "
+guest_report "guest" $((51 + 5 * n_mem)) "rsm verbs: "
 echo "# this test: $((SECONDS - t0)) s in all"
 tap_done
