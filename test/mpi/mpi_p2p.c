@@ -153,9 +153,10 @@ int main(int argc, char **argv)
 
     /* 4. non-contiguous datatypes: a strided vector and an indexed type, sent and received.
      *    The vector's packed sizes (12 B blocks) sit just under 16, 32 and 48 KiB, where a
-     *    message with a 14-byte header fills several pool pieces unevenly */
+     *    message with a 14-byte header fills several pool pieces unevenly, and at 480,000 B
+     *    (a rendezvous, packed in fragments) */
     {
-        const int counts[] = {1365, 2730, 4096}, blocklen = 3, stride = 7; /* ints */
+        const int counts[] = {1365, 2730, 4096, 40000}, blocklen = 3, stride = 7; /* ints */
         int to = (rank + 1) % nprocs, from = (rank + nprocs - 1) % nprocs;
         for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
             const int count = counts[c];
