@@ -201,6 +201,7 @@ typedef struct mca_btl_rsm_component_t {
     uint32_t local_inline_max;      /* inline limit on the node */
     uint32_t remote_inline_max;     /* inline limit to ranks on other hosts */
     unsigned int pipeline_size;
+    size_t one_host_eager;          /* eager limit of a job all on this host (default limit) */
     size_t nt_min;                  /* fragments this large are streamed into the pool ... */
     unsigned int nt_far_ns;         /* ... for receivers whose acks take this long to arrive */
     uint32_t nt_far_cycles;         /* the same in time-stamp-counter cycles (0: always far) */

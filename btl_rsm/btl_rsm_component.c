@@ -70,7 +70,7 @@ static int rsm_component_register(void);
  * peers of other hosts a one-host job may still meet: MPI_Comm_spawn, or all
  * peers with btl_rsm_verbs 2).  So a smaller pool gets 32 KiB, or the default.
  * Across hosts it stays at 16 KiB, where the verbs back end's single copy was
- * measured to win. */
+ * measured to win.  btl_rsm_one_host_eager_limit sets the first choice. */
 static size_t one_host_eager_limit(const mca_btl_rsm_component_t *c, size_t dflt, bool verbs_pools)
 {
     size_t room = rsm_pool_large_bytes(c->pool_size, c->stripes, c->small_block, c->large_block);
@@ -79,13 +79,14 @@ static size_t one_host_eager_limit(const mca_btl_rsm_component_t *c, size_t dflt
                                             c->large_block);
         room = vroom < room ? vroom : room;
     }
-    const size_t choices[] = {RSM_EAGER_ONE_HOST, RSM_EAGER_ONE_HOST_SMALL_POOL};
-    for (size_t i = 0; i < sizeof(choices) / sizeof(choices[0]); i++) {
-        if (choices[i] <= room && choices[i] > dflt) {
-            return choices[i];
-        }
+    const size_t want = c->one_host_eager, small = RSM_EAGER_ONE_HOST_SMALL_POOL;
+    if (want <= dflt) {
+        return dflt;
     }
-    return dflt;
+    if (want <= room) {
+        return want;
+    }
+    return small < want && small > dflt && small <= room ? small : dflt;
 }
 
 /* The node's layout for the module's limits: each stripe's pool must hold the
@@ -179,6 +180,15 @@ static int rsm_component_register(void)
         "of pool blocks and one pointer postbox, and the receiver drains fragment k while the "
         "sender fills k+1.  Default of btl_rsm_max_send_size",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->pipeline_size, OPAL_INFO_LVL_5);
+    c->one_host_eager = RSM_EAGER_ONE_HOST;
+    reg("one_host_eager_limit", "Eager limit of a job whose ranks are all on this host, used when "
+        "btl_rsm_eager_limit is left at its default (which then serves only jobs that span "
+        "hosts).  Two copies through the pool beat ob1's rendezvous up to ~64 KiB on one host.  "
+        "Lowered to 32832 (32 KiB + ob1's header) where a pool cannot hold it: a small "
+        "btl_rsm_pool_size, or, when an RDMA port is open, the verbs pools "
+        "(btl_rsm_verbs_pool_size).  At or below btl_rsm_eager_limit: no raise.  The "
+        "btl_base_verbose 10 start-up line gives the limit in use and why",
+        MCA_BASE_VAR_TYPE_SIZE_T, &c->one_host_eager, OPAL_INFO_LVL_5);
     c->nt_min = 4096;
     reg("nt_min", "Contiguous data of at least this many bytes is copied into the pool with "
         "non-temporal (streaming) stores when the receiver is far (btl_rsm_nt_far_ns), so it "
@@ -357,7 +367,7 @@ static int rsm_component_register(void)
      * carries all local traffic. */
     m->btl_exclusivity = MCA_BTL_EXCLUSIVITY_HIGH + 1;
     /* two copies in parallel on two cores beat a rendezvous here; raised to
-     * RSM_EAGER_ONE_HOST at init when the whole job is on this host */
+     * btl_rsm_one_host_eager_limit at init when the whole job is on this host */
     m->btl_eager_limit = 16 * 1024;
     m->btl_rndv_eager_limit = 4 * 1024;
     m->btl_max_send_size = c->pipeline_size;
@@ -486,7 +496,9 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     }
     const char *eager_why = !eager_default ? "btl_rsm_eager_limit"
                             : !one_host ? "the job spans hosts"
-                            : m->btl_eager_limit == RSM_EAGER_ONE_HOST ? "the whole job on this host"
+                            : m->btl_eager_limit == c->one_host_eager ? "the whole job on this host"
+                            : c->one_host_eager < m->btl_eager_limit
+                                ? "the whole job on this host, btl_rsm_one_host_eager_limit is lower"
                             : have_verbs ? "the whole job on this host, less for the verbs pools"
                                          : "the whole job on this host, less for the pool's size";
     c->params = rsm_layout_fingerprint(&c->layout);

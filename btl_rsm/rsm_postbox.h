@@ -164,10 +164,14 @@ static inline uint32_t rsm_queue_len_auto(uint32_t nqueues)
 }
 
 /* Bytes of large blocks in each stripe of a pool of pool_total bytes: 1/8 of
- * a stripe is small blocks, the rest large.  The largest message must fit. */
+ * a stripe is small blocks, the rest large.  The largest message must fit.
+ * 0 for parameters that form no pool (rsm_layout_init says why). */
 static inline size_t rsm_pool_large_bytes(size_t pool_total, uint32_t stripes,
                                           uint32_t small_block, uint32_t large_block)
 {
+    if (stripes == 0 || small_block == 0 || large_block == 0) {
+        return 0;
+    }
     size_t per_stripe = pool_total / stripes;
     size_t small_bytes = (per_stripe / 8) / small_block * small_block;
     return (per_stripe - small_bytes) / large_block * large_block;

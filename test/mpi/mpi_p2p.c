@@ -223,7 +223,7 @@ int main(int argc, char **argv)
      *    allocates), synchronous (a rendezvous even when short), ready; around the sizes
      *    where transports change protocol (a frame, several frames, an eager limit) */
     {
-        const size_t msizes[] = {0, 100, 9000, 20000, 35000, 36000, 70000};
+        const size_t msizes[] = {0, 100, 9000, 20000, 35000, 36000, 65500, 65600, 70000};
         const int nmodes = 3;
         int to = (rank + 1) % nprocs, from = (rank + nprocs - 1) % nprocs;
         size_t attach = 0;
