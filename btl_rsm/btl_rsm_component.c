@@ -205,8 +205,8 @@ static int rsm_component_register(void)
         "cache, ~150-170 ns across dies.  0: stream to every receiver",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->nt_far_ns, OPAL_INFO_LVL_5);
     c->stripes = 1;
-    reg("stripes", "Segments each area's pool is striped over (1..8); long fragments are cut "
-        "into one piece per stripe", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->stripes,
+    reg("stripes", "Segments each area's pool is striped over (1..8); long fragments of "
+        "contiguous data are cut into one piece per stripe", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->stripes,
         OPAL_INFO_LVL_5);
     c->single_copy = true;
     reg("single_copy", "Let ob1 read large contiguous messages straight from the sender's memory "
