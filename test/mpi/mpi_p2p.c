@@ -29,12 +29,15 @@ static void verify(const void *buf, size_t len, uint64_t seed, int peer)
     if (off >= 0) fail("payload differs", peer, len, off);
 }
 
-/* One TAP line: passes only when no rank recorded an error. */
+/* One TAP line: passes only when no rank recorded an error.  Every rank learns
+ * the total, so every rank's exit status says whether a check failed. */
+static int failed_checks;
 static int report(const char *fmt, const char *arg)
 {
     unsigned long total;
     MPI_Allreduce(&errors, &total, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
     errors = 0;
+    failed_checks += total != 0;
     if (0 == rank) {
         printf("%sok %d - np %d: ", total ? "not " : "", ++tap_n, nprocs);
         printf(fmt, arg);
@@ -278,5 +281,5 @@ int main(int argc, char **argv)
     free(sbuf), free(rbuf);
     if (0 == rank) printf("1..%d\n", tap_n);
     MPI_Finalize();
-    return 0;
+    return failed_checks != 0;
 }

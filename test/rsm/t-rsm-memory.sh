@@ -68,14 +68,16 @@ check "an eager limit the user set is kept: $eager_set of 30 ranks say 16384 B" 
 mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_pool_size 65536" \
     -- "$TOP_BUILDDIR/test/mpi/mpi_p2p" >"$work/log" 2>&1; rc=$?
 check "pool of 64 KiB, one host: eager up to 32832 B on both ranks, p2p verified (rc $rc)" \
-    sh -c "[ $rc -eq 0 ] && [ \$(grep -c 'eager up to 32832 bytes (the whole job on this host, less for the pool' '$work/log') -eq 2 ]"
+    sh -c "[ $rc -eq 0 ] && ! grep -q '^not ok' '$work/log' && grep -q '^1\.\.' '$work/log' \
+           && [ \$(grep -c 'eager up to 32832 bytes (the whole job on this host, less for the pool' '$work/log') -eq 2 ]"
 # the one-host limit is a parameter: another value, and none (no raise)
 for want in "40000:40000 bytes (the whole job on this host)" \
             "0:16384 bytes (the whole job on this host, btl_rsm_one_host_eager_limit is lower)"; do
     mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_one_host_eager_limit ${want%%:*}" \
         -- "$TOP_BUILDDIR/test/mpi/mpi_p2p" >"$work/log" 2>&1; rc=$?
     check "btl_rsm_one_host_eager_limit ${want%%:*}: eager up to ${want#*:} on both ranks, p2p verified (rc $rc)" \
-        sh -c "[ $rc -eq 0 ] && [ \$(grep -cF 'eager up to ${want#*:}' '$work/log') -eq 2 ]"
+        sh -c "[ $rc -eq 0 ] && ! grep -q '^not ok' '$work/log' && grep -q '^1\.\.' '$work/log' \
+               && [ \$(grep -cF 'eager up to ${want#*:}' '$work/log') -eq 2 ]"
 done
 
 # linear in senders: per-rank bytes grow only by the N*Q*64 queue term (4 KiB per extra rank)
