@@ -45,6 +45,9 @@
  * header, rounded to a cache line; 32 KiB where the pool cannot hold that */
 #define RSM_EAGER_ONE_HOST (64 * 1024 + 64)
 #define RSM_EAGER_ONE_HOST_SMALL_POOL (32 * 1024 + 64)
+/* The least pool (a stripe) fit_pool_to_shm shrinks to: its large blocks
+ * (7/8) still hold a 64 KiB eager message and a few pipeline fragments. */
+#define RSM_POOL_FIT_MIN (256 * 1024)
 
 #define RSM_VPOOL_CHUNKS_MAX 4     /* a verbs pool grows to at most this many chunks */
 /* "RSMCTL02": written by an owner that holds the segment's lock for its life
@@ -115,6 +118,9 @@ typedef struct rsm_area {
      * messages are staged too and take none, or messages queued behind a
      * staged one could hold every block it waits for */
     uint32_t staged;
+    /* the pool's pages have their memory (rsm_seg_reserve): done at the first
+     * pool message, so a sender of short messages only keeps no pool resident */
+    bool pool_reserved;
 } rsm_area_t;
 
 /* What an outstanding postbox holds until acked: the pool runs to free, and in
@@ -336,6 +342,11 @@ void rsm_areas_release(void);
 void rsm_ctl_release(void);
 int rsm_seg_name(char *out, size_t len, const char *tag, const char *what, int a, int b);
 int rsm_export_registered(rsm_seg_t *seg, const char *name, size_t size, int numa_node);
+/* rsm_seg_reserve, and on failure the help message that says what /dev/shm
+ * lacks (WHAT: which part, for the message).  OPAL_SUCCESS or OPAL_ERROR. */
+int rsm_reserve_or_say(rsm_seg_t *seg, size_t off, size_t len, const char *what);
+/* Give the area's pool its memory before its first block is handed out. */
+int rsm_area_reserve_pool(rsm_area_t *area);
 
 /* btl_rsm_send.c */
 int rsm_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,

@@ -152,7 +152,9 @@ static int rsm_component_register(void)
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->postboxes, OPAL_INFO_LVL_5);
     c->pool_size = 4 * 1024 * 1024;
     reg("pool_size", "Bytes of block pool in each sender's area (all stripes together); one area "
-        "per sender per NUMA node, shared by every receiver there",
+        "per sender per NUMA node, shared by every receiver there.  Left at its default, it is "
+        "halved (down to 256 KiB a stripe) until the areas of all local ranks take at most half "
+        "of /dev/shm (a container's is 64 MiB unless raised)",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->pool_size, OPAL_INFO_LVL_5);
     c->small_block = 2048;
     reg("small_block", "Small block size (bytes, power of two): the unit for messages that fit "
@@ -418,6 +420,58 @@ static int my_numa_node(void)
     return getcpu(&cpu, &node) == 0 ? (int) node : 0;
 }
 
+/* NUMA nodes online (each sender keeps an area per node it sends to); 1 when
+ * the kernel does not say. */
+static unsigned numa_nodes_online(void)
+{
+    FILE *f = fopen("/sys/devices/system/node/online", "r");
+    unsigned n = 0, a, b;
+    if (f != NULL) {
+        int got;
+        while ((got = fscanf(f, "%u-%u", &a, &b)) >= 1) {
+            n += got == 2 && b >= a ? b - a + 1 : 1;
+            if (fgetc(f) != ',') {
+                break;
+            }
+        }
+        fclose(f);
+    }
+    return n > 0 ? n : 1;
+}
+
+/* A pool that /dev/shm can hold.  Every rank of the host that sends keeps an
+ * area there (its queues, and its pool from its first long message), and the
+ * pages get their memory when first needed (rsm_seg_reserve): a /dev/shm too
+ * small for all of them ends the job with shm-full.  A container's /dev/shm is
+ * 64 MiB unless raised, and 16 ranks' areas of 4 MiB + 256 KiB overfill it.
+ * So where btl_rsm_pool_size is left at its default, the pool is halved until
+ * the areas of every local rank (one per NUMA node) take at most half of
+ * /dev/shm, leaving the rest to the application, Open MPI and other jobs; not
+ * below 256 KiB a stripe, where a 64 KiB eager message still fits.  The input is
+ * the filesystem's size, not what is free now, so that every rank of the host
+ * computes the same layout (a peer whose layout differs is not reached). */
+static void fit_pool_to_shm(mca_btl_rsm_component_t *c)
+{
+    size_t total = rsm_shm_total_bytes();
+    if (!param_default("pool_size") || c->nlocal < 2 || total == 0) {
+        return;
+    }
+    const size_t areas = (size_t) c->nlocal * numa_nodes_online();
+    const size_t queues = (size_t) c->nlocal * c->local_postboxes * RSM_POSTBOX_SIZE;
+    const size_t floor = (size_t) RSM_POOL_FIT_MIN * (c->stripes > 0 ? c->stripes : 1);
+    size_t pool = c->pool_size;
+    while (pool / 2 >= floor && areas * (queues + pool) > total / 2) {
+        pool /= 2;
+    }
+    if (pool != c->pool_size) {
+        RSM_VERBOSE(1, "/dev/shm holds %zu bytes: a pool of %zu bytes instead of %zu, so that "
+                    "the areas of %u local rank(s) on %zu NUMA node(s) take at most half of it "
+                    "(set btl_rsm_pool_size to choose)", total, pool, c->pool_size, c->nlocal,
+                    areas / c->nlocal);
+        c->pool_size = pool;
+    }
+}
+
 static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_progress_threads,
                                                   bool enable_mpi_threads)
 {
@@ -462,6 +516,10 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     c->numa_node = my_numa_node();
     c->nt_far_cycles = rsm_cycles_for_ns(c->nt_far_ns);   /* ~200 us, once */
 
+    c->local_postboxes = c->postboxes ? c->postboxes : rsm_queue_len_auto(c->nlocal);
+    c->remote_postboxes = c->postboxes ? c->postboxes : RSM_QUEUE_AUTO_MIN;
+    fit_pool_to_shm(c);
+
     const bool one_host = job_on_one_host();
     const bool eager_default = param_default("eager_limit");
     if (eager_default && one_host) {
@@ -469,8 +527,6 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
         m->btl_eager_limit = one_host_eager_limit(c, m->btl_eager_limit, c->verbs != 0);
         m->btl_rdma_pipeline_send_length = m->btl_eager_limit;
     }
-    c->local_postboxes = c->postboxes ? c->postboxes : rsm_queue_len_auto(c->nlocal);
-    c->remote_postboxes = c->postboxes ? c->postboxes : RSM_QUEUE_AUTO_MIN;
     /* 2 KiB messages inline where queues are deep enough to hold many such
      * groups: no pool block, no barrier, no pointer postbox (near: latency of
      * 2 KiB 0.47 us instead of 0.64) */
@@ -533,6 +589,10 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     if ((rc = rsm_export_registered(&c->ctl, name, rsm_ctl_size(&c->layout), c->numa_node)) != 0) {
         opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,
                        "export", name, rsm_ctl_size(&c->layout), strerror(-rc));
+        goto fail;
+    }
+    if (rsm_reserve_or_say(&c->ctl, 0, rsm_ctl_size(&c->layout), "its control segment")
+        != OPAL_SUCCESS) {
         goto fail;
     }
     if ((c->ctl_hold = rsm_shm_hold(name)) < 0) {

@@ -45,6 +45,35 @@ int rsm_export_registered(rsm_seg_t *seg, const char *name, size_t size, int num
     return 0;
 }
 
+int rsm_reserve_or_say(rsm_seg_t *seg, size_t off, size_t len, const char *what)
+{
+    int rc = rsm_seg_reserve(seg, off, len);
+    if (rc == 0) {
+        return OPAL_SUCCESS;
+    }
+    if (rc == -ENOSPC) {
+        opal_show_help("help-btl-rsm.txt", "shm-full", true, opal_process_info.nodename, len, what,
+                       rsm_shm_free_bytes(), mca_btl_rsm_component.pool_size);
+    } else {
+        opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,
+                       "give memory to", seg->name, len, strerror(-rc));
+    }
+    return OPAL_ERROR;
+}
+
+int rsm_area_reserve_pool(rsm_area_t *area)
+{
+    const rsm_layout_t *lay = area->lay;
+    for (unsigned k = 0; k < lay->stripes; k++) {
+        if (rsm_reserve_or_say(&area->seg[k], rsm_layout_pool_base(lay, k), lay->pool_bytes,
+                               "its block pool") != OPAL_SUCCESS) {
+            return OPAL_ERROR;
+        }
+    }
+    area->pool_reserved = true;
+    return OPAL_SUCCESS;
+}
+
 static rsm_area_t *area_get(int numa_node)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
@@ -72,6 +101,11 @@ static rsm_area_t *area_get(int numa_node)
         if (rc != 0) {
             opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,
                            "export", name, rsm_layout_seg_size(&c->layout, k), strerror(-rc));
+        } else if (k == 0 && rsm_reserve_or_say(&area->seg[0], 0, rsm_layout_pool_base(&c->layout, 0),
+                                               "its postbox queues") != OPAL_SUCCESS) {
+            rc = -ENOSPC;
+        }
+        if (rc != 0) {
             for (unsigned j = 0; j <= k; j++) {
                 if (area->seg[j].ops != NULL) {
                     area->seg[j].ops->seg_release(&area->seg[j]);
@@ -130,10 +164,12 @@ int rsm_endpoint_connect(mca_btl_base_endpoint_t *ep)
     if (ep->remote) {
         return rsm_verbs_connect(ep);
     }
-    if (ep->area == NULL && (ep->area = area_get(ep->numa_node)) == NULL) {
-        return OPAL_ERROR;
-    }
-    if (map_peer_ctl(ep) != OPAL_SUCCESS) {
+    /* ob1 has no other path to this peer once it chose us: a connection that
+     * cannot be made ends the job, after the message that says why (retried,
+     * every send would print it again) */
+    if ((ep->area == NULL && (ep->area = area_get(ep->numa_node)) == NULL)
+        || map_peer_ctl(ep) != OPAL_SUCCESS) {
+        rsm_fatal(ep, "btl rsm: a connection to a rank of this host could not be made");
         return OPAL_ERROR;
     }
     if (ep->slots == NULL && (ep->slots = calloc(lay->queue_len, sizeof(rsm_slot_t))) == NULL) {

@@ -139,6 +139,12 @@ int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, u
         }
         return -1;              /* staged messages wait for blocks: they go first */
     }
+    if (OPAL_UNLIKELY(!frag->endpoint->area->pool_reserved)) {
+        if (rsm_area_reserve_pool(frag->endpoint->area) != OPAL_SUCCESS) {
+            rsm_fatal(frag->endpoint, "btl rsm: no room in /dev/shm for the block pool");
+            return -1;
+        }
+    }
     const rsm_layout_t *lay = frag->endpoint->area->lay;
     if ((uint64_t) len + skew > (uint64_t) lay->large_count * lay->large_block) {
         skew = 0;               /* a pool sized to the largest message exactly: no room to skew */

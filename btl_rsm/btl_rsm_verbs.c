@@ -405,6 +405,10 @@ static int pool_attach(mca_btl_base_endpoint_t *ep, const char *tag, unsigned i)
         }
         usleep(1000);
     }
+    if (rc == 0 && !v->in_pool_shared[i] && (rc = rsm_seg_reserve(seg, 0, vs.pool_bytes)) != 0) {
+        seg->ops->seg_release(seg);     /* /dev/shm is full: private memory below */
+        memset(seg, 0, sizeof(*seg));
+    }
     if (rc == 0) {
         v->in_pool_mr[i] = ibv_reg_mr(vs.dev.pd, seg->base, vs.pool_bytes, access);
         if (v->in_pool_mr[i] == NULL) {

@@ -37,6 +37,7 @@ typedef struct rsm_seg {
     bool direct;                     /* stores through base reach the owner */
     bool exported;                   /* we own it: release() also removes the name */
     bool named;                      /* the name still exists (not yet unlinked) */
+    int fd;                          /* exported shm: the file, kept for rsm_seg_reserve */
     char name[RSM_SEG_NAME_MAX];     /* what a peer passes to import() */
 } rsm_seg_t;
 
@@ -64,6 +65,20 @@ extern const rsm_seg_ops_t rsm_seg_shm_ops;
 /* 32 hex digits from the kernel's CSPRNG: the unguessable part of every name.
  * Returns 0, or -errno. */
 int rsm_seg_random_tag(char out[33]);
+
+/* Give [OFF, OFF+LEN) of a segment we exported its memory now (fallocate(2)).
+ * Why: a shm segment is a sparse file, and a store into a page that /dev/shm
+ * has no room for raises SIGBUS, which kills the rank with no word of why (a
+ * container's /dev/shm is 64 MiB by default).  Reserved, a full /dev/shm is
+ * an error we can report at the moment the memory is first needed.  Returns 0
+ * (also for segments that are not shm files of ours), or -errno (-ENOSPC). */
+int rsm_seg_reserve(rsm_seg_t *seg, size_t off, size_t len);
+
+/* Bytes free in the filesystem of /dev/shm for an unprivileged writer, or 0
+ * when it cannot be told. */
+size_t rsm_shm_free_bytes(void);
+/* The size of /dev/shm's filesystem, or 0 when it cannot be told. */
+size_t rsm_shm_total_bytes(void);
 
 /* Map the pages of [ADDR, ADDR+LEN) in this process now (WRITE: for writing),
  * so that a queue's first lap does not take a page fault every 4 KiB on the

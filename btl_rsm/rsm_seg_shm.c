@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -84,14 +85,15 @@ static void shm_place(void *addr, size_t size, int numa_node)
 }
 
 /* A mapping made: fill in the handle (an exporter owns the name). */
-static int shm_mapped(rsm_seg_t *seg, void *base, size_t size, const char *name, bool exported)
+static int shm_mapped(rsm_seg_t *seg, void *base, size_t size, const char *name, int fd)
 {
     seg->ops = &rsm_seg_shm_ops;
     seg->base = base;
     seg->size = size;
     seg->direct = true;
-    seg->exported = exported;
-    seg->named = exported;
+    seg->exported = fd >= 0;
+    seg->named = fd >= 0;
+    seg->fd = fd;
     snprintf(seg->name, sizeof(seg->name), "%s", name);
     return 0;
 }
@@ -115,13 +117,13 @@ static int shm_export(rsm_seg_t *seg, const char *name, size_t size, int numa_no
             rc = -errno;
         }
     }
-    close(fd);
     if (rc != 0) {
+        close(fd);
         shm_unlink(name);
         return rc;
     }
     shm_place(base, size, numa_node);
-    return shm_mapped(seg, base, size, name, true);
+    return shm_mapped(seg, base, size, name, fd);
 }
 
 static int shm_import(rsm_seg_t *seg, const char *name, size_t size)
@@ -151,7 +153,36 @@ static int shm_import(rsm_seg_t *seg, const char *name, size_t size)
     if (rc != 0) {
         return rc;
     }
-    return shm_mapped(seg, base, size, name, false);
+    return shm_mapped(seg, base, size, name, -1);
+}
+
+int rsm_seg_reserve(rsm_seg_t *seg, size_t off, size_t len)
+{
+    if (seg->ops != &rsm_seg_shm_ops || !seg->exported || seg->fd < 0 || len == 0) {
+        return 0;
+    }
+    if (off > seg->size || len > seg->size - off) {
+        return -EINVAL;
+    }
+    /* posix_fallocate returns the error; EINTR (a signal while tmpfs
+     * allocates) is worth another try, the pages done so far stay */
+    int rc;
+    do {
+        rc = posix_fallocate(seg->fd, (off_t) off, (off_t) len);
+    } while (rc == EINTR);
+    return -rc;
+}
+
+size_t rsm_shm_free_bytes(void)
+{
+    struct statvfs st;
+    return statvfs("/dev/shm", &st) == 0 ? (size_t) st.f_bavail * st.f_frsize : 0;
+}
+
+size_t rsm_shm_total_bytes(void)
+{
+    struct statvfs st;
+    return statvfs("/dev/shm", &st) == 0 ? (size_t) st.f_blocks * st.f_frsize : 0;
 }
 
 static void shm_write(rsm_seg_t *seg, size_t off, size_t len)
@@ -175,6 +206,10 @@ static void shm_unlink_name(rsm_seg_t *seg)
 static void shm_release(rsm_seg_t *seg)
 {
     shm_unlink_name(seg);
+    if (seg->exported && seg->fd >= 0) {
+        close(seg->fd);
+        seg->fd = -1;
+    }
     if (seg->base != NULL) {
         munmap(seg->base, seg->size);
         seg->base = NULL;
