@@ -118,9 +118,15 @@ typedef struct rsm_area {
      * messages are staged too and take none, or messages queued behind a
      * staged one could hold every block it waits for */
     uint32_t staged;
-    /* the pool's pages have their memory (rsm_seg_reserve): done at the first
-     * pool message, so a sender of short messages only keeps no pool resident */
-    bool pool_reserved;
+    /* Which chunks of each stripe's pool have their memory (rsm_seg_reserve), a
+     * bit a chunk of 1 << chunk_shift bytes (64 KiB, or 1/64 of a larger pool);
+     * chunk_shift 0: nothing to reserve (a verbs shadow).  A chunk is reserved
+     * when a run first lands in it (rsm_area_reserve_runs): the pages then cost
+     * what their first touch cost before, a sender of short messages keeps no
+     * pool resident, and a ping-pong that reuses its first blocks pays for one
+     * chunk, not the pool (4 MiB: 1 ms at once). */
+    uint64_t reserved[RSM_MAX_STRIPES];
+    uint8_t chunk_shift;
 } rsm_area_t;
 
 /* What an outstanding postbox holds until acked: the pool runs to free, and in
@@ -343,10 +349,11 @@ void rsm_ctl_release(void);
 int rsm_seg_name(char *out, size_t len, const char *tag, const char *what, int a, int b);
 int rsm_export_registered(rsm_seg_t *seg, const char *name, size_t size, int numa_node);
 /* rsm_seg_reserve, and on failure the help message that says what /dev/shm
- * lacks (WHAT: which part, for the message).  OPAL_SUCCESS or OPAL_ERROR. */
-int rsm_reserve_or_say(rsm_seg_t *seg, size_t off, size_t len, const char *what);
-/* Give the area's pool its memory before its first block is handed out. */
-int rsm_area_reserve_pool(rsm_area_t *area);
+ * lacks: NEED bytes (what is still to be reserved) for WHAT (which part).
+ * OPAL_SUCCESS or OPAL_ERROR. */
+int rsm_reserve_or_say(rsm_seg_t *seg, size_t off, size_t len, size_t need, const char *what);
+/* Give the pool chunks under RUNS their memory before the runs are written. */
+int rsm_area_reserve_runs(rsm_area_t *area, const rsm_run_t *runs, unsigned n);
 
 /* btl_rsm_send.c */
 int rsm_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,

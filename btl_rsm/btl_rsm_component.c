@@ -591,8 +591,8 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
                        "export", name, rsm_ctl_size(&c->layout), strerror(-rc));
         goto fail;
     }
-    if (rsm_reserve_or_say(&c->ctl, 0, rsm_ctl_size(&c->layout), "its control segment")
-        != OPAL_SUCCESS) {
+    if (rsm_reserve_or_say(&c->ctl, 0, rsm_ctl_size(&c->layout), rsm_ctl_size(&c->layout),
+                           "its control segment") != OPAL_SUCCESS) {
         goto fail;
     }
     if ((c->ctl_hold = rsm_shm_hold(name)) < 0) {

@@ -45,14 +45,14 @@ int rsm_export_registered(rsm_seg_t *seg, const char *name, size_t size, int num
     return 0;
 }
 
-int rsm_reserve_or_say(rsm_seg_t *seg, size_t off, size_t len, const char *what)
+int rsm_reserve_or_say(rsm_seg_t *seg, size_t off, size_t len, size_t need, const char *what)
 {
     int rc = rsm_seg_reserve(seg, off, len);
     if (rc == 0) {
         return OPAL_SUCCESS;
     }
     if (rc == -ENOSPC) {
-        opal_show_help("help-btl-rsm.txt", "shm-full", true, opal_process_info.nodename, len, what,
+        opal_show_help("help-btl-rsm.txt", "shm-full", true, opal_process_info.nodename, need, what,
                        rsm_shm_free_bytes(), mca_btl_rsm_component.pool_size);
     } else {
         opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,
@@ -61,16 +61,49 @@ int rsm_reserve_or_say(rsm_seg_t *seg, size_t off, size_t len, const char *what)
     return OPAL_ERROR;
 }
 
-int rsm_area_reserve_pool(rsm_area_t *area)
+/* 64 KiB chunks, or 64 of them in a larger pool: one uint64_t of bits a stripe */
+static void area_chunks_init(rsm_area_t *area)
+{
+    const size_t pool = area->lay->pool_bytes;
+    unsigned shift = 16;
+    while (shift < 40 && ((size_t) 64 << shift) < pool) {
+        shift++;
+    }
+    const size_t nchunks = (pool + ((size_t) 1 << shift) - 1) >> shift;
+    area->chunk_shift = (uint8_t) shift;
+    for (unsigned k = 0; k < RSM_MAX_STRIPES; k++) {
+        area->reserved[k] = nchunks >= 64 ? 0 : ~((UINT64_C(1) << nchunks) - 1);
+    }
+}
+
+int rsm_area_reserve_runs(rsm_area_t *area, const rsm_run_t *runs, unsigned n)
 {
     const rsm_layout_t *lay = area->lay;
-    for (unsigned k = 0; k < lay->stripes; k++) {
-        if (rsm_reserve_or_say(&area->seg[k], rsm_layout_pool_base(lay, k), lay->pool_bytes,
-                               "its block pool") != OPAL_SUCCESS) {
-            return OPAL_ERROR;
+    const unsigned shift = area->chunk_shift;
+    if (shift == 0) {
+        return OPAL_SUCCESS;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        const rsm_run_t *run = &runs[i];
+        uint64_t *have = &area->reserved[run->stripe];
+        const uint32_t first = run->offset >> shift;
+        const uint32_t last = (uint32_t) (((uint64_t) run->offset + (run->len ? run->len : 1) - 1) >> shift);
+        for (uint32_t c = first; c <= last && c < 64; c++) {
+            if (*have & (UINT64_C(1) << c)) {
+                continue;
+            }
+            const size_t off = (size_t) c << shift;
+            size_t len = (size_t) 1 << shift;
+            len = off + len > lay->pool_bytes ? lay->pool_bytes - off : len;
+            const size_t need = (size_t) (64 - __builtin_popcountll(*have)) << shift;
+            if (rsm_reserve_or_say(&area->seg[run->stripe], rsm_layout_pool_base(lay, run->stripe) + off,
+                                   len, need < lay->pool_bytes ? need : lay->pool_bytes,
+                                   "its block pool") != OPAL_SUCCESS) {
+                return OPAL_ERROR;
+            }
+            *have |= UINT64_C(1) << c;
         }
     }
-    area->pool_reserved = true;
     return OPAL_SUCCESS;
 }
 
@@ -102,6 +135,7 @@ static rsm_area_t *area_get(int numa_node)
             opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,
                            "export", name, rsm_layout_seg_size(&c->layout, k), strerror(-rc));
         } else if (k == 0 && rsm_reserve_or_say(&area->seg[0], 0, rsm_layout_pool_base(&c->layout, 0),
+                                               rsm_layout_pool_base(&c->layout, 0),
                                                "its postbox queues") != OPAL_SUCCESS) {
             rc = -ENOSPC;
         }
@@ -116,6 +150,7 @@ static rsm_area_t *area_get(int numa_node)
             return NULL;
         }
     }
+    area_chunks_init(area);
     RSM_VERBOSE(10, "area for NUMA node %d: %u stripe(s), %zu bytes each", slot,
                 c->layout.stripes, rsm_layout_seg_size(&c->layout, 0));
     c->areas[slot] = area;

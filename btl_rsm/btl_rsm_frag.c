@@ -126,6 +126,33 @@ static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe
     return 0;
 }
 
+/* The runs just allocated have their memory (btl_rsm.h, rsm_area_t.reserved),
+ * or the job ends: /dev/shm is full, and a store into the pool would raise
+ * SIGBUS.  0, or -1 with the runs freed. */
+static int runs_reserved(mca_btl_rsm_frag_t *frag)
+{
+    rsm_area_t *area = frag->endpoint->area;
+    const unsigned shift = area->chunk_shift;
+    bool have = true;
+    for (unsigned i = 0; i < frag->nruns && have && shift != 0; i++) {
+        const rsm_run_t *run = &frag->runs[i];
+        const uint32_t first = run->offset >> shift;
+        const uint32_t last = (uint32_t) (((uint64_t) run->offset + run->len - 1) >> shift);
+        const uint64_t upto = last >= 63 ? ~UINT64_C(0) : (UINT64_C(2) << last) - 1;
+        const uint64_t want = upto & ~((UINT64_C(1) << first) - 1);
+        have = (area->reserved[run->stripe] & want) == want;
+    }
+    if (OPAL_LIKELY(have) || rsm_area_reserve_runs(area, frag->runs, frag->nruns) == OPAL_SUCCESS) {
+        return 0;
+    }
+    for (unsigned i = 0; i < frag->nruns; i++) {
+        rsm_pool_free(&area->pool[frag->runs[i].stripe], &frag->runs[i]);
+    }
+    frag->nruns = 0;
+    rsm_fatal(frag->endpoint, "btl rsm: no room in /dev/shm for the block pool");
+    return -1;
+}
+
 int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, uint32_t skew)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
@@ -139,18 +166,12 @@ int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, u
         }
         return -1;              /* staged messages wait for blocks: they go first */
     }
-    if (OPAL_UNLIKELY(!frag->endpoint->area->pool_reserved)) {
-        if (rsm_area_reserve_pool(frag->endpoint->area) != OPAL_SUCCESS) {
-            rsm_fatal(frag->endpoint, "btl rsm: no room in /dev/shm for the block pool");
-            return -1;
-        }
-    }
     const rsm_layout_t *lay = frag->endpoint->area->lay;
     if ((uint64_t) len + skew > (uint64_t) lay->large_count * lay->large_block) {
         skew = 0;               /* a pool sized to the largest message exactly: no room to skew */
     }
     if (alloc_runs_once(frag, len, may_stripe, skew) == 0) {
-        return 0;
+        return runs_reserved(frag);
     }
     /* the pool is full of acknowledged blocks we have not collected yet? */
     for (uint32_t i = 0; i < c->n_outbound; i++) {
@@ -159,7 +180,7 @@ int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, u
         }
     }
     if (alloc_runs_once(frag, len, may_stripe, skew) == 0) {
-        return 0;
+        return runs_reserved(frag);
     }
     /* a staged message retried from progress is one event, counted when staged */
     c->pool_full += frag->kind != RSM_FRAG_STAGED;

@@ -4,8 +4,9 @@
  *   exit   MPI_Finalize on every rank
  *   abort  the last rank calls MPI_Abort while the others wait in a receive
  *   kill   the last rank kills itself with SIGKILL while the others wait
- *   hold F rank 0 waits (at most 120 s) until file F exists, then all finalize:
- *          test/rsm/t-rsm-memory.sh measures /dev/shm meanwhile
+ *   hold F [LEN]  rank 0 waits (at most 120 s) until file F exists, then all finalize:
+ *          test/rsm/t-rsm-memory.sh measures /dev/shm meanwhile; LEN (default 200000)
+ *          is the second exchange's message length, 0 for none (100 B only)
  * test/rsm/t-rsm-cleanup.sh checks that nothing is left in /dev/shm.
  */
 #include <mpi.h>
@@ -44,7 +45,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int bad = exchange(rank, size, 100) + exchange(rank, size, 200000);
+    const int len = strcmp(how, "hold") == 0 && argc > 3 ? atoi(argv[3]) : 200000;
+    int bad = exchange(rank, size, 100) + (len > 0 ? exchange(rank, size, len) : 0);
     if (bad) {
         fprintf(stderr, "rank %d: %d bad bytes\n", rank, bad);
     }

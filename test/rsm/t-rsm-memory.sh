@@ -80,6 +80,25 @@ for want in "40000:40000 bytes (the whole job on this host)" \
                && [ \$(grep -cF 'eager up to ${want#*:}' '$work/log') -eq 2 ]"
 done
 
+# Memory is given to an area as it is needed (fallocate, so that a full /dev/shm is an error,
+# not a SIGBUS: t-rsm-shm-room.sh): the queues at the first send, the pool a 64 KiB chunk at a
+# time where messages land.  2 ranks, defaults: queues of 2048 postboxes (256 KiB a sender).
+for len in 0 8192; do
+    rm -f "$work/go"
+    mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10" -- "$prog" hold "$work/go" "$len" >"$work/log" 2>&1 &
+    pid=$!
+    for _ in $(seq 600); do grep -q "connected 2 ranks" "$work/log" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    sleep 0.3
+    areas=$(rsm_leftovers "$work/log" | grep -- '-a0s0$' | sed 's|^|/dev/shm/|')
+    touched=$( [ -n "$areas" ] && du -B1 -c $areas | tail -1 | awk '{print $1}')
+    touch "$work/go"; wait "$pid"; rc=$?
+    want=$((2 * 262144 + (len > 0 ? 2 * 65536 : 0)))
+    what=$([ "$len" -eq 0 ] && echo "only 100 B messages (inline): no pool page has memory" \
+           || echo "one 8 KiB message each way: one 64 KiB chunk of each pool has memory")
+    check "np 2, $what: the 2 areas hold ${touched:-0} B = $want B (job rc $rc)" \
+        [ "$rc" -eq 0 ] && [ "${touched:-0}" -eq "$want" ]
+done
+
 # linear in senders: per-rank bytes grow only by the N*Q*64 queue term (4 KiB per extra rank)
 per2=$((m2 / 2)); per16=$((m16 / 16))
 check "per-rank bytes at 16 ranks ($per16) exceed those at 2 ($per2) only by the queue term" \
