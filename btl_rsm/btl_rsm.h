@@ -403,12 +403,8 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget);
 /* Ack postboxes unacked..last: one byte each, the slot's lap tag. */
 static inline void rsm_ack_through(mca_btl_base_endpoint_t *ep, uint32_t last)
 {
-    const uint32_t mask = ep->q_mask, shift = ep->q_shift;
-    for (uint32_t seq = ep->unacked; seq != last + 1; seq++) {
-        /* release: our reads of the message are done before the sender reuses it */
-        atomic_store_explicit(&ep->in_acks[seq & mask], rsm_lap_tag(seq, shift),
-                              memory_order_release);
-    }
+    /* release: our reads of the message are done before the sender reuses it */
+    rsm_acks_fill(ep->in_acks, ep->q_mask, ep->q_shift, ep->unacked, last + 1 - ep->unacked);
     ep->unacked = last + 1;
 }
 

@@ -239,6 +239,33 @@ int main(void)
               "the next flag is zeroed only after follow-on payload (%u of 20000 messages)", cleared);
     }
     CHECK(lay.queue_shift == 6, "queue shift");
+    {   /* the range fills against the byte loops they replace: every start (the
+         * ring's end included), every length up to the queue, bytes outside untouched */
+        enum { QS = 6, QL = 1 << QS, QM = QL - 1 };
+        uint8_t want[QL], got[QL];
+        _Atomic uint8_t acks[QL];
+        unsigned bad_marks = 0, bad_acks = 0, cases = 0;
+        for (uint32_t lap = 0; lap < 3; lap++) {
+            for (uint32_t start = 0; start < QL; start++) {
+                for (uint32_t n = 0; n <= QL; n++, cases++) {
+                    uint32_t seq = lap * QL + start + 0xfffff000u;    /* and across the 32-bit wrap */
+                    memset(want, 7, sizeof(want));
+                    memset(got, 7, sizeof(got));
+                    for (uint32_t i = 1; i < n; i++) want[(seq + i) & QM] = 1;
+                    if (n >= 1) rsm_pb_mark_follow_on(got, QM, seq, n);
+                    bad_marks += memcmp(want, got, sizeof(want)) != 0;
+                    memset(want, 0xee, sizeof(want));
+                    for (uint32_t i = 0; i < QL; i++) atomic_store(&acks[i], 0xee);
+                    for (uint32_t i = 0; i < n; i++) want[(seq + i) & QM] = rsm_lap_tag(seq + i, QS);
+                    rsm_acks_fill(acks, QM, QS, seq, n);
+                    for (uint32_t i = 0; i < QL; i++) got[i] = atomic_load(&acks[i]);
+                    bad_acks += memcmp(want, got, sizeof(want)) != 0;
+                }
+            }
+        }
+        CHECK(bad_marks == 0, "follow-on marks: %u of %u ranges differ from the byte loop", bad_marks, cases);
+        CHECK(bad_acks == 0, "ack fills: %u of %u ranges differ from one release store a slot", bad_acks, cases);
+    }
     CHECK(rsm_lap_tag(0, 6) == 1 && rsm_lap_tag(63, 6) == 1 && rsm_lap_tag(64, 6) == 2
           && rsm_lap_tag(127 * 64, 6) == 128 && rsm_lap_tag(128 * 64, 6) == 1,
           "lap tags are 1..128, never 0");
