@@ -161,6 +161,7 @@ struct mca_btl_base_endpoint_t {
     rsm_postbox_t *out_queue;
     uint32_t tail, reclaimed;       /* next seq to write; oldest not yet acked */
     uint32_t collect_at;            /* tail at which acks are collected though there is room */
+    uint32_t collect_mark;          /* tail - 1 at the last collection (the end of a unit) */
     bool pair_open;                 /* postbox tail - 1 is a PAIR whose second half is free, */
     uint32_t pair_tail;             /* ... if tail is still this (rsm_postbox.h, rsm_half_t) */
     /* MPI_T statistics (btl_rsm_pvar.c), beside tail: the send paths that bump
@@ -335,7 +336,10 @@ int rsm_endpoint_connect(mca_btl_base_endpoint_t *ep);
 int rsm_accept_connections(void);
 /* append EP to a growing array of endpoints (the poll lists) */
 int rsm_ep_list_add(mca_btl_base_endpoint_t ***list, uint32_t *n, mca_btl_base_endpoint_t *ep);
-void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep);
+/* Free what the receiver acked.  NEED: room is wanted now (a full queue or
+ * pool), so every acked unit is collected; otherwise a periodic collection,
+ * which may stop at the last collection's mark (rsm_endpoint_reclaim). */
+void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep, bool need);
 int rsm_poll_second_half(mca_btl_base_endpoint_t *ep);
 /* Connected, or (verbs) connecting with the shadow area ready to pack into. */
 static inline bool rsm_endpoint_can_pack(mca_btl_base_endpoint_t *ep)

@@ -176,7 +176,7 @@ int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, u
     /* the pool is full of acknowledged blocks we have not collected yet? */
     for (uint32_t i = 0; i < c->n_outbound; i++) {
         if (c->outbound[i]->area == frag->endpoint->area) {
-            rsm_endpoint_reclaim(c->outbound[i]);
+            rsm_endpoint_reclaim(c->outbound[i], true);
         }
     }
     if (alloc_runs_once(frag, len, may_stripe, skew) == 0) {

@@ -41,12 +41,12 @@ static inline bool queue_room(mca_btl_base_endpoint_t *ep, uint32_t n)
     const uint32_t qlen = ep->q_mask + 1;
     if (OPAL_LIKELY(ep->tail - ep->reclaimed + n + 1 <= qlen)) {
         if (OPAL_UNLIKELY((int32_t) (ep->tail - ep->collect_at) >= 0) && !ep->remote) {
-            rsm_endpoint_reclaim(ep);
+            rsm_endpoint_reclaim(ep, false);
             ep->collect_at = ep->tail + (ep->dist.decisions ? RSM_COLLECT_EVERY : RSM_COLLECT_FIRST);
         }
         return true;
     }
-    rsm_endpoint_reclaim(ep);
+    rsm_endpoint_reclaim(ep, true);
     return ep->tail - ep->reclaimed + n + 1 <= qlen;
 }
 

@@ -931,6 +931,7 @@ static int connect_nolock(mca_btl_base_endpoint_t *ep)
     ep->out_queue = rsm_layout_queue(lay, q->buf, 0);
     ep->out_acks = (_Atomic uint8_t *) q->acks;
     ep->tail = ep->reclaimed = ep->slots_with_runs = 0;
+    ep->collect_mark = UINT32_MAX;      /* periodic collections are for local peers only */
     q->psn = random_psn();
     v->state = VS_CONNECTING;
     vs.connecting++;
