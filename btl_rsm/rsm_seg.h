@@ -37,7 +37,8 @@ typedef struct rsm_seg {
     bool direct;                     /* stores through base reach the owner */
     bool exported;                   /* we own it: release() also removes the name */
     bool named;                      /* the name still exists (not yet unlinked) */
-    int fd;                          /* exported shm: the file, kept for rsm_seg_reserve */
+    int fd;                          /* exported shm: the file, kept for rsm_seg_reserve
+                                        until the whole segment is reserved; else -1 */
     char name[RSM_SEG_NAME_MAX];     /* what a peer passes to import() */
 } rsm_seg_t;
 

@@ -170,6 +170,12 @@ int rsm_seg_reserve(rsm_seg_t *seg, size_t off, size_t len)
     do {
         rc = posix_fallocate(seg->fd, (off_t) off, (off_t) len);
     } while (rc == EINTR);
+    if (rc == 0 && off == 0 && len == seg->size) {
+        /* nothing left to reserve: a receiver with a pool file per remote
+         * sender must not hold a descriptor for each (RLIMIT_NOFILE) */
+        close(seg->fd);
+        seg->fd = -1;
+    }
     return -rc;
 }
 

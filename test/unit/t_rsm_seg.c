@@ -71,6 +71,9 @@ int main(void)
           && rsm_seg_reserve(&rs, (size_t) 2 << 20, 1) == -EINVAL, "reserve: a range past the end refused");
     CHECK(rsm_seg_shm_ops.seg_import(&ri, name, 1 << 20) == 0 && rsm_seg_reserve(&ri, 0, 1 << 20) == 0
           && stat(path, &st) == 0 && st.st_blocks * 512 < (1 << 20), "reserve: an imported segment is left alone");
+    CHECK(rs.fd >= 0 && rsm_seg_reserve(&rs, 0, 1 << 20) == 0 && rs.fd == -1
+          && rsm_seg_reserve(&rs, 0, 4096) == 0 && stat(path, &st) == 0 && st.st_blocks * 512 >= (1 << 20),
+          "reserve: the whole segment reserved, its descriptor is closed (nothing left to reserve)");
     ri.ops->seg_release(&ri);
     rs.ops->seg_release(&rs);
     CHECK(rsm_shm_total_bytes() > 0 && rsm_shm_free_bytes() <= rsm_shm_total_bytes(),
