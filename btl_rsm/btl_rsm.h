@@ -129,6 +129,20 @@ typedef struct rsm_area {
     uint8_t chunk_shift;
 } rsm_area_t;
 
+/* The chunks of its stripe's pool (rsm_area_t.reserved) that RUN covers, as a
+ * mask; with chunk_shift 0, none.  64 chunks cover any pool. */
+static inline uint64_t rsm_area_run_chunks(const rsm_area_t *area, const rsm_run_t *run)
+{
+    const unsigned shift = area->chunk_shift;
+    if (shift == 0) {
+        return 0;
+    }
+    const uint32_t first = run->offset >> shift;
+    const uint32_t last = (uint32_t) (((uint64_t) run->offset + (run->len ? run->len : 1) - 1) >> shift);
+    const uint64_t upto = last >= 63 ? ~UINT64_C(0) : (UINT64_C(2) << last) - 1;
+    return first >= 64 ? 0 : upto & ~((UINT64_C(1) << first) - 1);
+}
+
 /* What an outstanding postbox holds until acked: the pool runs to free, and in
  * the first slot of what was published at once (an inline group, a pad, one
  * pointer postbox) how many slots that covers, so reclaim checks one ack per

@@ -80,18 +80,12 @@ int rsm_area_reserve_runs(rsm_area_t *area, const rsm_run_t *runs, unsigned n)
 {
     const rsm_layout_t *lay = area->lay;
     const unsigned shift = area->chunk_shift;
-    if (shift == 0) {
-        return OPAL_SUCCESS;
-    }
     for (unsigned i = 0; i < n; i++) {
         const rsm_run_t *run = &runs[i];
         uint64_t *have = &area->reserved[run->stripe];
-        const uint32_t first = run->offset >> shift;
-        const uint32_t last = (uint32_t) (((uint64_t) run->offset + (run->len ? run->len : 1) - 1) >> shift);
-        for (uint32_t c = first; c <= last && c < 64; c++) {
-            if (*have & (UINT64_C(1) << c)) {
-                continue;
-            }
+        for (uint64_t missing = rsm_area_run_chunks(area, run) & ~*have; missing != 0;
+             missing &= missing - 1) {
+            const unsigned c = (unsigned) __builtin_ctzll(missing);
             const size_t off = (size_t) c << shift;
             size_t len = (size_t) 1 << shift;
             len = off + len > lay->pool_bytes ? lay->pool_bytes - off : len;

@@ -132,15 +132,10 @@ static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe
 static int runs_reserved(mca_btl_rsm_frag_t *frag)
 {
     rsm_area_t *area = frag->endpoint->area;
-    const unsigned shift = area->chunk_shift;
     bool have = true;
-    for (unsigned i = 0; i < frag->nruns && have && shift != 0; i++) {
-        const rsm_run_t *run = &frag->runs[i];
-        const uint32_t first = run->offset >> shift;
-        const uint32_t last = (uint32_t) (((uint64_t) run->offset + run->len - 1) >> shift);
-        const uint64_t upto = last >= 63 ? ~UINT64_C(0) : (UINT64_C(2) << last) - 1;
-        const uint64_t want = upto & ~((UINT64_C(1) << first) - 1);
-        have = (area->reserved[run->stripe] & want) == want;
+    for (unsigned i = 0; i < frag->nruns && have; i++) {
+        const uint64_t want = rsm_area_run_chunks(area, &frag->runs[i]);
+        have = (area->reserved[frag->runs[i].stripe] & want) == want;
     }
     if (OPAL_LIKELY(have) || rsm_area_reserve_runs(area, frag->runs, frag->nruns) == OPAL_SUCCESS) {
         return 0;
