@@ -27,6 +27,9 @@ relay_tap() {
     done
 }
 
+# xb_mem_available_mib: the memory the kernel says a new job can have (MemAvailable), MiB
+xb_mem_available_mib() { awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo; }
+
 # Transports for USE ("test" or "bench"): prints "name<TAB>args" lines from contrib/transports.conf.
 transports() {
     local use=$1

@@ -18,6 +18,12 @@ test_mpi_mpi_p2p_SOURCES = test/mpi/mpi_p2p.c bench/xb_pattern.c
 test_mpi_mpi_p2p_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench
 test_mpi_mpi_p2p_LDADD = $(MPI_LIBS)
 
+# one message larger than 4 GiB, verified (test/mpi/t-huge.sh, t-pmeth-vcluster)
+check_PROGRAMS += test/mpi/mpi_huge
+test_mpi_mpi_huge_SOURCES = test/mpi/mpi_huge.c bench/xb_pattern.c
+test_mpi_mpi_huge_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench
+test_mpi_mpi_huge_LDADD = $(MPI_LIBS)
+
 # The virtual cluster's host test (test/vcluster/t-hosts.sh): host names, the shared-memory
 # split and one verified stream between two chosen ranks.
 check_PROGRAMS += test/vcluster/vc_hosts
