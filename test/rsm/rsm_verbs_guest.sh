@@ -53,7 +53,13 @@ job() {
     return $job_rc
 }
 d() { delta "$W/$1.0" "$W/$1.1" "$2"; }
-failed() { not_ok "$1"; tail -n 15 "$W/$2" "$W/$2.err" | diag; }
+# failed LABEL NAME: a failed check, with job NAME's last lines and the rxe counters that
+# moved during it (a stall of the emulated NIC shows as retries and duplicates there)
+failed() {
+    not_ok "$1"; tail -n 15 "$W/$2" "$W/$2.err" | diag
+    [ -f "$W/$2.0" ] && [ -f "$W/$2.1" ] && echo "# $2: rxe counters moved: $(r=$(rxe_events "$2"); echo "${r:-none}")"
+    return 0
+}
 # p2p NAME LABEL: mpi_p2p's TAP relayed, then its exit status and that it printed checks
 p2p() {
     relay_tap "$2: " < "$W/$1"
