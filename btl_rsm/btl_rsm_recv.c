@@ -31,8 +31,13 @@ static inline bool deliver_inline(mca_btl_base_endpoint_t *ep, uint8_t tag, void
 /* Pool lines a receiver asks for before ob1 matches the message.  Near, 9
  * repeats: latency at 4 / 8 KiB 1.10 / 1.09 x ucx without, 1.02 / 1.05 with
  * 4 KiB; 8 KiB made 16 KiB slower (1.14 x against 0.96): more requests than the
- * core can keep in flight then queue ahead of the copy's own. */
+ * core can keep in flight then queue ahead of the copy's own.  From a sender
+ * measured far the lines come from memory (it streams them, rsm_copy.h), slower
+ * to arrive, and asking for 8 KiB pays: far, 13-16 runs, against 4 KiB, bw
+ * 8 / 16 / 32 KiB +16 / +10 / +8%, bibw 8 KiB +8%, latency 8-32 KiB -7 to -8%,
+ * 4 KiB and near unchanged (docs/results-2026-11-27-rsm-alloc-8k/). */
 #define RSM_RX_PREFETCH 4096
+#define RSM_RX_PREFETCH_FAR 8192
 
 static bool deliver_runs(mca_btl_base_endpoint_t *ep)
 {
@@ -50,9 +55,14 @@ static bool deliver_runs(mca_btl_base_endpoint_t *ep)
                                 + rsm_layout_pool_base(lay, run->stripe) + run->offset;
         segs[i].seg_len = run->len;
     }
-    /* ask for the first lines now: they cross from the sender's cache while
-     * ob1 matches the message, before its copy-out reads them one by one */
-    for (uint32_t off = 0; off < segs[0].seg_len && off < RSM_RX_PREFETCH; off += 64) {
+    /* ask for the first lines now: they cross from the sender's cache (or come
+     * from memory) while ob1 matches the message, before its copy-out reads
+     * them one by one.  ep->dist is how far we measured the peer's core; the
+     * peer, which streams to us or not by its own measure, sees the same two
+     * cores.  Until measured (or a peer on another host): the near window. */
+    const uint32_t window = ep->dist.decisions > 0 && !ep->dist.near ? RSM_RX_PREFETCH_FAR
+                                                                      : RSM_RX_PREFETCH;
+    for (uint32_t off = 0; off < segs[0].seg_len && off < window; off += 64) {
         __builtin_prefetch((char *) segs[0].seg_addr.pval + off, 0, 3);
     }
     ep->rx_des.des_segments = segs;
