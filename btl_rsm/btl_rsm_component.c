@@ -355,7 +355,7 @@ static int rsm_component_register(void)
     reg("verbs_gid_index", "GID table index for RoCE addressing; -1: the first RoCE v2 GID "
         "holding an IPv4 address", MCA_BASE_VAR_TYPE_INT, &c->verbs_gid_index, OPAL_INFO_LVL_6);
     c->poll_budget = 16;
-    reg("poll_budget", "Messages taken from one sender per progress call",
+    reg("poll_budget", "Messages taken from one sender per progress call (at least 1)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->poll_budget, OPAL_INFO_LVL_6);
 
     /* the standard BTL parameters: eager/max-send/rndv limits, latency, bandwidth,
@@ -496,6 +496,29 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     c->nlocal = (uint32_t) (have_local ? opal_process_info.num_local_peers : 0) + 1;
     c->my_local_rank = (uint32_t) opal_process_info.my_local_rank;
     if (c->my_local_rank >= c->nlocal) {
+        return NULL;
+    }
+    /* ob1 hands sends to every BTL it selected: without "send" it crashes in
+     * MPI_Isend (vader does too), so refuse with a message instead */
+    if (!(m->btl_flags & MCA_BTL_FLAGS_SEND)) {
+        opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename,
+                       "btl_rsm_flags must include \"send\"");
+        return NULL;
+    }
+    const uint32_t rsm_has = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_GET;
+    if (m->btl_flags & ~rsm_has) {
+        RSM_VERBOSE(1, "btl_rsm_flags: rsm has only send and get; the other flags are ignored");
+        m->btl_flags &= rsm_has;
+    }
+    /* 0 would never take a message from a queue: the job would hang */
+    if (c->poll_budget == 0) {
+        opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename,
+                       "btl_rsm_poll_budget must be at least 1");
+        return NULL;
+    }
+    if (c->verbs < 0 || c->verbs > 2) {
+        opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename,
+                       "btl_rsm_verbs must be 0, 1 or 2");
         return NULL;
     }
     if (c->verbs_timeout > 31 || c->verbs_retry_count > 7) {

@@ -1905,25 +1905,6 @@ bool rsm_verbs_init(bool job_on_one_host)
     if (c->verbs == 0) {
         return false;
     }
-    if (c->verbs_pool_chunks < 1 || c->verbs_pool_chunks > RSM_VPOOL_CHUNKS_MAX) {
-        opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename,
-                       "btl_rsm_verbs_pool_chunks must be 1..4");
-        return false;
-    }
-    /* [k]: one queue and a pool of k chunks (stripes) of verbs_pool_size each */
-    for (unsigned k = 1; k <= c->verbs_pool_chunks; k++) {
-        if (rsm_layout_init(&c->vlayouts[k], 1, c->remote_postboxes, k, k * c->verbs_pool_size,
-                            c->small_block, c->large_block, c->remote_inline_max, c->layout.max_msg,
-                            &why) != 0) {
-            opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename, why);
-            return false;
-        }
-        c->vlayouts[k].pool_apart = true;
-    }
-    c->vlayout = c->vlayouts[1];
-    c->vparams = rsm_layout_fingerprint(&c->vlayout) * 31 + c->verbs_pool_chunks;
-    vs.queue_bytes = c->vlayout.queues_bytes;
-    vs.pool_bytes = c->vlayout.pool_bytes;
     if (rsm_vdev_open(&vs.dev, c->verbs_devices, 0, false, c->verbs_gid_index, c->verbs_sq_depth,
                       c->verbs_srq_depth, err, sizeof(err)) != 0) {
         int e = errno;
@@ -1934,11 +1915,43 @@ bool rsm_verbs_init(bool job_on_one_host)
                            err, reg_error(e));
             return false;
         }
+        if (c->verbs == 2) {
+            /* asked for RDMA to every peer: without it rsm reaches nobody */
+            opal_show_help("help-btl-rsm.txt", "verbs-forced-none", true,
+                           opal_process_info.nodename, err);
+            return false;
+        }
         /* no device: local peers are still served; remote ones are declined */
         RSM_VERBOSE(c->verbs_devices != NULL && c->verbs_devices[0] != '\0' ? 1 : 10,
                     "no RDMA back end: %s", err);
         return false;
     }
+    /* the back end's parameters are judged only where it can run: a host with
+     * no RDMA port says nothing about a layout it would never use */
+    if (c->verbs_pool_chunks < 1 || c->verbs_pool_chunks > RSM_VPOOL_CHUNKS_MAX) {
+        why = "btl_rsm_verbs_pool_chunks must be 1..4";
+    }
+    if (c->verbs_srq_depth == 0) {
+        why = "btl_rsm_verbs_srq_depth must be at least 1";
+    }
+    /* [k]: one queue and a pool of k chunks (stripes) of verbs_pool_size each */
+    for (unsigned k = 1; why == NULL && k <= c->verbs_pool_chunks; k++) {
+        if (rsm_layout_init(&c->vlayouts[k], 1, c->remote_postboxes, k, k * c->verbs_pool_size,
+                            c->small_block, c->large_block, c->remote_inline_max, c->layout.max_msg,
+                            &why) == 0) {
+            c->vlayouts[k].pool_apart = true;
+        }
+    }
+    if (why != NULL) {
+        opal_show_help("help-btl-rsm.txt", "verbs-bad-params", true, opal_process_info.nodename,
+                       vs.dev.name, why);
+        close_devices();
+        return false;
+    }
+    c->vlayout = c->vlayouts[1];
+    c->vparams = rsm_layout_fingerprint(&c->vlayout) * 31 + c->verbs_pool_chunks;
+    vs.queue_bytes = c->vlayout.queues_bytes;
+    vs.pool_bytes = c->vlayout.pool_bytes;
     vs.dev.timeout = (uint8_t) c->verbs_timeout;
     vs.dev.retry_cnt = (uint8_t) c->verbs_retry_count;
     /* further rails: the next active ports the device list names (never guessed:

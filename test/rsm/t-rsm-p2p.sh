@@ -147,4 +147,33 @@ bad() { # label extra message
 }
 bad "btl_rsm_verbs_listener 3" "--mca btl_rsm_verbs_listener 3" "btl_rsm_verbs_listener must be 0, 1 or 2"
 bad "btl_rsm_verbs_timeout 32" "--mca btl_rsm_verbs_timeout 32" "btl_rsm_verbs_timeout must be 0..31"
+bad "btl_rsm_verbs 3" "--mca btl_rsm_verbs 3" "btl_rsm_verbs must be 0, 1 or 2"
+# 0 messages a progress call hung the job until its time limit
+bad "btl_rsm_poll_budget 0" "--mca btl_rsm_poll_budget 0" "btl_rsm_poll_budget must be at least 1"
+# ob1 crashed in MPI_Isend (as over vader) when a BTL it selected could not send
+bad "btl_rsm_flags without send" "--mca btl_rsm_flags get" 'btl_rsm_flags must include "send"'
+# The RDMA back end's parameters are judged only where an RDMA port is: on a host
+# without one, a layout it would never use is not reported as rsm failing to start.
+if [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
+    skip "rsm quiet about RDMA parameters without a port" "this host has an RDMA device"
+else
+    out=$(mpirun_np 2 60 "$RSM_ARGS --mca btl_rsm_verbs_pool_size 0" -- "$prog" -M 65536 2>&1); rc=$?
+    if [ "$rc" -eq 0 ] && ! grep -q 'cannot start' <<< "$out" && ! grep -q '^not ok' <<< "$out"; then
+        ok "rsm without an RDMA port: btl_rsm_verbs_pool_size 0 is not reported, the job passes over shm"
+    else
+        not_ok "rsm without an RDMA port: want no message and the job passing; got rc $rc"
+        tail -20 <<< "$out" | diag
+    fi
+    # btl_rsm_verbs 2 (every peer over RDMA) with no port: rsm says why it reaches nobody
+    for try in 1 2 3; do
+        out=$(mpirun_np 1 60 "$RSM_ARGS --mca btl_rsm_verbs 2" -- "$prog" -M 1024 2>&1); rc=$?
+        grep -q 'no RDMA port can be used' <<< "$out" || ! grep -q 'ORTE_ERROR_LOG: .*show_help\.c' <<< "$out" && break
+    done
+    if grep -q 'no RDMA port can be used' <<< "$out"; then
+        ok "rsm with btl_rsm_verbs 2 and no RDMA port says so"
+    else
+        not_ok "rsm with btl_rsm_verbs 2 and no RDMA port: no message (rc $rc)"
+        tail -20 <<< "$out" | diag
+    fi
+fi
 tap_done
