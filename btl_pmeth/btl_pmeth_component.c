@@ -128,10 +128,10 @@ static int pmeth_component_register(void)
         OPAL_INFO_LVL_5);
     c->rto_min_us = 2000;
     reg("rto_min_us", "Smallest retransmit timeout (microseconds); the timeout follows the "
-        "measured round-trip time (srtt + 4 rttvar) and backs off exponentially",
+        "measured round-trip time (srtt + 4 rttvar) and backs off exponentially (at least 1, at most btl_pmeth_rto_max_ms x 1000)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->rto_min_us, OPAL_INFO_LVL_5);
     c->rto_max_ms = 1000;
-    reg("rto_max_ms", "Largest retransmit timeout (milliseconds)", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
+    reg("rto_max_ms", "Largest retransmit timeout (milliseconds, at least 1)", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
         &c->rto_max_ms, OPAL_INFO_LVL_5);
     c->ack_delay_us = 100;
     reg("ack_delay_us", "A standalone acknowledgement goes out at most this many microseconds "
@@ -183,7 +183,7 @@ static int pmeth_component_register(void)
         "full-MTU one where the small one came back) before it is declared unreachable over "
         "pmeth.  Counts only time this process spends in MPI.  A live peer answers within "
         "milliseconds, from its keeper thread (btl_pmeth_keeper_us) while it is away from MPI; "
-        "the timeout is what a rank waits, once, for peers that no link of ours reaches",
+        "the timeout is what a rank waits, once, for peers that no link of ours reaches (at least 1)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->probe_timeout_ms, OPAL_INFO_LVL_5);
     c->probe_ahead = 32;
     reg("probe_ahead", "Open MPI adds a peer at a rank's first message to it, and the rank waits "
@@ -203,7 +203,7 @@ static int pmeth_component_register(void)
         "frames to other processes on this host are lost)", MCA_BASE_VAR_TYPE_BOOL,
         &c->qdisc_bypass, OPAL_INFO_LVL_6);
     c->poll_budget = 64;
-    reg("poll_budget", "Frames taken from one link's receive ring per progress call",
+    reg("poll_budget", "Frames taken from one link's receive ring per progress call (at least 1)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->poll_budget, OPAL_INFO_LVL_6);
     c->early_completion = true;
     reg("early_completion", "Tell ob1 a fragment is done as soon as its frame is in the send ring "
@@ -578,6 +578,20 @@ static int open_ring(uint32_t index, pmeth_link_t *link, enum pmeth_io_mode mode
     return 0;
 }
 
+/* An unsigned parameter below its smallest sensible value: say which, as for the others */
+static bool param_at_least(const char *name, unsigned int value, unsigned int min)
+{
+    if (value >= min) {
+        return true;
+    }
+    char v[16], want[32];
+    snprintf(v, sizeof(v), "%u", value);
+    snprintf(want, sizeof(want), "at least %u", min);
+    opal_show_help("help-btl-pmeth.txt", "bad-param", true, opal_process_info.nodename, name, v,
+                   want);
+    return false;
+}
+
 static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_progress_threads,
                                                     bool enable_mpi_threads)
 {
@@ -604,6 +618,21 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
         snprintf(v, sizeof(v), "%u", c->window);
         opal_show_help("help-btl-pmeth.txt", "bad-param", true, opal_process_info.nodename,
                        "btl_pmeth_window", v, "a power of two from 64 to 4096");
+        return NULL;
+    }
+    /* 0 in any of these left the job hanging (no window could be made, no frame was
+     * ever taken from a ring) or every peer unreachable without a word */
+    if (!param_at_least("btl_pmeth_rto_min_us", c->rto_min_us, 1)
+        || !param_at_least("btl_pmeth_rto_max_ms", c->rto_max_ms, 1)
+        || !param_at_least("btl_pmeth_poll_budget", c->poll_budget, 1)
+        || !param_at_least("btl_pmeth_probe_timeout_ms", c->probe_timeout_ms, 1)) {
+        return NULL;
+    }
+    if ((uint64_t) c->rto_min_us > (uint64_t) c->rto_max_ms * 1000) {
+        char v[32];
+        snprintf(v, sizeof(v), "%u", c->rto_min_us);
+        opal_show_help("help-btl-pmeth.txt", "bad-param", true, opal_process_info.nodename,
+                       "btl_pmeth_rto_min_us", v, "at most btl_pmeth_rto_max_ms x 1000");
         return NULL;
     }
     if (c->ethertype < 0x0600 || c->ethertype > 0xffff) {
