@@ -112,7 +112,8 @@ static int pmeth_component_register(void)
         &helper_always, OPAL_INFO_LVL_5);
     c->ethertype = PMETH_WIRE_ETHERTYPE;
     reg("ethertype", "EtherType of our frames (default 0x88B5, IEEE 802 local experimental 1).  "
-        "All processes of a job must agree", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->ethertype,
+        "All processes of a job must agree.  EtherTypes of other protocols (IPv4, ARP, IPv6, VLAN "
+        "tags, RoCE v1, ...) are refused", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->ethertype,
         OPAL_INFO_LVL_6);
     c->tx_frames = 512;
     reg("tx_frames", "Send ring size per link, in frames.  A frame stays ours until the peer "
@@ -640,6 +641,15 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
         snprintf(v, sizeof(v), "%#x", c->ethertype);
         opal_show_help("help-btl-pmeth.txt", "bad-param", true, opal_process_info.nodename,
                        "btl_pmeth_ethertype", v, "an EtherType from 0x0600 to 0xffff");
+        return NULL;
+    }
+    const char *owner = pmeth_wire_ethertype_owner(c->ethertype);
+    if (owner != NULL) {
+        char v[32], want[96];
+        snprintf(v, sizeof(v), "%#x", c->ethertype);
+        snprintf(want, sizeof(want), "an EtherType no other protocol uses (%s is %s's)", v, owner);
+        opal_show_help("help-btl-pmeth.txt", "bad-param", true, opal_process_info.nodename,
+                       "btl_pmeth_ethertype", v, want);
         return NULL;
     }
     if (choose_interfaces(found, &nfound) != OPAL_SUCCESS) {

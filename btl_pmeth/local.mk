@@ -110,7 +110,7 @@ btl_pmeth_mca_btl_pmeth_la_SOURCES += $(PMETH_HELPER_SRC) \
 # The daemon runs as root and parses what any local user sends: hardened build.
 sbin_PROGRAMS = btl_pmeth/helper/pmeth-helperd
 btl_pmeth_helper_pmeth_helperd_SOURCES = btl_pmeth/helper/pmeth_helperd.c $(PMETH_HELPER_SRC) \
-	btl_pmeth/pmeth_filter.h btl_pmeth/pmeth_filter.c
+	btl_pmeth/pmeth_filter.h btl_pmeth/pmeth_filter.c btl_pmeth/pmeth_wire.h btl_pmeth/pmeth_wire.c
 btl_pmeth_helper_pmeth_helperd_CPPFLAGS = -I$(top_srcdir)/btl_pmeth -D_FORTIFY_SOURCE=2
 btl_pmeth_helper_pmeth_helperd_CFLAGS = $(XBTL_WARN_CFLAGS) -O2 -fstack-protector-strong -fPIE
 btl_pmeth_helper_pmeth_helperd_LDFLAGS = -pie -Wl,-z,relro,-z,now

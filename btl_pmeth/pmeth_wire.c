@@ -165,3 +165,25 @@ const char *pmeth_wire_verdict_name(int verdict)
     };
     return verdict >= 0 && verdict < PMETH_WIRE_NVERDICTS ? names[verdict] : "unknown";
 }
+
+const char *pmeth_wire_ethertype_owner(unsigned int et)
+{
+    static const struct {
+        unsigned int type;
+        const char *name;
+    } taken[] = {
+        {0x0800, "IPv4"},          {0x0806, "ARP"},           {0x8035, "RARP"},
+        {0x86DD, "IPv6"},          {0x8100, "802.1Q VLAN"},   {0x88A8, "802.1ad VLAN"},
+        {0x9100, "VLAN (QinQ)"},   {0x8847, "MPLS"},          {0x8848, "MPLS"},
+        {0x8863, "PPPoE"},         {0x8864, "PPPoE"},         {0x888E, "802.1X"},
+        {0x88CC, "LLDP"},          {0x8906, "FCoE"},          {0x8914, "FCoE"},
+        {0x8915, "RoCE v1"},       {0x88F7, "PTP"},           {0x8809, "slow protocols (LACP)"},
+        {0x88E5, "MACsec"},        {0x8808, "Ethernet flow control"},
+    };
+    for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++) {
+        if (taken[i].type == et) {
+            return taken[i].name;
+        }
+    }
+    return NULL;
+}

@@ -292,6 +292,11 @@ static inline void pmeth_wire_set_echo(void *frame, uint32_t seq, uint8_t xmit)
 
 /* A PROBE or PROBE_REPLY of FRAME_LEN bytes in all (at least the header and
  * the probe; a full probe is padded with zeros to the MTU). */
+/* The protocol a host's own stack (or its NIC) runs on EtherType ET, or NULL.  pmeth
+ * must not take one of these: its frames would be handed to that protocol on every
+ * host of the network, and the socket would receive that protocol's traffic. */
+const char *pmeth_wire_ethertype_owner(unsigned int et);
+
 void pmeth_wire_build_probe(void *frame, uint32_t frame_len, const uint8_t dst_mac[6],
                             const uint8_t src_mac[6], uint16_t ethertype, uint32_t key,
                             uint32_t dst, uint32_t src, uint8_t type,

@@ -150,6 +150,14 @@ static int set_ethertype(struct policy *p, const char *text, const char *where)
         say("%s: ethertype '%s' is not a number from 0x0600 to 0xffff", where, text);
         return -1;
     }
+    /* serving IPv4's (or ARP's, ...) EtherType would let any local user read that
+     * protocol's traffic on the interfaces allowed */
+    const char *owner = pmeth_wire_ethertype_owner((unsigned int) v);
+    if (owner != NULL) {
+        say("%s: ethertype '%s' is %s's; serve one no other protocol uses (0x88b5, 0x88b6)",
+            where, text, owner);
+        return -1;
+    }
     p->ethertype = (uint16_t) v;
     return 0;
 }

@@ -56,6 +56,14 @@ pm() {      # OUT ARGS...: a job of nobody over self,pmeth
     vc_mpirun --user nobody --mca btl self,pmeth "$@" >"$out" 2>"$out.err"
 }
 
+# a site that configured IPv6's EtherType would let any local user read IPv6 traffic: the
+# daemon refuses to start, and says why
+out=$("$HELPERD" --ethertype 0x86dd --socket "$LOG/refused.sock" 2>&1 </dev/null); rc=$?
+check "pmeth-helperd refuses to serve another protocol's EtherType (0x86dd: exit $rc, '$(tail -1 <<<"$out" | cut -c1-120)')" \
+    sh -c "[ $rc -ne 0 ] && ! test -e '$LOG/refused.sock' && grep -q \"is IPv6's\" <<'EOT'
+$out
+EOT"
+
 vc create pair --links 1 --rate 0 --force >/dev/null || { not_ok "create pair"; tap_done; exit; }
 
 # ---- no capability, no helper: one clear message, the job ends ------------------------

@@ -99,6 +99,8 @@ bad_param btl_pmeth_rto_max_ms 0 "at least 1"
 bad_param btl_pmeth_rto_min_us 5000000 "at most btl_pmeth_rto_max_ms x 1000"
 bad_param btl_pmeth_poll_budget 0 "at least 1"
 bad_param btl_pmeth_probe_timeout_ms 0 "at least 1"
+# frames of IPv4's EtherType would be handed to every host's IP stack on the network
+bad_param btl_pmeth_ethertype 0x800 "an EtherType no other protocol uses (0x800 is IPv4's)"
 
 # named beside tcp, pmeth carries the peers it reaches (ob1 takes the BTL of the highest
 # exclusivity: tcp's is 100)

@@ -590,6 +590,20 @@ static void test_random_frames(void)
           accepted);
 }
 
+static void test_ethertype_owner(void)
+{
+    CHECK(pmeth_wire_ethertype_owner(PMETH_WIRE_ETHERTYPE) == NULL,
+          "the default EtherType (0x88B5, local experimental) is free");
+    CHECK(pmeth_wire_ethertype_owner(0x88B6) == NULL, "0x88B6 (local experimental 2) is free");
+    CHECK(pmeth_wire_ethertype_owner(0x0800) != NULL
+              && strcmp(pmeth_wire_ethertype_owner(0x0800), "IPv4") == 0,
+          "0x0800 is IPv4's");
+    CHECK(pmeth_wire_ethertype_owner(0x86DD) != NULL && pmeth_wire_ethertype_owner(0x0806) != NULL
+              && pmeth_wire_ethertype_owner(0x8100) != NULL
+              && pmeth_wire_ethertype_owner(0x8915) != NULL,
+          "IPv6, ARP, VLAN tags and RoCE v1 are taken");
+}
+
 static void test_names(void)
 {
     bool named = true;
@@ -677,5 +691,6 @@ int main(void)
     test_guard_page();
     test_random_frames();
     test_names();
+    test_ethertype_owner();
     return tap_done();
 }
