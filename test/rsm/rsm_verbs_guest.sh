@@ -171,6 +171,21 @@ else
     failed "$L: want a failure naming the unreachable peer within 60 s, got exit $job_rc after $job_secs s" none
 fi
 
+# --- 4a. a layout the RDMA back end cannot take (btl_rsm_verbs_pool_size 0): one message
+# names the back end, its port and the parameter; peers on the host stay on shared memory
+# and tcp carries the others, every byte verified
+L="2 hosts x 2 ranks, self,rsm,tcp, btl_rsm_verbs_pool_size 0"
+job vbad 120 -np 4 --host h0:2,h1:2 --mca pml ob1 --mca btl self,rsm,tcp "${VERBOSE[@]}" \
+    --mca btl_rsm_verbs_pool_size 0 "$B/test/mpi/mpi_p2p" -M 65536
+if [ "$job_rc" -eq 0 ] && ! grep -q '^not ok' "$W/vbad" &&
+        grep -q "rsm BTL's RDMA back end (on rxe[01]:1) cannot start" "$W/vbad" "$W/vbad.err" &&
+        grep -q 'pool must hold the largest message' "$W/vbad" "$W/vbad.err" &&
+        [ "$(peers vbad | awk '$5 == "shm"' | wc -l)" -eq 4 ] && [ "$(peers vbad | awk '$5 == "verbs"' | wc -l)" -eq 0 ]; then
+    ok "$L: the message names the back end and the parameter; 4 on-host peer lines by shm, none by verbs; mpi_p2p passed over shm and tcp ($job_secs s)"
+else
+    failed "$L: want the message, shm on each host, no verbs peer and mpi_p2p passing; exit $job_rc" vbad
+fi
+
 # --- 4b. the two hosts' btl_rsm parameters differ: the receiver refuses the connection
 # (REJ) and the sender says why at once, rather than waiting out the connection timeout
 L="2 hosts x 1 rank, self,rsm, h1 with another btl_rsm_verbs_pool_size"
