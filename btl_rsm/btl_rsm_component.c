@@ -521,6 +521,13 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
                        "btl_rsm_verbs must be 0, 1 or 2");
         return NULL;
     }
+    if (c->verbs_pool_chunks < 1 || c->verbs_pool_chunks > RSM_VPOOL_CHUNKS_MAX
+        || c->verbs_srq_depth == 0) {
+        opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename,
+                       "btl_rsm_verbs_pool_chunks must be 1..4 and btl_rsm_verbs_srq_depth at "
+                       "least 1");
+        return NULL;
+    }
     if (c->verbs_timeout > 31 || c->verbs_retry_count > 7) {
         opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename,
                        "btl_rsm_verbs_timeout must be 0..31 and btl_rsm_verbs_retry_count 0..7");

@@ -1926,14 +1926,9 @@ bool rsm_verbs_init(bool job_on_one_host)
                     "no RDMA back end: %s", err);
         return false;
     }
-    /* the back end's parameters are judged only where it can run: a host with
-     * no RDMA port says nothing about a layout it would never use */
-    if (c->verbs_pool_chunks < 1 || c->verbs_pool_chunks > RSM_VPOOL_CHUNKS_MAX) {
-        why = "btl_rsm_verbs_pool_chunks must be 1..4";
-    }
-    if (c->verbs_srq_depth == 0) {
-        why = "btl_rsm_verbs_srq_depth must be at least 1";
-    }
+    /* the layout is judged only where the back end can run: a host with no RDMA
+     * port says nothing about one it would never use (values out of their range
+     * were refused at component init, on every host) */
     /* [k]: one queue and a pool of k chunks (stripes) of verbs_pool_size each */
     for (unsigned k = 1; why == NULL && k <= c->verbs_pool_chunks; k++) {
         if (rsm_layout_init(&c->vlayouts[k], 1, c->remote_postboxes, k, k * c->verbs_pool_size,

@@ -148,6 +148,7 @@ bad() { # label extra message
 bad "btl_rsm_verbs_listener 3" "--mca btl_rsm_verbs_listener 3" "btl_rsm_verbs_listener must be 0, 1 or 2"
 bad "btl_rsm_verbs_timeout 32" "--mca btl_rsm_verbs_timeout 32" "btl_rsm_verbs_timeout must be 0..31"
 bad "btl_rsm_verbs 3" "--mca btl_rsm_verbs 3" "btl_rsm_verbs must be 0, 1 or 2"
+bad "btl_rsm_verbs_pool_chunks 0" "--mca btl_rsm_verbs_pool_chunks 0" "btl_rsm_verbs_pool_chunks must be 1..4"
 # 0 messages a progress call hung the job until its time limit
 bad "btl_rsm_poll_budget 0" "--mca btl_rsm_poll_budget 0" "btl_rsm_poll_budget must be at least 1"
 # ob1 crashed in MPI_Isend (as over vader) when a BTL it selected could not send
