@@ -43,6 +43,9 @@ how[rsm-2copy]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_single_copy
 how[ucx]="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,rc_verbs,ud_verbs -x UCX_UD_VERBS_ETH_DGID_CHECK=n"
 how[tcp]="--mca pml ob1 --mca btl self,tcp"
 how[vader]="--mca pml ob1 --mca btl self,vader"
+# rsm without the thread that answers connection requests while a rank is away from MPI
+# (it makes every entry point of the verbs back end take a mutex): what the thread costs
+how[rsm-nolisten]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_listener 0"
 # pml ucx over both rails: each host's agent names its own first rail (UCX_NET_DEVICES=rxeI:1);
 # the wrapper adds the same host's second (rxsI:1), so UCX stripes its rendezvous over the two
 # (UCX_MAX_RNDV_RAILS, 2 by default) and never touches another host's device

@@ -129,11 +129,12 @@ static int pmeth_component_register(void)
         OPAL_INFO_LVL_5);
     c->rto_min_us = 2000;
     reg("rto_min_us", "Smallest retransmit timeout (microseconds); the timeout follows the "
-        "measured round-trip time (srtt + 4 rttvar) and backs off exponentially (at least 1, at most btl_pmeth_rto_max_ms x 1000)",
+        "measured round-trip time (srtt + 4 rttvar) and backs off exponentially (at least 1, "
+        "at most btl_pmeth_rto_max_ms x 1000)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->rto_min_us, OPAL_INFO_LVL_5);
     c->rto_max_ms = 1000;
-    reg("rto_max_ms", "Largest retransmit timeout (milliseconds, at least 1)", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
-        &c->rto_max_ms, OPAL_INFO_LVL_5);
+    reg("rto_max_ms", "Largest retransmit timeout (milliseconds, at least 1)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->rto_max_ms, OPAL_INFO_LVL_5);
     c->ack_delay_us = 100;
     reg("ack_delay_us", "A standalone acknowledgement goes out at most this many microseconds "
         "after the first unacknowledged frame when no data frame carried it back",
@@ -184,7 +185,8 @@ static int pmeth_component_register(void)
         "full-MTU one where the small one came back) before it is declared unreachable over "
         "pmeth.  Counts only time this process spends in MPI.  A live peer answers within "
         "milliseconds, from its keeper thread (btl_pmeth_keeper_us) while it is away from MPI; "
-        "the timeout is what a rank waits, once, for peers that no link of ours reaches (at least 1)",
+        "the timeout is what a rank waits, once, for peers that no link of ours reaches (at "
+        "least 1)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->probe_timeout_ms, OPAL_INFO_LVL_5);
     c->probe_ahead = 32;
     reg("probe_ahead", "Open MPI adds a peer at a rank's first message to it, and the rank waits "
@@ -204,7 +206,8 @@ static int pmeth_component_register(void)
         "frames to other processes on this host are lost)", MCA_BASE_VAR_TYPE_BOOL,
         &c->qdisc_bypass, OPAL_INFO_LVL_6);
     c->poll_budget = 64;
-    reg("poll_budget", "Frames taken from one link's receive ring per progress call (at least 1)",
+    reg("poll_budget", "Frames taken from one link's receive ring per progress call (at "
+        "least 1)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->poll_budget, OPAL_INFO_LVL_6);
     c->early_completion = true;
     reg("early_completion", "Tell ob1 a fragment is done as soon as its frame is in the send ring "

@@ -157,6 +157,7 @@ bad "btl_rsm_flags without send" "--mca btl_rsm_flags get" 'btl_rsm_flags must i
 # without one, a layout it would never use is not reported as rsm failing to start.
 if [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
     skip "rsm quiet about RDMA parameters without a port" "this host has an RDMA device"
+    skip "rsm with btl_rsm_verbs 2 and no RDMA port says so" "this host has an RDMA device"
 else
     out=$(mpirun_np 2 60 "$RSM_ARGS --mca btl_rsm_verbs_pool_size 0" -- "$prog" -M 65536 2>&1); rc=$?
     if [ "$rc" -eq 0 ] && ! grep -q 'cannot start' <<< "$out" && ! grep -q '^not ok' <<< "$out"; then
