@@ -8,6 +8,9 @@
 #                                   (a subset; FLOORS=0 leaves perftest out)
 #   SHAPE=120mbit XB_ARGS="-W 16 -i 5" ...   every host NIC shaped by tbf (the links, not the
 #                                   emulated CPUs, bound a transfer: what striping is for)
+#   RSM_BASE=DIR TRANSPORTS="rsm rsm-base" ...   an A/B against another build: DIR is a copy of
+#                                   Open MPI's component directory holding that build's
+#                                   mca_btl_rsm.so, under the build directory (the guest sees it)
 #   HOSTS=h0:2 TRANSPORTS="rsm vader" ...   both ranks on one host (shared memory, with the
 #                                   RDMA devices present)
 #
@@ -15,8 +18,8 @@
 # rsm-2rails (the same striped over each host's two rails: btl_rsm_verbs_rails 2), rsm-2copy
 # (single copy off: the pipelined two-copy path through the pool), ucx (one rail), ucx-2rails
 # (pml ucx given both of a host's devices: bench/ucx_both_rails.sh), tcp, vader (with
-# HOSTS=h0:2), rsm-nolisten (btl_rsm_verbs_listener 0; its column is in the raw rows of
-# console.txt, not in the table).  Each repeat runs, in
+# HOSTS=h0:2), rsm-nolisten (btl_rsm_verbs_listener 0), rsm-base (rsm from RSM_BASE); the
+# last two get a table of their own against rsm and ucx.  Each repeat runs, in
 # turn, every transport's ping-pong (xb-latency), streaming (xb-bw,
 # window 64) and bi-directional (xb-bibw) benchmark, 1 rank per host, payloads verified,
 # then perftest's floors; the table gives medians over the repeats and rsm's ratio to ucx
@@ -40,7 +43,7 @@ n_jobs=$(($(wc -w <<< "$TRANSPORTS") * $(wc -w <<< "$BENCHMARKS")))
 xb=${XB_ARGS// /,}
 guest_boot $((600 + REPEATS * (n_jobs * 90 + 120))) 3072 2 "$TOP/bench/rsm_verbs_guest_bench.sh" \
     "$TOP_BUILDDIR" "$REPEATS" "$LAT" "$BW" "${TRANSPORTS// /,}" "${BENCHMARKS// /,}" "${FLOORS:-1}" \
-    "${SHAPE:--}" "${xb:--}" "${HOSTS:-h0:1,h1:1}"
+    "${SHAPE:--}" "${xb:--}" "${HOSTS:-h0:1,h1:1}" "${RSM_BASE:--}"
 cp "$GUEST_WORK/out" "$OUT/console.txt"
 grep -q '^xbguest-bench-done' "$OUT/console.txt" ||
     { echo "the guest did not finish (qemu $guest_qrc); see $OUT/console.txt"; grep '^#' "$OUT/console.txt"; exit 1; }

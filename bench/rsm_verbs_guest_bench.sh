@@ -5,7 +5,7 @@
 # tcp over the same NICs, and the verbs floor (perftest's ib_write_lat / ib_write_bw).
 # Prints the benchmarks' JSON rows, each prefixed "row TRANSPORT REPEAT ", and the floors
 # as "floor KIND SIZE VALUE"; the machine side takes medians.
-#   BUILDDIR REPEATS LAT_SIZES BW_SIZES TRANSPORTS BENCHMARKS FLOORS SHAPE XB_ARGS HOSTS
+#   BUILDDIR REPEATS LAT_SIZES BW_SIZES TRANSPORTS BENCHMARKS FLOORS SHAPE XB_ARGS HOSTS RSM_BASE
 # (the guest's command line drops empty words: "-" stands for an empty SHAPE or XB_ARGS)
 # SHAPE (e.g. 120mbit): every host NIC (both rails) shaped to that rate by tbf, so the
 # links, not the emulated CPUs, bound a transfer; XB_ARGS: more benchmark options, comma
@@ -14,7 +14,7 @@ B=$1 REPEATS=${2:-3} LAT=${3:-0:512} BW=${4:-4K:4M}
 # lists come comma-separated (the guest's command line splits words)
 TRANSPORTS=${5:-rsm,rsm-2rails,rsm-2copy,ucx,tcp} BENCHMARKS=${6:-xb-latency,xb-bw,xb-bibw}
 TRANSPORTS=${TRANSPORTS//,/ } BENCHMARKS=${BENCHMARKS//,/ }
-FLOORS=${7:-1} SHAPE=${8:-} XB_ARGS=${9:-} HOSTS=${10:-h0:1,h1:1}
+FLOORS=${7:-1} SHAPE=${8:-} XB_ARGS=${9:-} HOSTS=${10:-h0:1,h1:1} RSM_BASE=${11:--}
 [ "$SHAPE" = - ] && SHAPE=
 [ "$XB_ARGS" = - ] && XB_ARGS=
 XB_ARGS=${XB_ARGS//,/ }
@@ -46,6 +46,8 @@ how[vader]="--mca pml ob1 --mca btl self,vader"
 # rsm without the thread that answers connection requests while a rank is away from MPI
 # (it makes every entry point of the verbs back end take a mutex): what the thread costs
 how[rsm-nolisten]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_listener 0"
+# rsm of another build (an A/B): a component directory holding its mca_btl_rsm.so
+how[rsm-base]="--mca pml ob1 --mca btl self,rsm --mca mca_base_component_path $RSM_BASE"
 # pml ucx over both rails: each host's agent names its own first rail (UCX_NET_DEVICES=rxeI:1);
 # the wrapper adds the same host's second (rxsI:1), so UCX stripes its rendezvous over the two
 # (UCX_MAX_RNDV_RAILS, 2 by default) and never touches another host's device
