@@ -106,8 +106,10 @@ guest_boot() {
     for try in 1 2; do
         # --foreground: QEMU stays in the test's process group, so a runner that kills the
         # group kills it too; the lock is not inherited (9>&-): it goes when this shell
-        # lets it go
-        timeout --foreground -k 10 "$secs" qemu-system-x86_64 -accel tcg,thread=multi -cpu max \
+        # lets it go.  -erms: with it glibc and the kernel copy 8 KiB - ~1 MiB with rep movsb,
+        # which TCG runs a byte at a time: memcpy of 64 KiB ran at 277-427 MB/s in the guest,
+        # 1,270-1,450 without (docs/results-2026-11-28-guest-cpu)
+        timeout --foreground -k 10 "$secs" qemu-system-x86_64 -accel tcg,thread=multi -cpu max,-erms \
             -m "$mib" -smp "$cpus" "${GUEST_QEMU_ARGS[@]}" \
             -kernel "$GUEST_KERNEL" -initrd "$GUEST_WORK/initrd.gz" \
             -append "console=ttyS0 quiet panic=-1 -- $*" \
