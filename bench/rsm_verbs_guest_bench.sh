@@ -43,8 +43,8 @@ how[rsm-2copy]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_single_copy
 how[ucx]="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,rc_verbs,ud_verbs -x UCX_UD_VERBS_ETH_DGID_CHECK=n"
 how[tcp]="--mca pml ob1 --mca btl self,tcp"
 how[vader]="--mca pml ob1 --mca btl self,vader"
-# rsm without the thread that answers connection requests while a rank is away from MPI
-# (it makes every entry point of the verbs back end take a mutex): what the thread costs
+# rsm without the thread that answers connection requests while a rank is away from MPI:
+# what the thread costs (its entry points' exclusion, ventry in btl_rsm_verbs.c)
 how[rsm-nolisten]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_listener 0"
 # rsm of another build (an A/B): a component directory holding its mca_btl_rsm.so
 how[rsm-base]="--mca pml ob1 --mca btl self,rsm --mca mca_base_component_path $RSM_BASE"
