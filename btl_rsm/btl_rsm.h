@@ -316,7 +316,11 @@ extern mca_btl_rsm_component_t mca_btl_rsm_component;
 extern mca_btl_base_module_t mca_btl_rsm;
 
 /* btl_rsm_module.c */
-void rsm_fatal(mca_btl_base_endpoint_t *ep, const char *what);
+/* tells ob1 the job cannot go on (it aborts); the line it prints ends with the
+ * reason rsm_fatal_reason recorded since the last rsm_fatal, if any */
+void rsm_fatal(mca_btl_base_endpoint_t *ep, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void rsm_fatal_reason(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 mca_btl_base_descriptor_t *rsm_alloc(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
                                      uint8_t order, size_t size, uint32_t flags);
 

@@ -52,11 +52,16 @@ int rsm_reserve_or_say(rsm_seg_t *seg, size_t off, size_t len, size_t need, cons
         return OPAL_SUCCESS;
     }
     if (rc == -ENOSPC) {
+        const size_t free_bytes = rsm_shm_free_bytes();
         opal_show_help("help-btl-rsm.txt", "shm-full", true, opal_process_info.nodename, need, what,
-                       rsm_shm_free_bytes(), mca_btl_rsm_component.pool_size);
+                       free_bytes, mca_btl_rsm_component.pool_size);
+        rsm_fatal_reason("/dev/shm has %zu bytes free, %zu more are needed for %s", free_bytes,
+                         need, what);
     } else {
         opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,
                        "give memory to", seg->name, len, strerror(-rc));
+        rsm_fatal_reason("could not give %zu bytes of memory to %s: %s", len, seg->name,
+                         strerror(-rc));
     }
     return OPAL_ERROR;
 }
@@ -128,6 +133,7 @@ static rsm_area_t *area_get(int numa_node)
         if (rc != 0) {
             opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,
                            "export", name, rsm_layout_seg_size(&c->layout, k), strerror(-rc));
+            rsm_fatal_reason("could not create %s: %s", name, strerror(-rc));
         } else if (k == 0 && rsm_reserve_or_say(&area->seg[0], 0, rsm_layout_pool_base(&c->layout, 0),
                                                rsm_layout_pool_base(&c->layout, 0),
                                                "its postbox queues") != OPAL_SUCCESS) {
@@ -164,6 +170,7 @@ static int map_peer_ctl(mca_btl_base_endpoint_t *ep)
         opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,
                        "import", name, rsm_ctl_size(&c->layout),
                        rc != 0 ? strerror(-rc) : "bad magic");
+        rsm_fatal_reason("could not map %s: %s", name, rc != 0 ? strerror(-rc) : "bad magic");
         if (rc == 0) {
             ep->peer_ctl.ops->seg_release(&ep->peer_ctl);
         }

@@ -144,7 +144,7 @@ static int runs_reserved(mca_btl_rsm_frag_t *frag)
         rsm_pool_free(&area->pool[frag->runs[i].stripe], &frag->runs[i]);
     }
     frag->nruns = 0;
-    rsm_fatal(frag->endpoint, "btl rsm: no room in /dev/shm for the block pool");
+    rsm_fatal(frag->endpoint, "btl rsm: a message to a rank of this host could not be sent");
     return -1;
 }
 

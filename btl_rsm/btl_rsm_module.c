@@ -10,6 +10,8 @@
 #include "opal/util/show_help.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -319,11 +321,34 @@ static int rsm_register_error(mca_btl_base_module_t *btl, mca_btl_base_module_er
     return OPAL_SUCCESS;
 }
 
-void rsm_fatal(mca_btl_base_endpoint_t *ep, const char *what)
+/* Why the next rsm_fatal happens, in one line.  The help text that explains it
+ * goes to mpirun, which Open MPI 4.1 loses now and then when ranks abort right
+ * after sending it (ORTE_ERROR_LOG in orte/util/show_help.c); the line ob1's
+ * error handler prints goes out on the rank's own stderr, so it carries the
+ * reason too. */
+static char rsm_fatal_why[256];
+
+void rsm_fatal_reason(const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rsm_fatal_why, sizeof(rsm_fatal_why), fmt, ap);
+    va_end(ap);
+}
+
+void rsm_fatal(mca_btl_base_endpoint_t *ep, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (rsm_fatal_why[0] != '\0' && n >= 0 && (size_t) n < sizeof(line)) {
+        snprintf(line + n, sizeof(line) - (size_t) n, ": %s", rsm_fatal_why);
+    }
+    rsm_fatal_why[0] = '\0';
     if (rsm_error_cb != NULL) {
-        rsm_error_cb(&mca_btl_rsm, MCA_BTL_ERROR_FLAGS_FATAL, ep != NULL ? ep->proc : NULL,
-                     (char *) what);
+        rsm_error_cb(&mca_btl_rsm, MCA_BTL_ERROR_FLAGS_FATAL, ep != NULL ? ep->proc : NULL, line);
     }
 }
 

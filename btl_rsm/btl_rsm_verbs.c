@@ -556,7 +556,8 @@ static void conn_failed(mca_btl_base_endpoint_t *ep, const char *what, const cha
     v->reported = true;
     opal_show_help("help-btl-rsm.txt", "verbs-failed", true, opal_process_info.nodename,
                    vs.dev.name, peer_str(ep), peer_host(ep), what, detail);
-    rsm_fatal(ep, "btl rsm: an RDMA connection failed");
+    rsm_fatal(ep, "btl rsm: the RDMA connection over %s to %s (on %s) failed while %s: %s",
+              vs.dev.name, peer_str(ep), peer_host(ep), what, detail);
 }
 
 static int sq_room(rsm_vconn_t *q);

@@ -46,8 +46,11 @@ gh_up() {
     modprobe -a veth bridge overlay crc32_generic rdma_rxe || return 1
     # no IPv6 on the NICs (one GID each, no neighbour discovery); a long backlog: under TCG
     # softirqs drain a veth slowly, and rxe's bursts overflowed the default 1000 packets
-    # (dropped ACKs, retransmissions)
-    sysctl -qw net.ipv6.conf.default.disable_ipv6=1 net.core.netdev_max_backlog=10000 \
+    # (dropped ACKs, retransmissions).  The longest burst is an RDMA read's response, sent
+    # without flow control: 16 MiB is 16384 packets of 1 KiB, and at 10000 mpi_p2p up to
+    # 16 MiB on one rail sent 311,000 packets for 54,000 (go-back-N after each drop) and
+    # took 74-79 s instead of 14 (docs/results-2026-11-28-guest-backlog)
+    sysctl -qw net.ipv6.conf.default.disable_ipv6=1 net.core.netdev_max_backlog=100000 \
         net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 \
         net.ipv4.conf.all.accept_local=1 net.ipv4.conf.default.accept_local=1 || return 1
     ip link add xbr type bridge && ip link set xbr up || return 1
@@ -132,16 +135,18 @@ gh_up_tap() {
 }
 # counters: gh_snap prints one "NAME VALUE" line each (bytes on lo and the NICs, every rxe
 # hardware counter: packets, RNR NAKs, retries, errors); gh_delta A B NAME
+# (one grep for all the files: a cat each, ~130 of them, took seconds under TCG, twice a job)
 gh_snap() {
-    local d c
+    local d files=()
     for d in lo xh0 xh1 xs0 xs1; do
-        [ -d "/sys/class/net/$d" ] || continue
-        for c in rx_bytes tx_bytes; do echo "$d.$c $(cat "/sys/class/net/$d/statistics/$c")"; done
+        [ -d "/sys/class/net/$d" ] && files+=("/sys/class/net/$d/statistics/rx_bytes" "/sys/class/net/$d/statistics/tx_bytes")
     done
     for d in rxe0 rxe1 rxs0 rxs1; do
-        [ -d "/sys/class/infiniband/$d" ] || continue
-        for c in /sys/class/infiniband/$d/ports/1/hw_counters/*; do echo "$d.${c##*/} $(cat "$c")"; done
+        [ -d "/sys/class/infiniband/$d" ] && files+=(/sys/class/infiniband/"$d"/ports/1/hw_counters/*)
     done
+    grep -H '' "${files[@]}" 2>/dev/null | sed -E \
+        -e 's,^/sys/class/net/([^/]+)/statistics/([^:]+):,\1.\2 ,' \
+        -e 's,^/sys/class/infiniband/([^/]+)/ports/1/hw_counters/([^:]+):,\1.\2 ,'
 }
 gh_delta() { awk -v k="$3" 'FNR == NR { a[$1] = $2; next } $1 == k { print $2 - a[k] }' "$1" "$2"; }
 # gh_gid_index DEV ADDR: the RoCE v2 GID of an IPv4 address on DEV's port 1 (perftest's -x)

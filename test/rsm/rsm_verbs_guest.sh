@@ -49,6 +49,7 @@ job() {
     run_mpi "$secs" "${GH_MPIRUN[@]}" "$@" > "$W/$name" 2> "$W/$name.err"
     job_rc=$?
     job_secs=$(since "$t0")
+    echo "$job_secs $name" >> "$W/times"
     snap > "$W/$name.1"
     return $job_rc
 }
@@ -444,10 +445,16 @@ else
     failed "$L: want a non-zero exit within 30 s of the link going down, got exit $job_rc $down_s s after (job running at link-down: $running)" down
     [ -s "$W/down.stacks" ] && diag < "$W/down.stacks"
 fi
-# "On host hA the rsm BTL's RDMA connection over rxeA to [[J,1],B]\n(on hB) failed while WHAT:\n  STATUS."
-cat "$W/down" "$W/down.err" | tr '\n' ' ' | tr -s ' ' |
+# the help text, "On host hA the rsm BTL's RDMA connection over rxeA to [[J,1],B]\n(on hB)
+# failed while WHAT:\n  STATUS.", and the line the rank prints itself as ob1 ends the job,
+# "[hA:PID] btl rsm: the RDMA connection over rxeA to [[J,1],B] (on hB) failed while WHAT:
+# STATUS" (mpirun loses a help text now and then; the rank's own line it does not)
+{ cat "$W/down" "$W/down.err" | tr '\n' ' ' | tr -s ' ' |
     grep -oE "On host h[01] the rsm BTL's RDMA connection over rxe[01](:[0-9]+)? to \[\[[0-9]+,1\],[01]\] \(on h[01]\) failed while [^:]*: [^.]*\." |
-    sed -E 's/^On host (h[01]) .* over (rxe[01](:[0-9]+)?) to \[\[[0-9]+,1\],([01])\] \(on (h[01])\) failed while ([^:]*): (.*)\.$/\1 \2 \4 \5 \6: \7/' > "$W/down.failed"
+    sed -E 's/^On host (h[01]) .* over (rxe[01](:[0-9]+)?) to \[\[[0-9]+,1\],([01])\] \(on (h[01])\) failed while ([^:]*): (.*)\.$/\1 \2 \4 \5 \6: \7/'
+  cat "$W/down" "$W/down.err" |
+    sed -n -E 's/.*\[(h[01]):[0-9]+\] btl rsm: the RDMA connection over (rxe[01](:[0-9]+)?) to \[\[[0-9]+,1\],([01])\] \(on (h[01])\) failed while ([^:]*): (.*)$/\1 \2 \4 \5 \6: \7/p'
+} > "$W/down.failed"
 # HOST DEVICE PEER_RANK PEER_HOST WHAT: STATUS; rank I runs on hI, and a host uses its own rxeI
 good=$(awk '{ a = substr($1, 2); if ($2 ~ "^rxe" a "(:|$)" && $3 != a && $4 == "h" $3) n++ } END { print n + 0 }' "$W/down.failed")
 if [ "$good" -ge 1 ] && [ "$good" -eq "$(wc -l < "$W/down.failed")" ]; then
@@ -571,4 +578,6 @@ else
     not_ok "after the jobs: verbs resources left on the rxe devices"
     { echo "before:"; cat "$W/res.0"; echo "after:"; cat "$W/res.1"; } | diag
 fi
+# where the guest's time went: the longest jobs (the test's time limit is the guest's)
+echo "# jobs: $(awk '{ s += $1 } END { printf "%.0f s in %d", s, NR }' "$W/times"); longest: $(sort -rn "$W/times" | head -8 | awk '{ printf "%s%s %.0f s", sep, $2, $1; sep = ", " }')"
 tap_done
