@@ -46,6 +46,9 @@ how[vader]="--mca pml ob1 --mca btl self,vader"
 # rsm without the thread that answers connection requests while a rank is away from MPI:
 # what the thread costs (its entry points' exclusion, ventry in btl_rsm_verbs.c)
 how[rsm-nolisten]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_listener 0"
+# rsm with a pool message's blocks and pointer postbox as two writes, as before direct units
+# (btl_rsm/rsm_verbs.h): what the one write saves
+how[rsm-nodirect]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_direct 0"
 # rsm of another build (an A/B): a component directory holding its mca_btl_rsm.so
 how[rsm-base]="--mca pml ob1 --mca btl self,rsm --mca mca_base_component_path $RSM_BASE"
 # pml ucx over both rails: each host's agent names its own first rail (UCX_NET_DEVICES=rxeI:1);

@@ -243,6 +243,7 @@ typedef struct mca_btl_rsm_component_t {
     bool pair_tiny;                 /* two tiny messages per postbox (rsm_half_t) */
     bool site_default;              /* run in jobs that do not name rsm (xbtl_optin.h) */
     int verbs;                      /* 0 off, 1 remote peers, 2 every peer (btl_rsm_verbs.c) */
+    bool verbs_direct;              /* pool messages of one run as one write (rsm_verbs.h) */
     unsigned verbs_listener;        /* answer connection requests while away from MPI
                                      * (1), or always from the thread (2) */
     char *verbs_devices;
@@ -300,6 +301,7 @@ typedef struct mca_btl_rsm_component_t {
     uint64_t v_accepts_away;        /* of v_accepts, by the listener while the process was away */
     uint64_t v_posts;               /* ibv_post_send calls for writes (pvar verbs_posts) */
     uint64_t v_acks_piggybacked;    /* units whose immediate carried acks we owed */
+    uint64_t v_direct;              /* pool messages sent as one write (direct units) */
     uint64_t v_grows;               /* pools (per sender and destination host) grown a chunk */
     uint64_t v_registered;          /* bytes registered now */
     uint64_t v_registered_shared;   /* of those, pools mapped from another local rank's segment */
@@ -335,6 +337,13 @@ int rsm_verbs_connect(mca_btl_base_endpoint_t *ep);     /* OPAL_ERR_RESOURCE_BUS
 int rsm_verbs_progress(void);
 void rsm_verbs_post_unit(mca_btl_base_endpoint_t *ep, uint32_t seq, uint32_t k);
 void rsm_verbs_post_data(mca_btl_base_endpoint_t *ep, const void *addr, size_t len);
+/* A pool message of one run as one write (a direct unit, rsm_verbs.h): can RUN,
+ * its payload PAYLOAD_OFFSET bytes into it, go so?  Then post it, PB copied
+ * ahead of the payload, instead of rsm_verbs_post_data + rsm_verbs_post_unit. */
+bool rsm_verbs_direct_ok(const mca_btl_base_endpoint_t *ep, const rsm_run_t *run,
+                         size_t payload_offset);
+void rsm_verbs_post_direct(mca_btl_base_endpoint_t *ep, const rsm_run_t *run,
+                           const void *payload_end, const rsm_postbox_t *pb);
 void rsm_verbs_pool_full(mca_btl_base_endpoint_t *ep);   /* no blocks for EP's next fragment */
 void rsm_verbs_finalize(void);
 void rsm_verbs_counters(uint64_t *sent_inline, uint64_t *sent_inline_bytes, uint64_t *sent_pool,

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "btl_rsm.h"
 #include "btl_rsm_frag.h"
+#include "rsm_verbs.h"
 
 #include "opal/mca/pmix/pmix.h"
 #include "opal/util/show_help.h"
@@ -318,6 +319,12 @@ static int rsm_component_register(void)
         "in MPI (time away from MPI does not count).  A peer that is away from MPI answers "
         "from its listener thread (btl_rsm_verbs_listener)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_connect_timeout_ms, OPAL_INFO_LVL_5);
+    c->verbs_direct = 1;
+    reg("verbs_direct", "Send a pool message of one run to a peer on another host as one RDMA "
+        "write: its pointer postbox travels in the 64 bytes ahead of the payload and the write's "
+        "immediate says where (a direct unit).  0: a write of the blocks and a write of the "
+        "postbox, two work requests a message.  Off by itself with queues of more than 16384 "
+        "postboxes", MCA_BASE_VAR_TYPE_BOOL, &c->verbs_direct, OPAL_INFO_LVL_6);
     c->verbs_listener = 1;
     reg("verbs_listener", "Answer peers' connection requests from a thread while this process "
         "is away from MPI (computing, reading input), in jobs that span hosts.  The thread "
@@ -548,6 +555,9 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
 
     c->local_postboxes = c->postboxes ? c->postboxes : rsm_queue_len_auto(c->nlocal);
     c->remote_postboxes = c->postboxes ? c->postboxes : RSM_QUEUE_AUTO_MIN;
+    if (c->remote_postboxes > RSM_VIMM_PACKED_QLEN_MAX) {
+        c->verbs_direct = false;    /* the immediate has no room to say where */
+    }
     fit_pool_to_shm(c);
 
     const bool one_host = job_on_one_host();

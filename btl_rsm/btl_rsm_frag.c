@@ -162,6 +162,9 @@ int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, u
         return -1;              /* staged messages wait for blocks: they go first */
     }
     const rsm_layout_t *lay = frag->endpoint->area->lay;
+    if (OPAL_UNLIKELY(frag->endpoint->remote) && c->verbs_direct) {
+        skew += RSM_POSTBOX_SIZE;   /* room for a direct unit's postbox (rsm_verbs.h) */
+    }
     if ((uint64_t) len + skew > (uint64_t) lay->large_count * lay->large_block) {
         skew = 0;               /* a pool sized to the largest message exactly: no room to skew */
     }

@@ -52,7 +52,8 @@ static inline uint32_t rsm_payload_skew(const void *src, size_t hdr)
     return (uint32_t) (((uintptr_t) src - hdr) & 63);
 }
 /* Runs for LEN bytes (split across stripes when long), the first starting
- * SKEW (< 64) bytes into its blocks (the blocks cover LEN + SKEW); 0 or -1. */
+ * SKEW (< 64) bytes into its blocks (the blocks cover LEN + SKEW), and 64 more
+ * to a peer on another host, for a direct unit's postbox (rsm_verbs.h); 0 or -1. */
 int rsm_frag_alloc_runs(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe, uint32_t skew);
 void *rsm_run_addr(rsm_area_t *area, const rsm_run_t *run);
 /* Should a descriptor be staged rather than refused when the pool is full?

@@ -17,7 +17,7 @@ enum {
     PV_INLINE, PV_INLINE_BYTES, PV_POOL, PV_POOL_BYTES, PV_PAIRED, PV_STAGED, PV_PARKED,
     PV_GETS, PV_GET_BYTES, PV_SPLITS, PV_HALVES, PV_HALF_BYTES, PV_TAKEN_BACK,
     PV_NEAR, PV_FAR, PV_DROP_MALFORMED, PV_DROP_TAG, PV_DROP_HELP, PV_POOL_FULL,
-    PV_V_CONNECTS, PV_V_ACCEPTS, PV_V_WRITES, PV_V_WRITE_BYTES, PV_V_ACK_WRITES, PV_V_ACKS_PIGGYBACKED,
+    PV_V_CONNECTS, PV_V_ACCEPTS, PV_V_WRITES, PV_V_WRITE_BYTES, PV_V_ACK_WRITES, PV_V_ACKS_PIGGYBACKED, PV_V_DIRECT,
     PV_V_REGISTERED, PV_V_REGISTERED_SHARED, PV_V_POOL_GROWS, PV_V_BAD_HANDSHAKES,
     PV_V_READS, PV_V_READ_BYTES, PV_V_USER_REGISTERED, PV_V_USER_REGISTRATIONS,
     PV_V_STRIPED_READS, PV_V_RAIL_READ_BYTES, PV_V_POSTS, PV_V_ACCEPTS_AWAY,
@@ -79,6 +79,9 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
     [PV_V_ACK_WRITES] = {"verbs_ack_writes", "RDMA writes of ack bytes into senders' ack rows"},
     [PV_V_ACKS_PIGGYBACKED] = {"verbs_acks_piggybacked", "Units sent to a peer whose immediate "
                                "carried the acks we owed it (no ack write needed)"},
+    [PV_V_DIRECT] = {"verbs_direct_units", "Pool messages sent as one RDMA write, their "
+                     "pointer postbox ahead of the payload in the blocks (a direct unit), "
+                     "instead of a block write and a postbox write"},
     [PV_V_REGISTERED] = {"verbs_registered_bytes", "Bytes of memory registered with the RDMA "
                          "device right now (queues, pools, shadows, ack rows; not a running "
                          "total)", .level = true},
@@ -154,6 +157,7 @@ static void rsm_counters_read(uint64_t *v)
     v[PV_V_POSTS] = c->v_posts;
     v[PV_V_ACK_WRITES] = c->v_ack_writes;
     v[PV_V_ACKS_PIGGYBACKED] = c->v_acks_piggybacked;
+    v[PV_V_DIRECT] = c->v_direct;
     v[PV_V_REGISTERED] = c->v_registered;
     v[PV_V_REGISTERED_SHARED] = c->v_registered_shared;
     v[PV_V_POOL_GROWS] = c->v_grows;

@@ -182,7 +182,12 @@ static void post_pointer(mca_btl_base_endpoint_t *ep, uint8_t tag, mca_btl_rsm_f
 {
     const uint32_t mask = ep->q_mask;
     uint32_t n = pointer_postboxes(frag);
-    for (unsigned r = 0; r < frag->nruns; r++) {
+    /* between hosts, one run: the postbox crosses in the run, one write */
+    const bool direct = OPAL_UNLIKELY(ep->remote) && frag->nruns == 1
+        && rsm_verbs_direct_ok(ep, &frag->runs[0],
+                               (size_t) ((char *) frag->segments[0].seg_addr.pval
+                                         - (char *) rsm_run_addr(ep->area, &frag->runs[0])));
+    for (unsigned r = 0; r < frag->nruns && !direct; r++) {
         if (OPAL_UNLIKELY(ep->remote)) {
             /* the blocks from the shadow to the peer's pool; the pointer
              * postboxes' write with immediate, later on the same queue pair,
@@ -225,7 +230,11 @@ static void post_pointer(mca_btl_base_endpoint_t *ep, uint8_t tag, mca_btl_rsm_f
         rsm_pb_publish_hdr(pb, (uint16_t) k,
                            RSM_PB_POINTER | (i == 0 ? RSM_PB_FIRST : 0) | (i == n - 1 ? RSM_PB_LAST : 0),
                            tag, ep->tail);
-        if (OPAL_UNLIKELY(ep->remote)) {
+        if (direct) {
+            rsm_verbs_post_direct(ep, &frag->runs[0],
+                                  (char *) frag->segments[0].seg_addr.pval + frag->segments[0].seg_len,
+                                  pb);
+        } else if (OPAL_UNLIKELY(ep->remote)) {
             rsm_verbs_post_unit(ep, ep->tail, 1);
         }
         ep->tail++;

@@ -637,6 +637,19 @@ static int vpost(rsm_vconn_t *q, void *src, uint32_t lkey, uint64_t raddr, uint3
 /* ---- the sender's pushes (called by btl_rsm_send.c right after it published
  * into the shadow) ---- */
 
+/* How far we consumed EP's queue to us, for a packed immediate: the acks we owe
+ * this peer ride along (rsm_vimm_pack), no write of their own. */
+static uint32_t acks_ride_along(mca_btl_base_endpoint_t *ep)
+{
+    struct rsm_vpeer *v = ep->v;
+    if (v->acks_pushed != ep->unacked) {
+        v->acks_pushed = ep->unacked;
+        v->pool_msgs_acked = ep->in_pool_msgs;
+        mca_btl_rsm_component.v_acks_piggybacked++;
+    }
+    return ep->unacked;
+}
+
 static void post_unit_nolock(mca_btl_base_endpoint_t *ep, uint32_t seq, uint32_t k)
 {
     struct rsm_vpeer *v = ep->v;
@@ -647,16 +660,37 @@ static void post_unit_nolock(mca_btl_base_endpoint_t *ep, uint32_t seq, uint32_t
     size_t off = (size_t) (seq & (qlen - 1)) * RSM_POSTBOX_SIZE;
     uint32_t imm = seq + k;
     if (qlen <= RSM_VIMM_PACKED_QLEN_MAX) {
-        /* the acks we owe this peer ride along (rsm_vimm_pack): no write of their own */
-        imm = rsm_vimm_pack(seq + k, ep->unacked);
-        if (v->acks_pushed != ep->unacked) {
-            v->acks_pushed = ep->unacked;
-            v->pool_msgs_acked = ep->in_pool_msgs;
-            mca_btl_rsm_component.v_acks_piggybacked++;
-        }
+        imm = rsm_vimm_pack(seq + k, acks_ride_along(ep));
     }
     (void) vpost(&v->out, (char *) v->out.buf + off, v->out.mr->lkey, v->out.raddr + off,
                  v->out.rkey, (size_t) k * RSM_POSTBOX_SIZE, true, imm, false);
+}
+
+bool rsm_verbs_direct_ok(const mca_btl_base_endpoint_t *ep, const rsm_run_t *run,
+                         size_t payload_offset)
+{
+    /* the allocator keeps RSM_POSTBOX_SIZE bytes ahead of the payload for it
+     * (rsm_direct_room); a pool sized to the largest message exactly may not */
+    return mca_btl_rsm_component.verbs_direct && payload_offset >= RSM_POSTBOX_SIZE
+           && run->stripe < ep->v->chunks && rsm_vimm_direct_fits(run->stripe, run->offset);
+}
+
+static void post_direct_nolock(mca_btl_base_endpoint_t *ep, const rsm_run_t *run,
+                               const void *payload_end, const rsm_postbox_t *pb)
+{
+    struct rsm_vpeer *v = ep->v;
+    if (OPAL_UNLIKELY(v->state != VS_UP)) {
+        return;
+    }
+    rsm_vgroup_t *g = v->group;
+    char *start = (char *) g->buf[run->stripe] + run->offset;   /* the run in the shadow */
+    memcpy(start, pb, RSM_POSTBOX_SIZE);
+    uint32_t imm = rsm_vimm_pack_direct(run->stripe, run->offset, acks_ride_along(ep));
+    if (vpost(&v->out, start, g->mr[run->stripe]->lkey, v->pool_raddr[run->stripe] + run->offset,
+              v->pool_rkey[run->stripe], (size_t) ((const char *) payload_end - start), true, imm,
+              false) == OPAL_SUCCESS) {
+        mca_btl_rsm_component.v_direct++;
+    }
 }
 
 static void post_data_nolock(mca_btl_base_endpoint_t *ep, const void *addr, size_t len)
@@ -849,6 +883,21 @@ static void push_owed_acks(void)
     }
 }
 
+/* A direct unit's postbox (rsm_verbs.h): in a chunk of the sender's pool we
+ * have mapped, whole; NULL otherwise (then the completion is dropped).  What it
+ * holds is checked by the parser, as a postbox written into the queue is. */
+static const rsm_postbox_t *direct_postbox(mca_btl_base_endpoint_t *ep, uint32_t imm)
+{
+    unsigned chunk;
+    size_t offset;
+    rsm_vimm_direct_at(imm, &chunk, &offset);
+    if (chunk >= ep->v->in_chunks || offset + RSM_POSTBOX_SIZE > vs.pool_bytes) {
+        return NULL;
+    }
+    return (const rsm_postbox_t *) ((const char *) ep->in_seg[chunk].base
+                                    + rsm_layout_pool_base(ep->in_lay, chunk) + offset);
+}
+
 static int poll_recv_cq(void)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
@@ -873,11 +922,16 @@ static int poll_recv_cq(void)
         }
         uint32_t imm = ntohl(wc[i].imm_data), tail = imm, consumed = ep->peer_consumed;
         bool packed = qlen <= RSM_VIMM_PACKED_QLEN_MAX;
-        if (packed) {
+        const rsm_postbox_t *direct = NULL;
+        if (packed && rsm_vimm_is_direct(imm)) {
+            tail = ep->in_published + 1;
+            direct = direct_postbox(ep, imm);
+        } else if (packed) {
             tail = rsm_vimm_tail(imm, ep->in_published);
         }
         if (OPAL_UNLIKELY(wc[i].opcode != IBV_WC_RECV_RDMA_WITH_IMM
                           || !rsm_vimm_valid(tail, ep->head, ep->in_published, qlen)
+                          || (packed && rsm_vimm_is_direct(imm) && direct == NULL)
                           || (packed && !rsm_vimm_consumed(imm, ep->peer_consumed, ep->tail,
                                                            &consumed)))) {
             c->dropped++;
@@ -886,6 +940,11 @@ static int poll_recv_cq(void)
                         "published %u, our tail %u, it consumed %u)", peer_str(ep), imm,
                         ep->head, ep->in_published, ep->tail, ep->peer_consumed);
             continue;
+        }
+        if (direct != NULL) {
+            /* its slot is ours: the sender wrote this sequence number only after
+             * we acked the slot's last lap; parsed there like any postbox */
+            memcpy(&ep->in_queue[ep->in_published & ep->q_mask], direct, RSM_POSTBOX_SIZE);
         }
         ep->in_published = tail;
         ep->peer_consumed = consumed;
@@ -2210,6 +2269,14 @@ void rsm_verbs_post_unit(mca_btl_base_endpoint_t *ep, uint32_t seq, uint32_t k)
     vexit();
 }
 
+void rsm_verbs_post_direct(mca_btl_base_endpoint_t *ep, const rsm_run_t *run,
+                           const void *payload_end, const rsm_postbox_t *pb)
+{
+    ventry();
+    post_direct_nolock(ep, run, payload_end, pb);
+    vexit();
+}
+
 void rsm_verbs_post_data(mca_btl_base_endpoint_t *ep, const void *addr, size_t len)
 {
     ventry();
@@ -2266,6 +2333,13 @@ int rsm_verbs_connect(mca_btl_base_endpoint_t *ep) { return OPAL_ERR_UNREACH; }
 int rsm_verbs_progress(void) { return 0; }
 void rsm_verbs_post_unit(mca_btl_base_endpoint_t *ep, uint32_t seq, uint32_t k) {}
 void rsm_verbs_post_data(mca_btl_base_endpoint_t *ep, const void *addr, size_t len) {}
+bool rsm_verbs_direct_ok(const mca_btl_base_endpoint_t *ep, const rsm_run_t *run,
+                         size_t payload_offset)
+{
+    return false;
+}
+void rsm_verbs_post_direct(mca_btl_base_endpoint_t *ep, const rsm_run_t *run,
+                           const void *payload_end, const rsm_postbox_t *pb) {}
 void rsm_verbs_pool_full(mca_btl_base_endpoint_t *ep) {}
 void rsm_verbs_finalize(void) {}
 void rsm_verbs_counters(uint64_t *a, uint64_t *b, uint64_t *c, uint64_t *d) {}

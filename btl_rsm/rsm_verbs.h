@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #define RSM_VMSG_MAGIC 0x52534d56u      /* "RSMV" */
-#define RSM_VMSG_VERSION 4
+#define RSM_VMSG_VERSION 5      /* 5: direct units (rsm_vimm_pack_direct) */
 
 enum { RSM_VMSG_REQ = 1, RSM_VMSG_REP = 2, RSM_VMSG_REJ = 3, RSM_VMSG_GROW = 4, RSM_VMSG_GROWN = 5 };
 
@@ -129,22 +129,64 @@ static inline bool rsm_vimm_valid(uint32_t imm, uint32_t head, uint32_t publishe
 /* Acks ride on the reverse traffic.  With queues of at most
  * RSM_VIMM_PACKED_QLEN_MAX postboxes (the default 128 is far below; both ends
  * have the same layout, so both know), an immediate is two 16-bit halves: the
- * low one the unit's tail, the high one how far its sender has consumed the
+ * low one names the unit, the high one how far its sender has consumed the
  * queue we write to it (its ep->unacked).  A ping-pong then needs no ack write:
- * each reply acks the message it answers.  Each half names a 32-bit sequence
- * number within one queue of a number the reader knows (its view of the
- * peer's tail; its own tail), so 16 bits name it exactly. */
+ * each reply acks the message it answers.  The low half is either the unit's
+ * tail in 15 bits or, with RSM_VIMM_DIRECT set, where a direct unit's postbox
+ * lies (below).  Each number names a 32-bit sequence number within one queue of
+ * a number the reader knows (its view of the peer's tail; its own tail), so 15
+ * and 16 bits name them exactly. */
 #define RSM_VIMM_PACKED_QLEN_MAX 16384u
+#define RSM_VIMM_TAIL_MASK 0x7fffu
 
 static inline uint32_t rsm_vimm_pack(uint32_t tail, uint32_t consumed)
 {
-    return (tail & 0xffffu) | consumed << 16;
+    return (tail & RSM_VIMM_TAIL_MASK) | consumed << 16;
 }
 
 /* the tail, from the newest tail we accepted (then checked by rsm_vimm_valid) */
 static inline uint32_t rsm_vimm_tail(uint32_t imm, uint32_t published)
 {
-    return published + ((imm - published) & 0xffffu);
+    return published + ((imm - published) & RSM_VIMM_TAIL_MASK);
+}
+
+/* DIRECT units: a pool message of one run crosses as one RDMA WRITE WITH
+ * IMMEDIATE, of its run from the first block's start, where the sender put a
+ * copy of the message's pointer postbox, 64 bytes (and the payload's skew)
+ * ahead of the payload.  The immediate says which chunk of the pool and which
+ * 64-byte unit of it; the unit is one postbox, so its tail is the last tail
+ * plus one.  The receiver copies the postbox into its queue and parses it
+ * there like any other.  Why: the block write and the postbox write were two
+ * work requests, two packets more than a message's data (the postbox and its
+ * RC acknowledgement), and on soft-RoCE a work request's processing besides;
+ * UCX's eager send is one.  Chunks of up to 512 KiB (13 bits of 64-byte units),
+ * 4 chunks (2 bits). */
+#define RSM_VIMM_DIRECT 0x8000u
+#define RSM_VIMM_DIRECT_CHUNK_SHIFT 13
+#define RSM_VIMM_DIRECT_UNITS (1u << RSM_VIMM_DIRECT_CHUNK_SHIFT)
+
+static inline bool rsm_vimm_direct_fits(unsigned chunk, size_t offset)
+{
+    return chunk < 4 && offset % 64 == 0 && offset / 64 < RSM_VIMM_DIRECT_UNITS;
+}
+
+static inline uint32_t rsm_vimm_pack_direct(unsigned chunk, size_t offset, uint32_t consumed)
+{
+    return RSM_VIMM_DIRECT | (uint32_t) chunk << RSM_VIMM_DIRECT_CHUNK_SHIFT
+           | (uint32_t) (offset / 64) | consumed << 16;
+}
+
+static inline bool rsm_vimm_is_direct(uint32_t imm)
+{
+    return (imm & RSM_VIMM_DIRECT) != 0;
+}
+
+/* Where a direct unit's postbox is: a chunk and a byte offset in it, to be
+ * checked against what the reader has mapped. */
+static inline void rsm_vimm_direct_at(uint32_t imm, unsigned *chunk, size_t *offset)
+{
+    *chunk = (imm >> RSM_VIMM_DIRECT_CHUNK_SHIFT) & 3u;
+    *offset = (size_t) (imm & (RSM_VIMM_DIRECT_UNITS - 1)) * 64;
 }
 
 /* How far the peer consumed our queue to it, from our tail there; false when

@@ -17,7 +17,9 @@
  *                       _write_bytes and _connects exist and move with verified
  *                       eager and rendezvous traffic from rank 0 to 1, and the
  *                       1 MiB messages go by single copy: one RDMA read each
- *                       (btl_rsm_verbs_reads, _read_bytes, _user_registrations)
+ *                       (btl_rsm_verbs_reads, _read_bytes, _user_registrations);
+ *                       4 KiB messages through the pool go as one write each
+ *                       (verbs_direct_units), none with btl_rsm_verbs_direct 0
  *                       mpit_read verbs R: the job runs on R rails (btl_rsm_verbs_rails):
  *                       each 1 MiB read is cut across them, the receiver's
  *                       verbs_striped_reads and verbs_rail_read_bytes say so (0 on one rail)
@@ -352,13 +354,16 @@ static long phase_end(long bad, int n, const uint64_t *b, const uint64_t *a, uin
 
 static void mode_verbs(bool single_copy, unsigned rails)
 {
-    enum { VW, VWB, VC, VR, VRB, VUR, VSR, VRR, VAW, VAP, VP, VPM, NV };
+    enum { VW, VWB, VC, VR, VRB, VUR, VSR, VRR, VAW, VAP, VP, VPM, VD, NV };
     static const char *const vn[NV] = {"verbs_writes", "verbs_write_bytes", "verbs_connects",
                                        "verbs_reads", "verbs_read_bytes",
                                        "verbs_user_registrations", "verbs_striped_reads",
                                        "verbs_rail_read_bytes", "verbs_ack_writes",
                                        "verbs_acks_piggybacked", "verbs_posts",
-                                       "pool_messages"};
+                                       "pool_messages", "verbs_direct_units"};
+    /* mpirun passes --mca settings to the ranks as OMPI_MCA_ variables */
+    const char *dv = getenv("OMPI_MCA_btl_rsm_verbs_direct");
+    const bool direct = dv == NULL || (strcmp(dv, "0") != 0 && strcmp(dv, "false") != 0);
     MPI_T_pvar_session vs[NV];
     MPI_T_pvar_handle vh[NV];
     int have[NV], all[NV];
@@ -377,6 +382,7 @@ static void mode_verbs(bool single_copy, unsigned rails)
             MPI_Abort(MPI_COMM_WORLD, 2); } (v)[i_] = x_; } } while (0)
     static const struct { int n; size_t len; int window; const char *what; } ph[] = {
         {200, 1000, 1, "eager, 200 x 1000 B"},
+        {200, 4096, 1, "eager through the pool, 200 x 4 KiB"},
         {8, 1 << 20, 1, "rendezvous, 8 x 1 MiB"},
     };
     for (size_t k = 0; k < sizeof ph / sizeof *ph; k++) {
@@ -399,15 +405,26 @@ static void mode_verbs(bool single_copy, unsigned rails)
                   (unsigned long long) bytes, (unsigned long long) peer[VW],
                   (unsigned long long) peer[VWB]);
         }
-        if (all[VW] && all[VP] && all[VPM]) {
+        if (all[VW] && all[VP] && all[VPM] && all[VD]) {
             /* a pool message's block writes (one or more) go in the ibv_post_send of its
-             * pointer postbox: one doorbell per message; everything else, one per write */
-            check(d[VP] >= 1 && d[VP] + d[VPM] <= d[VW] && (d[VPM] > 0 || d[VP] == d[VW]),
+             * pointer postbox: one doorbell per message; a direct unit is one write
+             * of blocks and postbox together; everything else, one post per write */
+            check(d[VP] >= 1 && d[VD] <= d[VPM] && d[VP] + d[VPM] - d[VD] <= d[VW]
+                  && (d[VPM] > d[VD] || d[VP] == d[VW]),
                   "verbs %s: sender's verbs_posts +%llu, verbs_writes +%llu, pool_messages "
-                  "+%llu (posts + pool messages <= writes: each pool message's blocks went with "
-                  "its pointer postbox; no pool message: a post per write)", ph[k].what,
-                  (unsigned long long) d[VP], (unsigned long long) d[VW],
-                  (unsigned long long) d[VPM]);
+                  "+%llu, verbs_direct_units +%llu (posts + pool messages not direct <= writes: "
+                  "each such message's blocks went with its pointer postbox; otherwise a post "
+                  "per write)", ph[k].what, (unsigned long long) d[VP], (unsigned long long) d[VW],
+                  (unsigned long long) d[VPM], (unsigned long long) d[VD]);
+        }
+        if (all[VD] && all[VPM] && ph[k].len == 4096) {
+            /* 4 KiB and ob1's header: one run of the pool, so one write each */
+            uint64_t want = direct ? (uint64_t) ph[k].n : 0;
+            check(d[VPM] >= (uint64_t) ph[k].n && d[VD] == want,
+                  "verbs %s, btl_rsm_verbs_direct %s: sender's pool_messages +%llu (expected "
+                  ">= %d), verbs_direct_units +%llu (expected %llu)", ph[k].what,
+                  direct ? "on" : "off", (unsigned long long) d[VPM], ph[k].n,
+                  (unsigned long long) d[VD], (unsigned long long) want);
         }
         if (all[VR] && all[VRB] && all[VUR]) {
             uint64_t want = read ? (uint64_t) ph[k].n : 0, want_b = read ? bytes : 0;

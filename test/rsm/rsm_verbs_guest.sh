@@ -129,7 +129,9 @@ check "$L: its $V B each way went through the rxe devices: rxe0 sent $s0 / rxe1 
 # through the pool with single copy off
 for mode in verbs verbs-2copy; do
     extra=()
-    [ "$mode" = verbs-2copy ] && extra=(--mca btl_rsm_verbs_single_copy_min 18446744073709551615)
+    # and the pointer postbox written apart from its blocks (no direct units), as before them
+    [ "$mode" = verbs-2copy ] && extra=(--mca btl_rsm_verbs_single_copy_min 18446744073709551615
+                                        --mca btl_rsm_verbs_direct 0)
     job mpit 120 -np 2 --host h0:1,h1:1 "${RSM[@]}" "${extra[@]}" "$B/test/mpi/mpit_read" "$mode"
     relay_tap "2 hosts x 1 rank, MPI_T: " < "$W/mpit"
     if [ "$job_rc" -ne 0 ] || ! grep -q '^1\.\.' "$W/mpit"; then
@@ -153,10 +155,12 @@ p2p all "$L"
 peer_check all 4 2 "$L"
 echo "# $L: rxe0 sent $(d all rxe0.sent_pkts), rxe1 sent $(d all rxe1.sent_pkts) packets"
 
-# --- 3b. one host, every peer by verbs: a one-host job takes eager messages up to
+# --- 3b. one host, every peer by verbs, the pointer postbox written apart from its blocks
+# (btl_rsm_verbs_direct 0): a one-host job takes eager messages up to
 # 64 KiB, but not where the verbs back end is open (its 56 KiB pool chunks cap it)
-L="1 host x 2 ranks, self,rsm, btl_rsm_verbs 2, mpi_p2p up to $MAX4 B"
-job one 180 -np 2 --host h0:2 "${RSM[@]}" --mca btl_rsm_verbs 2 "${VERBOSE[@]}" "$B/test/mpi/mpi_p2p" -M "$MAX4"
+L="1 host x 2 ranks, self,rsm, btl_rsm_verbs 2, btl_rsm_verbs_direct 0, mpi_p2p up to $MAX4 B"
+job one 180 -np 2 --host h0:2 "${RSM[@]}" --mca btl_rsm_verbs 2 --mca btl_rsm_verbs_direct 0 \
+    "${VERBOSE[@]}" "$B/test/mpi/mpi_p2p" -M "$MAX4"
 p2p one "$L"
 n=$(cat "$W/one" "$W/one.err" | grep -c 'eager up to 32832 bytes (the whole job on this host, less for the verbs pools)')
 check "$L: the verbs pools cap the one-host eager limit at 32 KiB + 64 ($n of 2 ranks say so)" [ "$n" -eq 2 ]
