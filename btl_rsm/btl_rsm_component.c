@@ -76,8 +76,8 @@ static size_t one_host_eager_limit(const mca_btl_rsm_component_t *c, size_t dflt
 {
     size_t room = rsm_pool_large_bytes(c->pool_size, c->stripes, c->small_block, c->large_block);
     if (verbs_pools) {
-        size_t vroom = rsm_pool_large_bytes(c->verbs_pool_size, 1, c->small_block,
-                                            c->large_block);
+        size_t vroom = rsm_pool_large_bytes(c->verbs_pool_size, 1, c->verbs_block,
+                                            c->verbs_block);
         room = vroom < room ? vroom : room;
     }
     const size_t want = c->one_host_eager, small = RSM_EAGER_ONE_HOST_SMALL_POOL;
@@ -285,7 +285,7 @@ static int rsm_component_register(void)
     reg("verbs_stripe_min", "Single-copy reads from another host of at least this many bytes are "
         "cut across the connection's rails (btl_rsm_verbs_rails); shorter ones take the first rail",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->verbs_stripe_min, OPAL_INFO_LVL_5);
-    c->verbs_pool_size = 56 * 1024;
+    c->verbs_pool_size = 55 * 1024;  /* with a connection's queue, under 64 KiB a remote sender */
     reg("verbs_pool_size", "Bytes of block pool per remote sender and destination host: the "
         "receivers a sender reaches on one host share one pool there (a shared-memory segment, "
         "registered by each of them), and each connection adds its postbox queue (64 bytes x "
@@ -293,6 +293,15 @@ static int rsm_component_register(void)
         "host costs it under 64 KiB by default.  Must hold the largest fragment "
         "(btl_rsm_max_send_size)", MCA_BASE_VAR_TYPE_SIZE_T, &c->verbs_pool_size,
         OPAL_INFO_LVL_5);
+    /* 1 KiB, not the shm pools' 4 KiB: a 4 KiB message with ob1's header, its
+     * skew and a direct unit's postbox took two 4 KiB blocks, half of them empty,
+     * and the pools between hosts are small (soft-RoCE guest, bibw 4-8 KiB:
+     * btl_rsm/README.md, "Blocks of 1 KiB between hosts") */
+    c->verbs_block = 1024;
+    reg("verbs_block", "Block size of the verbs pools (bytes, power of two, 64..65536): a "
+        "message between hosts takes whole blocks, so smaller blocks fit more messages into "
+        "btl_rsm_verbs_pool_size", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_block,
+        OPAL_INFO_LVL_6);
     c->verbs_pool_chunks = 3;   /* 1,000 senders streaming to 8 ranks of a host: 222 MiB there */
     reg("verbs_pool_chunks", "Chunks of btl_rsm_verbs_pool_size a verbs pool (per remote sender "
         "and destination host) may grow to, 1..4: every pool starts as one chunk, and only a "
@@ -538,6 +547,12 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     if (c->verbs_timeout > 31 || c->verbs_retry_count > 7) {
         opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename,
                        "btl_rsm_verbs_timeout must be 0..31 and btl_rsm_verbs_retry_count 0..7");
+        return NULL;
+    }
+    if (c->verbs_block < RSM_POSTBOX_SIZE || c->verbs_block > 65536
+        || (c->verbs_block & (c->verbs_block - 1)) != 0) {
+        opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename,
+                       "btl_rsm_verbs_block must be a power of two in 64..65536");
         return NULL;
     }
     if (c->verbs_listener > 2) {

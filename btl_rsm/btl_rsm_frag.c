@@ -89,8 +89,13 @@ static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe
     const bool hot = frag->endpoint->answered;
     frag->endpoint->answered = false;
     /* software striping (seed 000, 3.3): a long message is cut into one piece
-     * per stripe, each written into that stripe's part of the pool */
-    if (may_stripe && lay->stripes > 1 && len >= (size_t) lay->stripes * 2 * lay->large_block) {
+     * per stripe, each written into that stripe's part of the pool.  Not between
+     * hosts while one chunk has room: every chunk of a verbs pool is written
+     * through the same queue pair, so a piece is only one more write, and a
+     * message of one run is one write in all (a direct unit, rsm_verbs.h) */
+    const bool may_cut = may_stripe && lay->stripes > 1
+                         && len >= (size_t) lay->stripes * 2 * lay->large_block;
+    if (may_cut && !frag->endpoint->remote) {
         n = lay->stripes;
     }
     if (n == 1) {
@@ -105,7 +110,10 @@ static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe
                 return 0;
             }
         }
-        return -1;
+        if (!may_cut) {
+            return -1;
+        }
+        n = lay->stripes;       /* between hosts: pieces where no chunk holds it whole */
     }
     size_t piece = rsm_round64((len + n - 1) / n), done = 0;
     for (unsigned i = 0; i < n; i++) {

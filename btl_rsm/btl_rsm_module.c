@@ -161,6 +161,10 @@ static int rsm_finalize(mca_btl_base_module_t *btl)
                     " user-buffer registrations, %" PRIu64 " bytes left registered at the end",
                     c->v_reads, c->v_read_bytes, c->v_striped_reads, c->v_rail_read_bytes,
                     c->v_user_registrations, c->v_user_registered);
+        RSM_VERBOSE(10, "%" PRIu64 " RDMA writes in %" PRIu64 " posts: %" PRIu64 " pool messages "
+                    "as one write (direct units), %" PRIu64 " ack writes, %" PRIu64 " units "
+                    "carrying acks; the pool found full %" PRIu64 " times", c->v_writes,
+                    c->v_posts, c->v_direct, c->v_ack_writes, c->v_acks_piggybacked, c->pool_full);
     }
     RSM_VERBOSE(10, "%" PRIu64 " message starts staged while the pool was full, %" PRIu64
                 " refused; %" PRIu64 " tiny messages sent in a postbox's second half", c->staged,

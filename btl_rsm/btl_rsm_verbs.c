@@ -25,7 +25,7 @@
  *
  * Memory (seed 000, 3.1: the receiver pool is per sender and destination
  * HOST): a connection has its own postbox queue (8 KiB by default) and ack row,
- * but its pool blocks come from one pool per (sender, destination host), 54 KiB
+ * but its pool blocks come from one pool per (sender, destination host), 55 KiB
  * by default (btl_rsm_verbs_pool_size).  On the destination host that pool is
  * one shared-memory segment, created by the first receiver the sender connects
  * to and mapped by the others it reaches there ("/rsm-<tag>-vp", the tag the
@@ -2070,7 +2070,7 @@ bool rsm_verbs_init(bool job_on_one_host)
     /* [k]: one queue and a pool of k chunks (stripes) of verbs_pool_size each */
     for (unsigned k = 1; why == NULL && k <= c->verbs_pool_chunks; k++) {
         if (rsm_layout_init(&c->vlayouts[k], 1, c->remote_postboxes, k, k * c->verbs_pool_size,
-                            c->small_block, c->large_block, c->remote_inline_max, c->layout.max_msg,
+                            c->verbs_block, c->verbs_block, c->remote_inline_max, c->layout.max_msg,
                             &why) == 0) {
             c->vlayouts[k].pool_apart = true;
         }

@@ -42,7 +42,7 @@ int rsm_layout_init(rsm_layout_t *lay, uint32_t nqueues, uint32_t queue_len, uin
         return -1;
     }
     size_t per_stripe = pool_total / stripes;
-    size_t small_bytes = (per_stripe / 8) / small_block * small_block;
+    size_t small_bytes = rsm_pool_small_bytes(per_stripe, small_block, large_block);
     size_t large_bytes = rsm_pool_large_bytes(pool_total, stripes, small_block, large_block);
     if (per_stripe >= (1ull << 31) || large_bytes < max_msg || max_msg == 0) {
         *why = "each stripe's pool must hold the largest message, and stay below 2 GiB";

@@ -163,9 +163,18 @@ static inline uint32_t rsm_queue_len_auto(uint32_t nqueues)
     return len;
 }
 
-/* Bytes of large blocks in each stripe of a pool of pool_total bytes: 1/8 of
- * a stripe is small blocks, the rest large.  The largest message must fit.
- * 0 for parameters that form no pool (rsm_layout_init says why). */
+/* Bytes of small blocks in a stripe of PER_STRIPE bytes: 1/8 of it, or none
+ * when both kinds of block have one size (the verbs pools: every block serves
+ * every message, and none is set apart for small ones). */
+static inline size_t rsm_pool_small_bytes(size_t per_stripe, uint32_t small_block,
+                                          uint32_t large_block)
+{
+    return small_block == large_block ? 0 : (per_stripe / 8) / small_block * small_block;
+}
+
+/* Bytes of large blocks in each stripe of a pool of pool_total bytes: the
+ * stripe less its small blocks.  The largest message must fit.  0 for
+ * parameters that form no pool (rsm_layout_init says why). */
 static inline size_t rsm_pool_large_bytes(size_t pool_total, uint32_t stripes,
                                           uint32_t small_block, uint32_t large_block)
 {
@@ -173,7 +182,7 @@ static inline size_t rsm_pool_large_bytes(size_t pool_total, uint32_t stripes,
         return 0;
     }
     size_t per_stripe = pool_total / stripes;
-    size_t small_bytes = (per_stripe / 8) / small_block * small_block;
+    size_t small_bytes = rsm_pool_small_bytes(per_stripe, small_block, large_block);
     return (per_stripe - small_bytes) / large_block * large_block;
 }
 

@@ -157,7 +157,7 @@ echo "# $L: rxe0 sent $(d all rxe0.sent_pkts), rxe1 sent $(d all rxe1.sent_pkts)
 
 # --- 3b. one host, every peer by verbs, the pointer postbox written apart from its blocks
 # (btl_rsm_verbs_direct 0): a one-host job takes eager messages up to
-# 64 KiB, but not where the verbs back end is open (its 56 KiB pool chunks cap it)
+# 64 KiB, but not where the verbs back end is open (its 55 KiB pool chunks cap it)
 L="1 host x 2 ranks, self,rsm, btl_rsm_verbs 2, btl_rsm_verbs_direct 0, mpi_p2p up to $MAX4 B"
 job one 180 -np 2 --host h0:2 "${RSM[@]}" --mca btl_rsm_verbs 2 --mca btl_rsm_verbs_direct 0 \
     "${VERBOSE[@]}" "$B/test/mpi/mpi_p2p" -M "$MAX4"
@@ -305,10 +305,10 @@ fi
 # of that sender's pool for this host (pool_attach): one of the N receivers creates the pool's
 # segment, the other N-1 map it, and each registers it.  The sizes, as rsm_verbs_init and
 # rsm_layout_init make them from the defaults (btl_rsm_postboxes 128, btl_rsm_verbs_pool_size
-# 57344, small/large block 2048/4096, one stripe):
-PB=128 VPOOL=57344 SBLK=2048 LBLK=4096
+# 56320, btl_rsm_verbs_block 1024 for small and large blocks alike, one stripe):
+PB=128 VPOOL=56320 LBLK=1024
 V_QUEUE=$(( (PB * 64 + 4095) / 4096 * 4096 ))       # the postbox queue, whole pages
-V_SMALL=$(( VPOOL / 8 / SBLK * SBLK ))               # an eighth of the pool in small blocks
+V_SMALL=0                                            # one block size: no small blocks set apart
 V_LARGE=$(( (VPOOL - V_SMALL) / LBLK * LBLK ))       # the rest in large blocks
 V_POOL=$((V_SMALL + V_LARGE))
 V_ACK=$(( (PB + 63) / 64 * 64 ))

@@ -172,5 +172,29 @@ int main(void)
     CHECK(rsm_pool_alloc(&pool, (uint32_t) (lay.large_count * 4096), &whole) == 0,
           "after the churn one message can take the whole large region");
     rsm_pool_fini(&pool);
+
+    /* one block size (the verbs pools: btl_rsm_verbs_block): no small blocks set
+     * apart, every block serves every message; a 55 KiB chunk of 1 KiB blocks
+     * holds 11 messages of 4 KiB with their header, skew and postbox */
+    rsm_layout_t vlay;
+    CHECK(rsm_layout_init(&vlay, 1, 128, 1, 55 * 1024, 1024, 1024, 1088, 32832, &why) == 0
+          && vlay.small_count == 0 && vlay.large_count == 55 && vlay.pool_bytes == 55 * 1024
+          && rsm_pool_large_bytes(55 * 1024, 1, 1024, 1024) == 55 * 1024,
+          "one block size: %u small and %u large blocks, %zu bytes", vlay.small_count,
+          vlay.large_count, vlay.pool_bytes);
+    rsm_pool_t vpool;
+    CHECK(rsm_pool_init(&vpool, &vlay, 0) == 0, "one block size: pool init");
+    rsm_run_t v[12], tiny;
+    int got = 0;
+    while (got < 12 && rsm_pool_alloc(&vpool, 4237, &v[got]) == 0) {
+        got++;
+    }
+    CHECK(got == 11 && v[10].offset == 50 * 1024, "one block size: 11 runs of 4,237 bytes (5 blocks), "
+          "then full (%d)", got);
+    CHECK(rsm_pool_alloc(&vpool, 100, &tiny) != 0, "one block size: nothing left for a small one");
+    rsm_pool_free(&vpool, &v[3]);
+    CHECK(rsm_pool_alloc(&vpool, 100, &tiny) == 0 && tiny.offset == 15 * 1024,
+          "one block size: a small message takes a freed block like any other");
+    rsm_pool_fini(&vpool);
     return tap_done();
 }
