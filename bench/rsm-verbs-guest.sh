@@ -19,8 +19,8 @@
 # (single copy off: the pipelined two-copy path through the pool), ucx (one rail), ucx-2rails
 # (pml ucx given both of a host's devices: bench/ucx_both_rails.sh), tcp, vader (with
 # HOSTS=h0:2), rsm-nolisten (btl_rsm_verbs_listener 0), rsm-nodirect (btl_rsm_verbs_direct 0:
-# two writes a pool message), rsm-base (rsm from RSM_BASE); the last four get a table of
-# their own against rsm and ucx.  Each repeat runs, in
+# two writes a pool message), rsm-blk4k (verbs pools of 4 KiB blocks), rsm-base (rsm from
+# RSM_BASE); the last five get a table of their own against rsm and ucx.  Each repeat runs, in
 # turn, every transport's ping-pong (xb-latency), streaming (xb-bw,
 # window 64) and bi-directional (xb-bibw) benchmark, 1 rank per host, payloads verified,
 # then perftest's floors; the table gives medians over the repeats and rsm's ratio to ucx
