@@ -244,6 +244,7 @@ typedef struct mca_btl_rsm_component_t {
     bool site_default;              /* run in jobs that do not name rsm (xbtl_optin.h) */
     int verbs;                      /* 0 off, 1 remote peers, 2 every peer (btl_rsm_verbs.c) */
     unsigned verbs_block;           /* block size of the verbs pools */
+    unsigned verbs_ack_delay_us;    /* a single pool message owed: acked when idle after this */
     bool verbs_direct;              /* pool messages of one run as one write (rsm_verbs.h) */
     unsigned verbs_listener;        /* answer connection requests while away from MPI
                                      * (1), or always from the thread (2) */

@@ -328,6 +328,15 @@ static int rsm_component_register(void)
         "in MPI (time away from MPI does not count).  A peer that is away from MPI answers "
         "from its listener thread (btl_rsm_verbs_listener)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_connect_timeout_ms, OPAL_INFO_LVL_5);
+    c->verbs_ack_delay_us = 1000;
+    reg("verbs_ack_delay_us", "A receiver on another host acks its sender's pool messages every "
+        "second one, when it finds nothing more to receive, and a single one once it has been "
+        "owed this long (microseconds; the sender, if it streams, sends the next one first): "
+        "each ack is an RDMA write and its acknowledgement, two packets.  A sender whose pool "
+        "is full waits at most this long for the blocks of receivers that took one message "
+        "each and went quiet.  0: every pool message is acked as soon as its receiver finds "
+        "nothing more to receive", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_ack_delay_us,
+        OPAL_INFO_LVL_6);
     c->verbs_direct = 1;
     reg("verbs_direct", "Send a pool message of one run to a peer on another host as one RDMA "
         "write: its pointer postbox travels in the 64 bytes ahead of the payload and the write's "
@@ -553,6 +562,11 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
         || (c->verbs_block & (c->verbs_block - 1)) != 0) {
         opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename,
                        "btl_rsm_verbs_block must be a power of two in 64..65536");
+        return NULL;
+    }
+    if (c->verbs_ack_delay_us > 1000000) {
+        opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename,
+                       "btl_rsm_verbs_ack_delay_us must be 0..1000000 (at most a second)");
         return NULL;
     }
     if (c->verbs_listener > 2) {

@@ -150,6 +150,7 @@ struct rsm_vpeer {
     uint32_t acks_pushed;           /* inbound: acks written through this seq (exclusive) */
     uint32_t pool_msgs_acked;       /* inbound: ep->in_pool_msgs when acks were last pushed */
     bool ack_owed;                  /* inbound: on vs.owed, acks to push when idle */
+    uint64_t owed_since_ns;         /* inbound: one pool message owed since (0: push when idle) */
     mca_btl_base_endpoint_t *next_owed;
     struct rsm_vpeer *next_connecting;
 };
@@ -844,10 +845,16 @@ static int sq_room(rsm_vconn_t *q)
  * acknowledgement: it doubles the packets of a small message, and written at
  * once it goes out between the message and the reply a ping-pong waits for (at
  * 512 B, 3.3 packets per message instead of 2, and the latency of two).  So:
- * - inline postboxes are acked every eighth of a queue, and pool messages (their
- *   blocks are few and may be fragmented) each;
+ * - inline postboxes are acked every eighth of a queue, pool messages (their
+ *   blocks are few and may be fragmented) every second one;
  * - not at once but on the next progress call that finds no message: in a
  *   ping-pong, after the reply is posted; in a stream, when the receiver catches up;
+ * - a single pool message also on such a call, once it has been owed for
+ *   btl_rsm_verbs_ack_delay_us: its sender, streaming, sends the next one
+ *   sooner, and one that stopped gets its blocks back.  Why: in a stream the
+ *   receiver catches up after nearly every message, and each ack write cost two
+ *   packets a message (soft-RoCE guest, xb-bw 2-16 KiB: 0.9 ack writes a
+ *   message, the stream's packets 18% above UCX's);
  * - at once past a quarter of the queue or 4 pool messages, so that a receiver
  *   that leaves MPI with acks owed never stalls its sender: fewer than a quarter
  *   unacked leaves three quarters free, and a message takes at most half. */
@@ -859,20 +866,40 @@ static void note_acks(mca_btl_base_endpoint_t *ep, uint32_t qlen)
     if (postboxes >= qlen / 4 || pool_msgs >= 4) {
         v->pool_msgs_acked = ep->in_pool_msgs;
         push_acks(ep);
-    } else if ((postboxes >= qlen / 8 || pool_msgs > 0) && !v->ack_owed) {
+        return;
+    }
+    if (postboxes < qlen / 8 && pool_msgs == 0) {
+        return;
+    }
+    const bool one_pool_msg = postboxes < qlen / 8 && pool_msgs == 1;
+    if (!v->ack_owed) {
         v->ack_owed = true;
         v->next_owed = vs.owed;
         vs.owed = ep;
+        v->owed_since_ns = one_pool_msg && mca_btl_rsm_component.verbs_ack_delay_us > 0 ? now_ns() : 0;
+    } else if (!one_pool_msg) {
+        v->owed_since_ns = 0;
     }
 }
 
 static void push_owed_acks(void)
 {
-    mca_btl_base_endpoint_t *ep = vs.owed;
+    mca_btl_base_endpoint_t *ep = vs.owed, *keep = NULL;
+    const uint64_t delay = (uint64_t) mca_btl_rsm_component.verbs_ack_delay_us * 1000;
+    uint64_t now = 0;
     vs.owed = NULL;
     while (ep != NULL) {
         struct rsm_vpeer *v = ep->v;
         mca_btl_base_endpoint_t *next = v->next_owed;
+        if (v->owed_since_ns != 0 && v->state != VS_FAILED) {
+            now = now != 0 ? now : now_ns();
+            if (now - v->owed_since_ns < delay) {
+                v->next_owed = keep;      /* one pool message, not owed for long yet */
+                keep = ep;
+                ep = next;
+                continue;
+            }
+        }
         v->ack_owed = false;
         v->next_owed = NULL;
         if (v->state != VS_FAILED) {
@@ -881,6 +908,7 @@ static void push_owed_acks(void)
         }
         ep = next;
     }
+    vs.owed = keep;
 }
 
 /* A direct unit's postbox (rsm_verbs.h): in a chunk of the sender's pool we

@@ -19,7 +19,9 @@
  *                       1 MiB messages go by single copy: one RDMA read each
  *                       (btl_rsm_verbs_reads, _read_bytes, _user_registrations);
  *                       4 KiB messages through the pool go as one write each
- *                       (verbs_direct_units), none with btl_rsm_verbs_direct 0
+ *                       (verbs_direct_units), none with btl_rsm_verbs_direct 0;
+ *                       with btl_rsm_verbs_ack_delay_us 1000000 the receiver
+ *                       writes acks for every second of them at most
  *                       mpit_read verbs R: the job runs on R rails (btl_rsm_verbs_rails):
  *                       each 1 MiB read is cut across them, the receiver's
  *                       verbs_striped_reads and verbs_rail_read_bytes say so (0 on one rail)
@@ -364,6 +366,8 @@ static void mode_verbs(bool single_copy, unsigned rails)
     /* mpirun passes --mca settings to the ranks as OMPI_MCA_ variables */
     const char *dv = getenv("OMPI_MCA_btl_rsm_verbs_direct");
     const bool direct = dv == NULL || (strcmp(dv, "0") != 0 && strcmp(dv, "false") != 0);
+    const char *ad = getenv("OMPI_MCA_btl_rsm_verbs_ack_delay_us");
+    const bool ack_late = ad != NULL && strtoul(ad, NULL, 10) >= 1000000;
     MPI_T_pvar_session vs[NV];
     MPI_T_pvar_handle vh[NV];
     int have[NV], all[NV];
@@ -416,6 +420,14 @@ static void mode_verbs(bool single_copy, unsigned rails)
                   "each such message's blocks went with its pointer postbox; otherwise a post "
                   "per write)", ph[k].what, (unsigned long long) d[VP], (unsigned long long) d[VW],
                   (unsigned long long) d[VPM], (unsigned long long) d[VD]);
+        }
+        if (all[VAW] && ph[k].len == 4096 && ack_late) {
+            /* a stream of pool messages is acked every second message, a single one
+             * only after the delay (a second here: never within the stream) */
+            check(peer[VAW] <= (uint64_t) ph[k].n / 2 + 4,
+                  "verbs %s, btl_rsm_verbs_ack_delay_us %s: receiver's verbs_ack_writes +%llu "
+                  "(expected <= %d: one for every second pool message at most)", ph[k].what, ad,
+                  (unsigned long long) peer[VAW], ph[k].n / 2 + 4);
         }
         if (all[VD] && all[VPM] && ph[k].len == 4096) {
             /* 4 KiB and ob1's header: one run of the pool, so one write each */

@@ -129,9 +129,11 @@ check "$L: its $V B each way went through the rxe devices: rxe0 sent $s0 / rxe1 
 # through the pool with single copy off
 for mode in verbs verbs-2copy; do
     extra=()
-    # and the pointer postbox written apart from its blocks (no direct units), as before them
+    # and the pointer postbox written apart from its blocks (no direct units), as before them,
+    # and a single pool message acked only after a second (so a stream's acks are counted)
     [ "$mode" = verbs-2copy ] && extra=(--mca btl_rsm_verbs_single_copy_min 18446744073709551615
-                                        --mca btl_rsm_verbs_direct 0)
+                                        --mca btl_rsm_verbs_direct 0
+                                        --mca btl_rsm_verbs_ack_delay_us 1000000)
     job mpit 120 -np 2 --host h0:1,h1:1 "${RSM[@]}" "${extra[@]}" "$B/test/mpi/mpit_read" "$mode"
     relay_tap "2 hosts x 1 rank, MPI_T: " < "$W/mpit"
     if [ "$job_rc" -ne 0 ] || ! grep -q '^1\.\.' "$W/mpit"; then
