@@ -19,8 +19,9 @@
 # (single copy off: the pipelined two-copy path through the pool), ucx (one rail), ucx-2rails
 # (pml ucx given both of a host's devices: bench/ucx_both_rails.sh), tcp, vader (with
 # HOSTS=h0:2), rsm-nolisten (btl_rsm_verbs_listener 0), rsm-nodirect (btl_rsm_verbs_direct 0:
-# two writes a pool message), rsm-blk4k (verbs pools of 4 KiB blocks), rsm-base (rsm from
-# RSM_BASE); the last five get a table of their own against rsm and ucx.  Each repeat runs, in
+# two writes a pool message), rsm-blk4k (verbs pools of 4 KiB blocks), rsm-ackeach
+# (btl_rsm_verbs_ack_delay_us 0: an ack write for every pool message), rsm-base (rsm from
+# RSM_BASE); the last six get a table of their own against rsm and ucx.  Each repeat runs, in
 # turn, every transport's ping-pong (xb-latency), streaming (xb-bw,
 # window 64) and bi-directional (xb-bibw) benchmark, 1 rank per host, payloads verified,
 # then perftest's floors; the table gives medians over the repeats and rsm's ratio to ucx
@@ -55,7 +56,7 @@ grep -q '^xbguest-bench-done' "$OUT/console.txt" ||
 grep '^# ' "$OUT/console.txt"
 python3 - "$OUT/console.txt" <<'EOF'
 import json, statistics, sys
-rows, floors = {}, {}
+rows, floors, packets = {}, {}, {}
 for line in open(sys.argv[1]):
     p = line.split(None, 3)
     if len(p) == 4 and p[0] == 'row' and p[3].startswith('{'):
@@ -67,6 +68,12 @@ for line in open(sys.argv[1]):
         rows.setdefault(key, {}).setdefault(p[1], []).append(val)
     elif len(p) == 4 and p[0] == 'floor':
         floors.setdefault((p[1], int(p[2])), []).append(float(p[3]))
+    elif len(p) == 4 and p[0] == '#' and p[1] == 'rxe' and p[3].startswith('xb-'):
+        # "# rxe T B: rxe0.sent_pkts=N ...": the packets a job put on the wire, both hosts
+        b, kv = p[3].split(':', 1)
+        c = dict(x.split('=', 1) for x in kv.split() if '=' in x)
+        sent = sum(int(v) for k, v in c.items() if k.endswith('.sent_pkts'))
+        packets.setdefault((b, p[2]), []).append(sent)
 med = lambda v: statistics.median(v) if v else float('nan')
 for bench, unit in (('xb-latency', 'us (half round trip)'), ('xb-bw', 'MB/s'), ('xb-bibw', 'MB/s')):
     keys = sorted(k for k in rows if k[0] == bench)
@@ -94,6 +101,14 @@ for t in extra:
         m = {x: med(rows[k].get(x, [])) for x in (t, 'rsm', 'ucx')}
         print(f'{k[0]:>11} {k[1]:>9} {m[t]:12.2f} {m["rsm"]:10.2f} {m["ucx"]:10.2f} '
               f'{m[t] / m["rsm"]:14.2f} {m["rsm"] / m["ucx"]:8.2f} {m[t] / m["ucx"]:14.2f}')
+if packets:
+    # deterministic where the timings are not: the same job sends the same packets each run
+    print('\npackets every rxe device sent in a job (all its sizes and iterations), medians, and ratios to ucx')
+    for b in sorted({k[0] for k in packets}):
+        u = med(packets.get((b, 'ucx'), []))
+        for t in sorted(t for (bb, t) in packets if bb == b):
+            v = packets[(b, t)]
+            print(f'{b:>11} {t:>13} {med(v):10.0f} (runs {min(v)}-{max(v)}) {med(v) / u:8.3f}')
 print('\nfloor: perftest on the same devices (ib_write_lat typical us; ib_write_bw average MB/s)')
 print('lower is better for latency, higher for bandwidth; ratios are the first / the second; rsm-2rails is '
       'rsm with btl_rsm_verbs_rails 2 (reads of 64 KiB or more striped over both rails); rsm-2copy is rsm '
