@@ -52,9 +52,9 @@ how[rsm-nodirect]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_direct 0
 # rsm with verbs pools of 4 KiB blocks, 14 a chunk (btl_rsm_verbs_block 4096): what 1 KiB
 # blocks gain at 4-16 KiB, where a message's header, skew and postbox spill into a block more
 how[rsm-blk4k]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_block 4096 --mca btl_rsm_verbs_pool_size 57344"
-# rsm with every pool message acked when its receiver finds nothing more to receive
-# (btl_rsm_verbs_ack_delay_us 0), as before acks every second message
-how[rsm-ackeach]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_ack_delay_us 0"
+# rsm with pool messages acked every second one, a single one after 1 ms
+# (btl_rsm_verbs_ack_delay_us 1000; the default acks each)
+how[rsm-ackdelay]="--mca pml ob1 --mca btl self,rsm --mca btl_rsm_verbs_ack_delay_us 1000"
 # rsm of another build (an A/B): a component directory holding its mca_btl_rsm.so
 how[rsm-base]="--mca pml ob1 --mca btl self,rsm --mca mca_base_component_path $RSM_BASE"
 # pml ucx over both rails: each host's agent names its own first rail (UCX_NET_DEVICES=rxeI:1);

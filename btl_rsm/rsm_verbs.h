@@ -154,26 +154,28 @@ static inline uint32_t rsm_vimm_tail(uint32_t imm, uint32_t published)
  * IMMEDIATE, of its run from the first block's start, where the sender put a
  * copy of the message's pointer postbox, 64 bytes (and the payload's skew)
  * ahead of the payload.  The immediate says which chunk of the pool and which
- * 64-byte unit of it; the unit is one postbox, so its tail is the last tail
- * plus one.  The receiver copies the postbox into its queue and parses it
- * there like any other.  Why: the block write and the postbox write were two
- * work requests, two packets more than a message's data (the postbox and its
- * RC acknowledgement), and on soft-RoCE a work request's processing besides;
- * UCX's eager send is one.  Chunks of up to 512 KiB (13 bits of 64-byte units),
- * 4 chunks (2 bits). */
+ * block of it (runs start on a block; both ends have the same block size, UNIT
+ * below); the unit is one postbox, so its tail is the last tail plus one.  The
+ * receiver copies the postbox into its queue and parses it there like any
+ * other.  Why: the block write and the postbox write were two work requests,
+ * two packets more than a message's data (the postbox and its RC
+ * acknowledgement), and on soft-RoCE a work request's processing besides;
+ * UCX's eager send is one.  4 chunks (2 bits) of up to 8,192 blocks (13 bits:
+ * 8 MiB of 1 KiB blocks). */
 #define RSM_VIMM_DIRECT 0x8000u
 #define RSM_VIMM_DIRECT_CHUNK_SHIFT 13
 #define RSM_VIMM_DIRECT_UNITS (1u << RSM_VIMM_DIRECT_CHUNK_SHIFT)
 
-static inline bool rsm_vimm_direct_fits(unsigned chunk, size_t offset)
+static inline bool rsm_vimm_direct_fits(unsigned chunk, size_t offset, size_t unit)
 {
-    return chunk < 4 && offset % 64 == 0 && offset / 64 < RSM_VIMM_DIRECT_UNITS;
+    return chunk < 4 && offset % unit == 0 && offset / unit < RSM_VIMM_DIRECT_UNITS;
 }
 
-static inline uint32_t rsm_vimm_pack_direct(unsigned chunk, size_t offset, uint32_t consumed)
+static inline uint32_t rsm_vimm_pack_direct(unsigned chunk, size_t offset, size_t unit,
+                                            uint32_t consumed)
 {
     return RSM_VIMM_DIRECT | (uint32_t) chunk << RSM_VIMM_DIRECT_CHUNK_SHIFT
-           | (uint32_t) (offset / 64) | consumed << 16;
+           | (uint32_t) (offset / unit) | consumed << 16;
 }
 
 static inline bool rsm_vimm_is_direct(uint32_t imm)
@@ -183,10 +185,10 @@ static inline bool rsm_vimm_is_direct(uint32_t imm)
 
 /* Where a direct unit's postbox is: a chunk and a byte offset in it, to be
  * checked against what the reader has mapped. */
-static inline void rsm_vimm_direct_at(uint32_t imm, unsigned *chunk, size_t *offset)
+static inline void rsm_vimm_direct_at(uint32_t imm, size_t unit, unsigned *chunk, size_t *offset)
 {
     *chunk = (imm >> RSM_VIMM_DIRECT_CHUNK_SHIFT) & 3u;
-    *offset = (size_t) (imm & (RSM_VIMM_DIRECT_UNITS - 1)) * 64;
+    *offset = (size_t) (imm & (RSM_VIMM_DIRECT_UNITS - 1)) * unit;
 }
 
 /* How far the peer consumed our queue to it, from our tail there; false when

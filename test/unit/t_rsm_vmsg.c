@@ -171,22 +171,23 @@ int main(void)
     CHECK(rsm_vimm_tail(rsm_vimm_pack(0x00008003u, 0), 0x00007ffeu) == 0x00008003u,
           "packed: a tail across a 15-bit wrap");
 
-    /* direct units: a chunk and a 64-byte unit of it, beside the consumed half */
+    /* direct units: a chunk and a block of it (blocks of 1 KiB here), beside the consumed half */
     unsigned chunk = 9;
     size_t off = 1;
-    CHECK(rsm_vimm_direct_fits(0, 0) && rsm_vimm_direct_fits(3, 512 * 1024 - 64),
-          "direct: the first and the last unit of 4 chunks of 512 KiB fit");
-    CHECK(!rsm_vimm_direct_fits(4, 0), "direct: a fifth chunk does not fit");
-    CHECK(!rsm_vimm_direct_fits(0, 512 * 1024), "direct: past 512 KiB does not fit");
-    CHECK(!rsm_vimm_direct_fits(1, 4096 + 8), "direct: an offset off 64 bytes does not fit");
-    imm = rsm_vimm_pack_direct(2, 56 * 1024 - 64, 0x0abc1234u);
-    rsm_vimm_direct_at(imm, &chunk, &off);
-    CHECK(rsm_vimm_is_direct(imm) && chunk == 2 && off == 56 * 1024 - 64,
+    CHECK(rsm_vimm_direct_fits(0, 0, 1024) && rsm_vimm_direct_fits(3, 8192 * 1024 - 1024, 1024),
+          "direct: the first and the last block of 4 chunks of 8 MiB fit");
+    CHECK(!rsm_vimm_direct_fits(4, 0, 1024), "direct: a fifth chunk does not fit");
+    CHECK(!rsm_vimm_direct_fits(0, 8192 * 1024, 1024), "direct: past 8,192 blocks does not fit");
+    CHECK(!rsm_vimm_direct_fits(1, 4096 + 64, 1024), "direct: an offset off a block does not fit");
+    CHECK(rsm_vimm_direct_fits(1, 4096 + 64, 64), "direct: with blocks of 64 bytes it does");
+    imm = rsm_vimm_pack_direct(2, 54 * 1024, 1024, 0x0abc1234u);
+    rsm_vimm_direct_at(imm, 1024, &chunk, &off);
+    CHECK(rsm_vimm_is_direct(imm) && chunk == 2 && off == 54 * 1024,
           "direct: chunk and offset come back");
     CHECK(rsm_vimm_consumed(imm, 0x0abc1200u, 0x0abc1240u, &c) && c == 0x0abc1234u,
           "direct: the consumed half as in any unit");
-    rsm_vimm_direct_at(0xffffffffu, &chunk, &off);
-    CHECK(chunk == 3 && off == (size_t) (RSM_VIMM_DIRECT_UNITS - 1) * 64,
-          "direct: any immediate decodes within 4 chunks of 512 KiB (checked against the map)");
+    rsm_vimm_direct_at(0xffffffffu, 1024, &chunk, &off);
+    CHECK(chunk == 3 && off == (size_t) (RSM_VIMM_DIRECT_UNITS - 1) * 1024,
+          "direct: any immediate decodes within 4 chunks of 8,192 blocks (checked against the map)");
     return tap_done();
 }
