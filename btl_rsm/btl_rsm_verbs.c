@@ -671,10 +671,10 @@ bool rsm_verbs_direct_ok(const mca_btl_base_endpoint_t *ep, const rsm_run_t *run
                          size_t payload_offset)
 {
     /* the allocator keeps RSM_POSTBOX_SIZE bytes ahead of the payload for it
-     * (rsm_direct_room); a pool sized to the largest message exactly may not */
-    return mca_btl_rsm_component.verbs_direct && payload_offset >= RSM_POSTBOX_SIZE
-           && run->stripe < ep->v->chunks
-           && rsm_vimm_direct_fits(run->stripe, run->offset, mca_btl_rsm_component.vlayout.large_block);
+     * (rsm_frag_alloc_runs); a pool sized to the largest message exactly may not */
+    const mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    return c->verbs_direct && payload_offset >= RSM_POSTBOX_SIZE && run->stripe < ep->v->chunks
+           && rsm_vimm_direct_fits(run->stripe, run->offset, c->vlayout.large_block);
 }
 
 static void post_direct_nolock(mca_btl_base_endpoint_t *ep, const rsm_run_t *run,
@@ -687,8 +687,8 @@ static void post_direct_nolock(mca_btl_base_endpoint_t *ep, const rsm_run_t *run
     rsm_vgroup_t *g = v->group;
     char *start = (char *) g->buf[run->stripe] + run->offset;   /* the run in the shadow */
     memcpy(start, pb, RSM_POSTBOX_SIZE);
-    uint32_t imm = rsm_vimm_pack_direct(run->stripe, run->offset,
-                                        mca_btl_rsm_component.vlayout.large_block, acks_ride_along(ep));
+    const size_t block = mca_btl_rsm_component.vlayout.large_block;
+    uint32_t imm = rsm_vimm_pack_direct(run->stripe, run->offset, block, acks_ride_along(ep));
     if (vpost(&v->out, start, g->mr[run->stripe]->lkey, v->pool_raddr[run->stripe] + run->offset,
               v->pool_rkey[run->stripe], (size_t) ((const char *) payload_end - start), true, imm,
               false) == OPAL_SUCCESS) {
@@ -877,7 +877,8 @@ static void note_acks(mca_btl_base_endpoint_t *ep, uint32_t qlen)
         v->ack_owed = true;
         v->next_owed = vs.owed;
         vs.owed = ep;
-        v->owed_since_ns = one_pool_msg && mca_btl_rsm_component.verbs_ack_delay_us > 0 ? now_ns() : 0;
+        const bool wait = one_pool_msg && mca_btl_rsm_component.verbs_ack_delay_us > 0;
+        v->owed_since_ns = wait ? now_ns() : 0;
     } else if (!one_pool_msg) {
         v->owed_since_ns = 0;
     }
