@@ -302,7 +302,7 @@ static int rsm_component_register(void)
         "message between hosts takes whole blocks, so smaller blocks fit more messages into "
         "btl_rsm_verbs_pool_size", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_block,
         OPAL_INFO_LVL_6);
-    c->verbs_pool_chunks = 3;   /* 1,000 senders streaming to 8 ranks of a host: 222 MiB there */
+    c->verbs_pool_chunks = 3;   /* 1,000 senders streaming to 8 ranks of a host: 225 MiB there */
     reg("verbs_pool_chunks", "Chunks of btl_rsm_verbs_pool_size a verbs pool (per remote sender "
         "and destination host) may grow to, 1..4: every pool starts as one chunk, and only a "
         "sender that keeps finding its pool full (it streams) grows it, one chunk at a time; "
