@@ -21,8 +21,8 @@
 # HOSTS=h0:2), rsm-nolisten (btl_rsm_verbs_listener 0), rsm-nodirect (btl_rsm_verbs_direct 0:
 # two writes a pool message), rsm-blk4k (verbs pools of 4 KiB blocks), rsm-ackdelay
 # (btl_rsm_verbs_ack_delay_us 1000: an ack write for every second pool message), rsm-base
-# (rsm from RSM_BASE); the last six get a table of their own against rsm and ucx.  Each repeat runs, in
-# turn, every transport's ping-pong (xb-latency), streaming (xb-bw,
+# (rsm from RSM_BASE); the last six get a table of their own against rsm and ucx.  Each
+# repeat runs, in turn, every transport's ping-pong (xb-latency), streaming (xb-bw,
 # window 64) and bi-directional (xb-bibw) benchmark, 1 rank per host, payloads verified,
 # then perftest's floors; the table gives medians over the repeats and rsm's ratio to ucx
 # and tcp.  Everything is emulated: the guest's two vCPUs run both hosts, their NICs and
