@@ -53,7 +53,10 @@
 typedef struct pmeth_modex_link {
     char ifname[IFNAMSIZ];
     uint8_t mac[6];
-    uint16_t reserved;
+    uint16_t small_rx_max;              /* frames up to this length reach the process
+                                           through a second receive ring (AF_XDP beside
+                                           AF_PACKET at a jumbo MTU) and may overtake
+                                           larger ones; 0: one ring */
     uint32_t mtu;
 } pmeth_modex_link_t;
 
@@ -93,8 +96,15 @@ typedef struct pmeth_path {
     uint8_t local;
     uint8_t peer_link;
     uint8_t peer_mac[6];
+    uint16_t small_rx_max;              /* the peer link's (modex): a frame's lane */
     uint32_t mtu;
 } pmeth_path_t;
+
+/* The window lane of a frame of LEN bytes on PATH (pmeth_window.h). */
+static inline unsigned pmeth_path_lane(const pmeth_path_t *path, uint32_t len)
+{
+    return len <= path->small_rx_max;
+}
 
 enum pmeth_ep_state {
     PMETH_EP_NEW = 0,                   /* known from the modex, not probed */
@@ -110,6 +120,7 @@ typedef struct pmeth_held {
     struct pmeth_held *next;            /* free list */
     struct pmeth_held *lap_prev, *lap_next;     /* its link's held frames, oldest first */
     uint8_t link;
+    bool on_lap;                        /* on that list: its slot is refilled in ring order */
     int id;                             /* receive ring slot, -1 once moved aside */
     void *frame;
     uint32_t len;

@@ -95,8 +95,10 @@ static int pmeth_component_register(void)
         "AF_XDP is faster where it runs (at MTU 1500 on veth: latency 0.73-0.95x, bandwidth "
         "1.1-1.4x of packet's; btl_pmeth/README.md, \"Rings\"), but it needs root (the "
         "helper for ordinary users hands out AF_PACKET sockets), serves one process per "
-        "interface and frames up to 3840 bytes (MTU 3826), and its frames skip the "
-        "interface's queueing discipline (traffic shaping) and netfilter's ingress hook",
+        "interface, and its frames skip the interface's queueing discipline (traffic shaping) "
+        "and netfilter's ingress hook.  An AF_XDP frame is at most 3840 bytes: at a larger "
+        "MTU (jumbo frames) xdp sends every frame and receives the larger ones through an "
+        "AF_PACKET ring, and takes the smaller ones (acks, short messages) through AF_XDP",
         MCA_BASE_VAR_TYPE_STRING, &c->io_mode, OPAL_INFO_LVL_4);
     helper_socket = PMETH_HELPER_DEFAULT_SOCKET;
     reg("helper", "Unix socket of pmeth-helperd, the site's root helper that opens AF_PACKET "
@@ -773,6 +775,7 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
         memcpy(c->modex.links[i].ifname, c->links[i].ifname, IFNAMSIZ);
         memcpy(c->modex.links[i].mac, c->links[i].mac, 6);
         c->modex.links[i].mtu = c->links[i].mtu;
+        c->modex.links[i].small_rx_max = (uint16_t) pmeth_ring_small_rx_max(c->links[i].ring);
     }
     OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &c->super.btl_version, &c->modex, sizeof(c->modex));
     if (rc != OPAL_SUCCESS) {

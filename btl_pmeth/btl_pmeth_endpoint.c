@@ -270,6 +270,7 @@ static void make_paths(mca_btl_base_endpoint_t *ep)
                 p->local = (uint8_t) i;
                 p->peer_link = (uint8_t) j;
                 memcpy(p->peer_mac, ep->modex.links[j].mac, 6);
+                p->small_rx_max = ep->modex.links[j].small_rx_max;
                 p->mtu = c->links[i].mtu;
                 peer_used[j] = true;
                 have = true;

@@ -261,10 +261,11 @@ static void summary(void)
                       " frames / %" PRIu64 " bytes in; ring: %" PRIu64 " kicks (%" PRIu64
                       " while the link was down), %" PRIu64 " frames dropped by the kernel, %"
                       PRIu64 " bytes copied (held frames moved aside, resends); receive ring: %"
-                      PRIu64 " resyncs, %" PRIu64 " bad give-backs",
+                      PRIu64 " resyncs, %" PRIu64 " bad give-backs; %" PRIu64 " frames in "
+                      "through AF_XDP beside AF_PACKET",
                       l->ifname, l->frames_out, l->bytes_out, l->frames_in, l->bytes_in, rs.kicks,
                       rs.link_down_kicks, rs.kernel_drops, rs.shadow_bytes + rs.repost_bytes,
-                      rs.rx_resyncs, rs.rx_bad_puts);
+                      rs.rx_resyncs, rs.rx_bad_puts, rs.rx_small_xdp);
     }
     PMETH_VERBOSE(10, "%" PRIu64 " retransmits on timeout, %" PRIu64 " fast; %" PRIu64
                   " duplicates, %" PRIu64 " out of window; %" PRIu64 " standalone acks; %" PRIu64

@@ -60,6 +60,10 @@ static void held_put(pmeth_held_t *h)
 
 static void lap_unlink(pmeth_link_t *link, pmeth_held_t *h)
 {
+    if (!h->on_lap) {
+        return;
+    }
+    h->on_lap = false;
     if (h->lap_prev != NULL) {
         h->lap_prev->lap_next = h->lap_next;
     } else {
@@ -130,6 +134,11 @@ static pmeth_held_t *hold(pmeth_link_t *link, const struct pmeth_rx_frame *f)
     h->copy = NULL;
     h->next = NULL;
     h->lap_next = NULL;
+    h->lap_prev = NULL;
+    h->on_lap = pmeth_ring_rx_in_order(link->ring, f->id);
+    if (!h->on_lap) {
+        return h;       /* an AF_XDP frame: given back in any order, never blocks the ring */
+    }
     h->lap_prev = link->held_newest;
     if (link->held_newest != NULL) {
         link->held_newest->lap_next = h;

@@ -80,6 +80,7 @@ static void post_frame(mca_btl_pmeth_frag_t *frag, uint64_t now)
     pmeth_link_t *link = &c->links[path->local];
     void *frame = pmeth_ring_tx_frame(link->ring, frag->frame_id);
     frag->frame_len = PMETH_WIRE_HDR_LEN + (uint32_t) frag->segment.seg_len;
+    pmeth_txwin_set_lane(ep->tx, frag->seq, pmeth_path_lane(path, frag->frame_len));
     pmeth_wire_build_data(frame, path->peer_mac, link->mac, (uint16_t) c->ethertype, c->job_key,
                           ep->peer_id, c->my_id, path->local, frag->tag, frag->seq, 0, 0,
                           (uint16_t) frag->segment.seg_len);
@@ -472,6 +473,7 @@ bool pmeth_frag_move(mca_btl_pmeth_frag_t *frag, uint8_t xmit)
     pmeth_wire_set_xmit(f, xmit);
     frag_moved(frag, id, p, f, frag->frame_len);
     pmeth_txwin_relink(ep->tx, frag->seq, path->local);
+    pmeth_txwin_set_lane(ep->tx, frag->seq, pmeth_path_lane(path, frag->frame_len));
     pmeth_ring_tx_post(link->ring, id, frag->frame_len);
     pmeth_rxwin_ack_sent(ep->rx);
     link->frames_out++;

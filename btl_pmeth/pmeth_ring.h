@@ -29,6 +29,12 @@
  * any interface (pmeth_ring_packet.c), and PMETH_IO_XDP, an AF_XDP socket fed
  * by our own XDP program (pmeth_ring_xdp.c; what it serves is stated there:
  * one process per interface, one receive queue, frames up to 3840 bytes).
+ * PMETH_IO_XDP with larger frames (jumbo MTUs) pairs the two: an AF_PACKET
+ * ring sends every frame and receives those over 3840 bytes, and a receive-only
+ * AF_XDP socket takes the rest (acks, small messages), which is where AF_XDP
+ * gains most (no wake of another CPU on veth: btl_pmeth/README.md).  Frames of
+ * the two kinds may then be handed over out of arrival order; the window
+ * reorders them, as it does frames of several links.
  * Open fails with a sentence when a back end cannot serve, so the caller can
  * fall back to AF_PACKET.  With AF_XDP frames can be posted and given back in
  * any order, so the shadow copies and dummy frames below never happen there.
@@ -77,6 +83,8 @@ struct pmeth_ring_stats {
     uint64_t link_down_kicks;           /* kicks refused because the link was down */
     uint64_t rx_resyncs;                /* the receive ring's position was found out of step */
     uint64_t rx_bad_puts;               /* frames given back that were not held (a bug) */
+    uint64_t rx_small_xdp;              /* frames received through the receive-only AF_XDP
+                                           socket beside an AF_PACKET ring (jumbo MTU) */
 };
 
 struct pmeth_rx_frame {
@@ -95,6 +103,9 @@ int pmeth_ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out
 void pmeth_ring_close(struct pmeth_ring *r);
 const char *pmeth_ring_mode_name(const struct pmeth_ring *r);
 void pmeth_ring_get_stats(struct pmeth_ring *r, struct pmeth_ring_stats *s);
+/* frames up to this length are received through a ring of their own (AF_XDP
+ * beside AF_PACKET) and may overtake larger ones; 0: one receive ring */
+uint32_t pmeth_ring_small_rx_max(const struct pmeth_ring *r);
 /* bytes of ring memory (both directions) */
 size_t pmeth_ring_memory(const struct pmeth_ring *r);
 
@@ -129,12 +140,19 @@ int pmeth_ring_rx_poll(struct pmeth_ring *r, struct pmeth_rx_frame *out, int max
  * so the caller moves old held frames aside.  0 for AF_XDP (no such order). */
 uint32_t pmeth_ring_rx_age(const struct pmeth_ring *r, int id, uint32_t *slots);
 void pmeth_ring_rx_put(struct pmeth_ring *r, int id);
+/* The kernel refills frame ID's slot in ring order (AF_PACKET), so holding it
+ * long blocks the ring (pmeth_ring_rx_age); false for AF_XDP frames. */
+bool pmeth_ring_rx_in_order(const struct pmeth_ring *r, int id);
 
 /* ---- internal: the AF_XDP back end, called by pmeth_ring_packet.c ---- */
+#define PMETH_XDP_FRAME_MAX 3840u   /* one 4 KiB chunk less the kernel's headroom */
 #ifdef PMETH_RING_HAVE_XDP
 struct pmeth_xdp;
 int pmeth_xdp_open(const struct pmeth_ring_config *cfg, struct pmeth_xdp **out, char *err,
                    size_t errlen);
+/* receive only, frames that fit one chunk; larger ones pass to the kernel */
+int pmeth_xdp_open_small(const struct pmeth_ring_config *cfg, struct pmeth_xdp **out, char *err,
+                         size_t errlen);
 void pmeth_xdp_close(struct pmeth_xdp *x);
 const char *pmeth_xdp_mode_name(const struct pmeth_xdp *x);
 size_t pmeth_xdp_memory(const struct pmeth_xdp *x);

@@ -1,6 +1,9 @@
 /* pmeth's ring I/O over AF_PACKET TPACKET_V2 rings (pmeth_ring.h).  A ring
  * opened in PMETH_IO_XDP mode holds only an AF_XDP back end (pmeth_ring_xdp.c)
- * and every call is handed to it: one predictable branch per call. */
+ * and every call is handed to it: one predictable branch per call.  With
+ * frames too large for AF_XDP it is an AF_PACKET ring with a receive-only
+ * AF_XDP socket beside it (xrx) for the frames that fit; those get ids from
+ * rx_nr on. */
 #define _GNU_SOURCE
 #include "pmeth_filter.h"
 #include "pmeth_ring.h"
@@ -43,6 +46,8 @@ struct tx_id {
 struct pmeth_ring {
 #ifdef PMETH_RING_HAVE_XDP
     struct pmeth_xdp *xdp;      /* non-NULL: the AF_XDP back end does the work */
+    struct pmeth_xdp *xrx;      /* non-NULL: receives our frames of up to a chunk */
+    char mode_name[96];
 #endif
     int fd;
     bool own_fd;
@@ -139,7 +144,14 @@ int pmeth_ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out
                     size_t errlen)
 {
     *out = NULL;
-    if (cfg->mode == PMETH_IO_XDP) {
+    if (cfg->mode == PMETH_IO_XDP && cfg->frame_size > PMETH_XDP_FRAME_MAX) {
+#ifndef PMETH_RING_HAVE_XDP
+        snprintf(err, errlen, "AF_XDP was not built in (configure found no libxdp/libbpf "
+                 "or no clang)");
+        return -EOPNOTSUPP;
+#endif
+        /* below: an AF_PACKET ring, then a receive-only AF_XDP socket beside it */
+    } else if (cfg->mode == PMETH_IO_XDP) {
 #ifdef PMETH_RING_HAVE_XDP
         struct pmeth_ring *xr = calloc(1, sizeof(*xr));
         if (xr == NULL) {
@@ -278,6 +290,16 @@ int pmeth_ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out
         r->ids[i].slot = -1;
     }
     r->free_id = 0;
+#ifdef PMETH_RING_HAVE_XDP
+    if (cfg->mode == PMETH_IO_XDP) {
+        rc = pmeth_xdp_open_small(cfg, &r->xrx, err, errlen);
+        if (rc != 0) {
+            goto error;
+        }
+        snprintf(r->mode_name, sizeof(r->mode_name), "AF_PACKET + %s",
+                 pmeth_xdp_mode_name(r->xrx));
+    }
+#endif
     *out = r;
     return 0;
 
@@ -297,6 +319,7 @@ void pmeth_ring_close(struct pmeth_ring *r)
         free(r);
         return;
     }
+    pmeth_xdp_close(r->xrx);    /* first: frames come to the packet ring until the end */
 #endif
     if (r->map != NULL) {
         munmap(r->map, r->map_len);
@@ -318,12 +341,32 @@ const char *pmeth_ring_mode_name(const struct pmeth_ring *r)
 {
     (void) r;
     XDP_OR(r, pmeth_xdp_mode_name(r->xdp));
+#ifdef PMETH_RING_HAVE_XDP
+    if (r->xrx != NULL) {
+        return r->mode_name;
+    }
+#endif
     return "AF_PACKET";
+}
+
+uint32_t pmeth_ring_small_rx_max(const struct pmeth_ring *r)
+{
+#ifdef PMETH_RING_HAVE_XDP
+    return r->xrx != NULL ? PMETH_XDP_FRAME_MAX : 0;
+#else
+    (void) r;
+    return 0;
+#endif
 }
 
 size_t pmeth_ring_memory(const struct pmeth_ring *r)
 {
     XDP_OR(r, pmeth_xdp_memory(r->xdp));
+#ifdef PMETH_RING_HAVE_XDP
+    if (r->xrx != NULL) {
+        return r->map_len + pmeth_xdp_memory(r->xrx);
+    }
+#endif
     return r->map_len;
 }
 
@@ -336,6 +379,14 @@ void pmeth_ring_get_stats(struct pmeth_ring *r, struct pmeth_ring_stats *s)
         r->st.kernel_drops += ks.tp_drops;      /* the kernel resets them on read */
     }
     *s = r->st;
+#ifdef PMETH_RING_HAVE_XDP
+    if (r->xrx != NULL) {
+        struct pmeth_ring_stats xs;
+        pmeth_xdp_get_stats(r->xrx, &xs);
+        s->kernel_drops += xs.kernel_drops;
+        s->kicks += xs.kicks;
+    }
+#endif
 }
 
 static inline uint8_t *slot_data(struct pmeth_ring *r, uint32_t slot)
@@ -652,6 +703,15 @@ int pmeth_ring_rx_poll(struct pmeth_ring *r, struct pmeth_rx_frame *out, int max
 {
     XDP_OR(r, pmeth_xdp_rx_poll(r->xdp, out, max));
     int n = 0;
+#ifdef PMETH_RING_HAVE_XDP
+    if (r->xrx != NULL) {
+        n = pmeth_xdp_rx_poll(r->xrx, out, max);
+        for (int k = 0; k < n; k++) {
+            out[k].id += (int) r->rx_nr;
+        }
+        r->st.rx_small_xdp += (uint64_t) n;
+    }
+#endif
     while (n < max) {
         uint32_t i = r->rx_head;
         volatile struct tpacket2_hdr *h = rx_hdr(r, i);
@@ -677,17 +737,32 @@ int pmeth_ring_rx_poll(struct pmeth_ring *r, struct pmeth_rx_frame *out, int max
     return n;
 }
 
+bool pmeth_ring_rx_in_order(const struct pmeth_ring *r, int id)
+{
+    XDP_OR(r, false);
+    return id >= 0 && (uint32_t) id < r->rx_nr;
+}
+
 uint32_t pmeth_ring_rx_age(const struct pmeth_ring *r, int id, uint32_t *slots)
 {
     *slots = 0;
     XDP_OR(r, 0);
     *slots = r->rx_nr;
+    if ((uint32_t) id >= r->rx_nr) {
+        return 0;       /* an AF_XDP frame (xrx): given back in any order */
+    }
     return (r->rx_head + r->rx_nr - (uint32_t) id) % r->rx_nr;
 }
 
 void pmeth_ring_rx_put(struct pmeth_ring *r, int id)
 {
     XDP_OR_VOID(r, pmeth_xdp_rx_put(r->xdp, id));
+#ifdef PMETH_RING_HAVE_XDP
+    if (r->xrx != NULL && id >= 0 && (uint32_t) id >= r->rx_nr) {
+        pmeth_xdp_rx_put(r->xrx, id - (int) r->rx_nr);
+        return;
+    }
+#endif
     if (id < 0 || (uint32_t) id >= r->rx_nr || !r->rx_out[id]) {
         r->st.rx_bad_puts++;    /* not ours (any more): the kernel may have refilled it */
         return;

@@ -21,7 +21,10 @@
  *  - interfaces with a single receive queue (veth, most virtual NICs): frames
  *    hashed to another queue would miss our socket.
  *  - frames up to one chunk minus the kernel's 256-byte headroom (3840 bytes:
- *    MTU 3826): no multi-buffer, so MTU 9000 stays on AF_PACKET.
+ *    MTU 3826; the kernel takes no larger chunk, and Debian 12's has no
+ *    multi-buffer sockets).  For larger MTUs pmeth_xdp_open_small opens a
+ *    receive-only socket for the frames that fit (pmeth_ring_packet.c pairs it
+ *    with an AF_PACKET ring for the rest and for every send).
  * On veth the kernel copies each frame into the UMEM (copy mode; zero copy is
  * EOPNOTSUPP there); with a zero-copy driver the bind picks zero copy itself.
  * Copy-mode sends leave through dev_direct_xmit, past the interface's qdisc
@@ -52,7 +55,7 @@ extern const size_t pmeth_xdp_kern_obj_len;
 
 /* must match struct pmeth_xdp_cfg in pmeth_xdp_kern.c */
 struct xdp_prog_cfg {
-    uint32_t ethertype, job_key, my_id, queue;
+    uint32_t ethertype, job_key, my_id, queue, max_len;
 };
 
 #define XDP_KERNEL_HEADROOM 256u    /* XDP_PACKET_HEADROOM: before each received frame */
@@ -79,6 +82,7 @@ struct pmeth_xdp {
     uint32_t tx_nfree;
     uint32_t tx_unsent;         /* posted since the kernel last took the send ring */
     bool zerocopy;              /* else copy mode: only sendto sends */
+    bool small_only;            /* receive only, frames up to one chunk (pmeth_xdp_small) */
     char mode_name[48];
     struct pmeth_ring_stats st;
 };
@@ -166,19 +170,28 @@ static int attach_program(struct pmeth_xdp *x, const struct pmeth_ring_config *c
         x->obj = NULL;
         return xfail(err, errlen, errno, "AF_XDP: opening the embedded XDP program");
     }
+    /* load only the entry point this socket needs (pmeth_xdp_kern.c) */
+    const char *want = x->small_only ? "pmeth_xdp_small" : "pmeth_xdp";
+    struct bpf_program *p;
+    bpf_object__for_each_program(p, x->obj) {
+        bpf_program__set_autoload(p, strcmp(bpf_program__name(p), want) == 0);
+    }
     if (bpf_object__load(x->obj) != 0) {
-        return xfail(err, errlen, errno, "AF_XDP: loading the XDP program (needs CAP_BPF and "
-                     "CAP_NET_ADMIN)");
+        int e = errno;
+        return xfail(err, errlen, e, "AF_XDP: loading the XDP program%s (needs CAP_BPF and "
+                     "CAP_NET_ADMIN)", x->small_only ? " for multi-buffer frames (kernel 5.18 "
+                     "or later)" : "");
     }
     struct bpf_map *cfg_map = bpf_object__find_map_by_name(x->obj, "pmeth_cfg");
     struct bpf_map *xsk_map = bpf_object__find_map_by_name(x->obj, "pmeth_xsk");
-    struct bpf_program *prog = bpf_object__find_program_by_name(x->obj, "pmeth_xdp");
+    struct bpf_program *prog = bpf_object__find_program_by_name(x->obj, want);
     if (cfg_map == NULL || xsk_map == NULL || prog == NULL) {
         return xfail(err, errlen, 0, "AF_XDP: the embedded XDP program lacks its maps");
     }
     uint32_t zero = 0;
     struct xdp_prog_cfg pc = {.ethertype = cfg->ethertype, .job_key = cfg->job_key,
-                              .my_id = cfg->my_id, .queue = x->queue};
+                              .my_id = cfg->my_id, .queue = x->queue,
+                              .max_len = x->chunk - XDP_KERNEL_HEADROOM};
     int fd = xsk_socket__fd(x->xsk);
     if (bpf_map_update_elem(bpf_map__fd(cfg_map), &zero, &pc, BPF_ANY) != 0
         || bpf_map_update_elem(bpf_map__fd(xsk_map), &zero, &fd, BPF_ANY) != 0) {
@@ -206,13 +219,18 @@ static int attach_program(struct pmeth_xdp *x, const struct pmeth_ring_config *c
     socklen_t olen = sizeof(opts);
     x->zerocopy = getsockopt(fd, SOL_XDP, XDP_OPTIONS, &opts, &olen) == 0
                   && (opts.flags & XDP_OPTIONS_ZEROCOPY);
-    snprintf(x->mode_name, sizeof(x->mode_name), "AF_XDP (%s, %s XDP)",
-             x->zerocopy ? "zero copy" : "copy mode", hook);
+    if (x->small_only) {
+        snprintf(x->mode_name, sizeof(x->mode_name), "AF_XDP to %u B (%s, %s XDP)",
+                 x->chunk - XDP_KERNEL_HEADROOM, x->zerocopy ? "zero copy" : "copy mode", hook);
+    } else {
+        snprintf(x->mode_name, sizeof(x->mode_name), "AF_XDP (%s, %s XDP)",
+                 x->zerocopy ? "zero copy" : "copy mode", hook);
+    }
     return 0;
 }
 
-int pmeth_xdp_open(const struct pmeth_ring_config *cfg, struct pmeth_xdp **out, char *err,
-                   size_t errlen)
+static int xdp_open(const struct pmeth_ring_config *cfg, bool small_only, struct pmeth_xdp **out,
+                    char *err, size_t errlen)
 {
     *out = NULL;
     if (cfg->fd >= 0) {
@@ -225,6 +243,7 @@ int pmeth_xdp_open(const struct pmeth_ring_config *cfg, struct pmeth_xdp **out, 
     }
     x->link_fd = -1;
     x->queue = 0;
+    x->small_only = small_only;
     libbpf_print_fn_t old_print = libbpf_set_print(quiet_libbpf);
     int rc, nq;
     x->ifindex = (int) if_nametoindex(cfg->ifname);
@@ -237,9 +256,9 @@ int pmeth_xdp_open(const struct pmeth_ring_config *cfg, struct pmeth_xdp **out, 
                    "(frames hashed elsewhere would be missed)", cfg->ifname, nq);
         goto error;
     }
-    if (cfg->frame_size + XDP_KERNEL_HEADROOM <= 2048) {
+    if (cfg->frame_size + XDP_KERNEL_HEADROOM <= 2048 && !small_only) {
         x->chunk = 2048;
-    } else if (cfg->frame_size + XDP_KERNEL_HEADROOM <= 4096) {
+    } else if (cfg->frame_size + XDP_KERNEL_HEADROOM <= 4096 || small_only) {
         x->chunk = 4096;
     } else {
         rc = xfail(err, errlen, 0, "AF_XDP takes frames of up to %u bytes (one 4 KiB chunk "
@@ -247,7 +266,8 @@ int pmeth_xdp_open(const struct pmeth_ring_config *cfg, struct pmeth_xdp **out, 
                    cfg->ifname, cfg->frame_size);
         goto error;
     }
-    x->ntx = pow2_at_least(cfg->tx_frames < 8 ? 8 : cfg->tx_frames);
+    /* a receive-only socket has no send frames (and no send ring) */
+    x->ntx = small_only ? 0 : pow2_at_least(cfg->tx_frames < 8 ? 8 : cfg->tx_frames);
     x->nrx = pow2_at_least(cfg->rx_frames < 8 ? 8 : cfg->rx_frames);
     x->area_len = (size_t) (x->ntx + x->nrx) * x->chunk;
     x->area = mmap(NULL, x->area_len, PROT_READ | PROT_WRITE,
@@ -257,9 +277,9 @@ int pmeth_xdp_open(const struct pmeth_ring_config *cfg, struct pmeth_xdp **out, 
         rc = xfail(err, errlen, errno, "AF_XDP: UMEM of %zu bytes", x->area_len);
         goto error;
     }
-    x->tx_state = calloc(x->ntx, 1);
-    x->tx_free = malloc(x->ntx * sizeof(*x->tx_free));
-    x->tx_len = calloc(x->ntx, sizeof(*x->tx_len));
+    x->tx_state = calloc(x->ntx + 1, 1);
+    x->tx_free = malloc((x->ntx + 1) * sizeof(*x->tx_free));
+    x->tx_len = calloc(x->ntx + 1, sizeof(*x->tx_len));
     if (x->tx_state == NULL || x->tx_free == NULL || x->tx_len == NULL) {
         rc = xfail(err, errlen, ENOMEM, "AF_XDP bookkeeping");
         goto error;
@@ -269,7 +289,7 @@ int pmeth_xdp_open(const struct pmeth_ring_config *cfg, struct pmeth_xdp **out, 
     }
     x->tx_nfree = x->ntx;
 
-    struct xsk_umem_config ucfg = {.fill_size = x->nrx, .comp_size = x->ntx,
+    struct xsk_umem_config ucfg = {.fill_size = x->nrx, .comp_size = x->ntx ? x->ntx : 8,
                                    .frame_size = x->chunk, .frame_headroom = 0, .flags = 0};
     rc = xsk_umem__create(&x->umem, x->area, x->area_len, &x->fill, &x->comp, &ucfg);
     if (rc != 0) {
@@ -281,7 +301,8 @@ int pmeth_xdp_open(const struct pmeth_ring_config *cfg, struct pmeth_xdp **out, 
     struct xsk_socket_config scfg = {.rx_size = x->nrx, .tx_size = x->ntx,
                                      .libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
                                      .xdp_flags = 0, .bind_flags = XDP_USE_NEED_WAKEUP};
-    rc = xsk_socket__create(&x->xsk, cfg->ifname, x->queue, x->umem, &x->rx, &x->tx, &scfg);
+    rc = xsk_socket__create(&x->xsk, cfg->ifname, x->queue, x->umem, &x->rx,
+                            small_only ? NULL : &x->tx, &scfg);
     if (rc != 0) {
         x->xsk = NULL;
         rc = xfail(err, errlen, -rc, "AF_XDP: binding a socket to %s queue %u%s", cfg->ifname,
@@ -311,6 +332,18 @@ error:
     libbpf_set_print(old_print);
     pmeth_xdp_close(x);
     return rc;
+}
+
+int pmeth_xdp_open(const struct pmeth_ring_config *cfg, struct pmeth_xdp **out, char *err,
+                   size_t errlen)
+{
+    return xdp_open(cfg, false, out, err, errlen);
+}
+
+int pmeth_xdp_open_small(const struct pmeth_ring_config *cfg, struct pmeth_xdp **out, char *err,
+                         size_t errlen)
+{
+    return xdp_open(cfg, true, out, err, errlen);
 }
 
 const char *pmeth_xdp_mode_name(const struct pmeth_xdp *x)

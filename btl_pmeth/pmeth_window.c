@@ -116,23 +116,26 @@ static inline void heard(pmeth_txwin_t *w, uint8_t link, uint64_t now)
 }
 
 /* A retransmitted frame at bitmap position I (-1: base) is lost again when
- * THRESH held frames of its link went after its retransmission. */
+ * THRESH held frames of its link and lane went after its retransmission. */
 static bool overtaken_since_resent(const pmeth_txwin_t *w, const pmeth_txslot_t *s, int i, int top,
                                    uint32_t thresh)
 {
     uint32_t later = 0;
     for (int j = i + 1; j <= top && later < thresh; j++) {
         const pmeth_txslot_t *h = &w->slot[(w->base + 1 + (uint32_t) j) & w->mask];
-        later += h->sacked && h->link == s->link && (int32_t) (h->stamp - s->stamp) > 0;
+        later += h->sacked && h->link == s->link && h->lane == s->lane
+                 && (int32_t) (h->stamp - s->stamp) > 0;
     }
     return later >= thresh;
 }
 
 /* Mark what the bitmap says the receiver holds, then take as lost every frame
  * still missing with at least fast_retransmit held frames above it that went
- * over the same link.  One link delivers in order, so frames of one link
- * overtaking each other mean loss; frames of a faster link overtaking those of
- * a slower one (striping) mean nothing. */
+ * over the same link in the same lane.  One link delivers in order, so frames
+ * of one link overtaking each other mean loss; frames of a faster link
+ * overtaking those of a slower one (striping), or small frames overtaking large
+ * ones at a receiver with two rings (lanes), mean nothing. */
+#define LANE_OF(s) (((s)->link % PMETH_WINDOW_LINKS) * 2u + (s)->lane)
 static void apply_sack(pmeth_txwin_t *w, uint64_t sack, uint32_t reach, uint64_t now,
                        uint64_t *newest_once, bool *have_once)
 {
@@ -145,7 +148,7 @@ static void apply_sack(pmeth_txwin_t *w, uint64_t sack, uint32_t reach, uint64_t
         return;
     }
     int top = 63 - __builtin_clzll(sack);
-    uint32_t above[PMETH_WINDOW_LINKS] = {0};  /* held frames seen so far, per link */
+    uint32_t above[PMETH_WINDOW_LINKS * 2] = {0};  /* held frames seen so far, per lane */
     uint32_t thresh = w->cfg.fast_retransmit;
     for (int i = top; i >= -1; i--) {
         pmeth_txslot_t *s = &w->slot[(w->base + 1 + (uint32_t) i) & w->mask];
@@ -161,10 +164,10 @@ static void apply_sack(pmeth_txwin_t *w, uint64_t sack, uint32_t reach, uint64_t
             }
         }
         if (s->sacked) {
-            above[s->link % PMETH_WINDOW_LINKS]++;
+            above[LANE_OF(s)]++;
             continue;
         }
-        if (thresh == 0 || s->fast_due || above[s->link % PMETH_WINDOW_LINKS] < thresh) {
+        if (thresh == 0 || s->fast_due || above[LANE_OF(s)] < thresh) {
             continue;
         }
         /* frames above it went after it, unless it went again since: then

@@ -13,7 +13,11 @@
  * 6675's IsLost, per link: the count is of distinct frames, not of acks, so
  * the same bitmap piggy-backed on many data frames does not fire it, and one
  * link delivers in order, so a faster link overtaking a slower one when a
- * message is striped does not either) and is due at once, once per loss.  A
+ * message is striped does not either) and is due at once, once per loss.
+ * Where the receiver takes small frames through a ring of their own (AF_XDP
+ * beside AF_PACKET at a jumbo MTU), a link delivers in order only within each
+ * size: the caller marks such frames' lane (pmeth_txwin_set_lane), and frames
+ * count against a missing one only in its own lane.  A
  * fast retransmission that is lost in turn is found the same way: frames sent
  * after it on its link are held while it is still missing.
  * The retransmit timer follows RFC 6298: srtt + 4 rttvar, clamped to
@@ -86,6 +90,7 @@ typedef struct pmeth_txslot {
     uint8_t resends;                    /* saturates at 255; 0: no RTT sample from it (Karn) */
     uint8_t sacked : 1;                 /* the receiver holds it */
     uint8_t fast_due : 1;               /* taken as lost, waiting for due() */
+    uint8_t lane : 1;                   /* in order only with frames of its link and lane */
     uint8_t link;
 } pmeth_txslot_t;                       /* 24 bytes */
 
@@ -160,6 +165,15 @@ bool pmeth_txwin_start_at(pmeth_txwin_t *w, uint32_t seq);
 /* Assign the next sequence number to a frame sent at NOW on LINK (the window
  * must be open). */
 uint32_t pmeth_txwin_push(pmeth_txwin_t *w, uintptr_t handle, uint64_t now, uint8_t link);
+/* Frame SEQ (pushed, not yet acknowledged) travels in LANE (0 or 1) of its
+ * link: the receiver may take it out of order with frames of the other lane. */
+static inline void pmeth_txwin_set_lane(pmeth_txwin_t *w, uint32_t seq, unsigned lane)
+{
+    if (pmeth_seq_lt(seq, w->base) || !pmeth_seq_lt(seq, w->next)) {
+        return;
+    }
+    w->slot[seq & w->mask].lane = lane & 1u;
+}
 /* Process a cumulative ack (the next sequence number the receiver expects) and
  * its selective bitmap (bit i: frame cum+1+i is held): RELEASED is called for
  * every frame now acknowledged, in sequence order.  Returns how many.  Acks

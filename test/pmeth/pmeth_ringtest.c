@@ -44,10 +44,11 @@ static void print_stats(struct pmeth_ring *r)
     struct pmeth_ring_stats st;
     pmeth_ring_get_stats(r, &st);
     printf(" ring=\"%s\" kicks=%llu tx_full=%llu shadow_copies=%llu repost_copies=%llu "
-           "dummies=%llu kernel_drops=%llu memory=%zu\n", pmeth_ring_mode_name(r),
-           (unsigned long long) st.kicks, (unsigned long long) st.tx_full,
-           (unsigned long long) st.shadow_copies, (unsigned long long) st.repost_copies,
-           (unsigned long long) st.dummies, (unsigned long long) st.kernel_drops,
+           "dummies=%llu kernel_drops=%llu rx_small_xdp=%llu memory=%zu\n",
+           pmeth_ring_mode_name(r), (unsigned long long) st.kicks,
+           (unsigned long long) st.tx_full, (unsigned long long) st.shadow_copies,
+           (unsigned long long) st.repost_copies, (unsigned long long) st.dummies,
+           (unsigned long long) st.kernel_drops, (unsigned long long) st.rx_small_xdp,
            pmeth_ring_memory(r));
 }
 

@@ -521,6 +521,22 @@ static void test_fast_retransmit(void)
           "three frames after it on its own link held: lost, resent at once (on link 1)");
     pmeth_txwin_destroy(tx);
 
+    /* lanes: a receiver with a ring for small frames beside the large one
+     * takes them out of order with large frames of the same link */
+    tx = filled(&c, 12, 0);
+    for (uint32_t seq = 0; seq < 12; seq++) {
+        pmeth_txwin_set_lane(tx, seq, seq % 3 == 2);        /* 2, 5, 8, 11: small frames */
+    }
+    pmeth_txwin_ack(tx, 1, 0x249, 30 * US, NULL, NULL);     /* 0 in; held 2, 5, 8, 11 */
+    CHECK(!pmeth_txwin_fast_pending(tx),
+          "large frame 1 overtaken by the small frames 2, 5, 8, 11 of its link: not lost");
+    pmeth_txwin_ack(tx, 1, 0x25f, 31 * US, NULL, NULL);     /* and the large 3, 4, 6 */
+    k = pmeth_txwin_due(tx, 31 * US, due, 8);
+    CHECK(k == 1 && due[0].seq == 1 && due[0].fast,
+          "three large frames after it held: lost, resent at once");
+    pmeth_txwin_set_lane(tx, 40, 1);
+    pmeth_txwin_destroy(tx);
+
     c.fast_retransmit = 0;
     tx = filled(&c, 8, 0);
     pmeth_txwin_ack(tx, 0, 0x7f, 30 * US, NULL, NULL);
