@@ -251,7 +251,14 @@ if grep -q '^#define XBTL_HAVE_XDP 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null;
     small=$(grep -ho '[0-9]* frames in through AF_XDP beside AF_PACKET' "$LOG/xdpjumbo.err" | awk '{print $1}' | sort -n | head -1)
     fin=$(grep -ho '[0-9]* frames / [0-9]* bytes in;' "$LOG/xdpjumbo.err" | awk '{print $1}' | sort -n | head -1)
     check "MTU 9000, io_mode auto: both ranks' link on AF_PACKET + AF_XDP ($n of 2); each rank took small frames through AF_XDP (at least ${small:-0} of ${fin:-0} frames in)" \
-        sh -c "[ $n -eq 2 ] && [ ${small:-0} -gt 0 ] && [ ${small:-0} -lt ${fin:-0} ]"
+        sh -c "[ $n -eq 2 ] && [ ${small:-0} -gt 0 ] && [ ${small:-0} -lt ${fin:-0} ]"    # the two rings under loss: small frames overtake large ones without being taken as
+    # loss (lanes), and held AF_XDP frames do not keep AF_PACKET ones from moving aside
+    vc fault loss:n0/eth0:0.01:both loss:n1/eth0:0.01:both >/dev/null
+    pm "$LOG/xdpjumboloss" --mca btl self,pmeth --mca btl_pmeth_io_mode xdp -- "$P2P" -M 4194304; rc=$?
+    vc fault --clear >/dev/null
+    p2p_tap "1 link, MTU 9000, AF_PACKET + AF_XDP, 1% loss both ways" "$LOG/xdpjumboloss" $rc
+    check "AF_PACKET + AF_XDP under 1% loss: frames were retransmitted ($(retrans "$LOG/xdpjumboloss"))" \
+        [ "$(retrans "$LOG/xdpjumboloss")" -gt 0 ]
 fi
 pm "$LOG/jumbo" --mca btl self,pmeth -- "$P2P" -M 4194304; rc=$?
 p2p_tap "1 link, MTU 9000" "$LOG/jumbo" $rc
