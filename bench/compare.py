@@ -241,16 +241,18 @@ class Cluster:
                 p.kill()
                 p.wait()
 
-    def floor(self, iters=20000):
+    def floor(self, iters=20000, mode="packet"):
         """The raw-frame floor on the first link: half round trip of a 64-byte frame (the
-        Ethernet and pmeth headers and 8 bytes) between the two hosts' AF_PACKET rings,
-        both ends busy-polling (test/pmeth/pmeth_floor); None if it cannot run."""
+        Ethernet and pmeth headers and 8 bytes) between the two hosts' rings (MODE packet:
+        AF_PACKET; xdp: AF_XDP, beside an AF_PACKET ring at a jumbo MTU), both ends
+        busy-polling (test/pmeth/pmeth_floor); None if it cannot run."""
         tool = os.path.join(BUILD, "test", "pmeth", "pmeth_floor")
         if not os.access(tool, os.X_OK):
             return None
         m0, m1 = self._mac("n0", "eth0"), self._mac("n1", "eth0")
-        common = ["--if", "eth0", "--mode", "packet", "--size", "64", "--count", str(iters),
-                  "--timeout", "30"]
+        # rings sized to the link, as pmeth opens them (AF_XDP: paired at a jumbo MTU)
+        common = ["--if", "eth0", "--mode", mode, "--mtu", str(self.links()[1]), "--size", "64",
+                  "--count", str(iters), "--timeout", "30"]
         ns = self._on
         pong = subprocess.Popen(ns("n1") + [tool, "--mac", m1, "--peer-mac", m0, "--me", "2",
                                             "--peer", "1"] + common + ["pong"],
@@ -364,6 +366,9 @@ def main():
     for n in names:
         if n not in known:
             sys.exit(f"compare: unknown transport {n!r}; known: {', '.join(known)} (contrib/transports.conf)")
+    # a transport that runs pmeth on AF_XDP rings gets the AF_XDP floor beside it
+    any_xdp = any(t == "btl_pmeth_io_mode" and known[n][i + 1:i + 2] in (["xdp"], ["auto"])
+                  for n in names for i, t in enumerate(known[n]))
     benches = args.bench.split(",")
     for b in benches:
         if b not in BENCHES:
@@ -438,11 +443,14 @@ def main():
                                 (r[m], r.get("probe_ns")))
                 if cluster and b == "latency" and rep > 0:
                     # the floor right after the round, placed as that round's last run was
-                    f = cluster.floor()
-                    if f is not None:
-                        probe = rows[-1].get("probe_ns") if rows else None
-                        samples.setdefault((b, "raw-floor"), {}).setdefault(8, {}) \
-                            .setdefault("latency_us", []).append((f, probe))
+                    # (and the AF_XDP floor when a transport runs pmeth on AF_XDP)
+                    for fname, fmode in [("raw-floor", "packet")] + (
+                            [("raw-floor-xdp", "xdp")] if any_xdp else []):
+                        f = cluster.floor(mode=fmode)
+                        if f is not None:
+                            probe = rows[-1].get("probe_ns") if rows else None
+                            samples.setdefault((b, fname), {}).setdefault(8, {}) \
+                                .setdefault("latency_us", []).append((f, probe))
                 if cluster and b in ("bw", "bibw") and rep > 0 and rows:
                     # the stream floor after the round (bibw: a stream each way at once, what
                     # both ends received); one figure for every size (a stream of full frames
@@ -457,8 +465,9 @@ def main():
     finally:
         if cluster:
             cluster.__exit__(None, None, None)
-    if any(n == "raw-floor" for _, n in samples) and "raw-floor" not in names:
-        names.append("raw-floor")
+    for fname in ("raw-floor", "raw-floor-xdp"):
+        if any(n == fname for _, n in samples) and fname not in names:
+            names.append(fname)
     elapsed = time.monotonic() - t_start
 
     # ---- report ---------------------------------------------------------------
