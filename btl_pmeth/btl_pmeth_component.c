@@ -95,10 +95,12 @@ static int pmeth_component_register(void)
         "AF_XDP is faster where it runs (at MTU 1500 on veth: latency 0.73-0.95x, bandwidth "
         "1.1-1.4x of packet's; btl_pmeth/README.md, \"Rings\"), but it needs root (the "
         "helper for ordinary users hands out AF_PACKET sockets), serves one process per "
-        "interface, and its frames skip the interface's queueing discipline (traffic shaping) "
-        "and netfilter's ingress hook.  An AF_XDP frame is at most 3840 bytes: at a larger "
-        "MTU (jumbo frames) xdp sends every frame and receives the larger ones through an "
-        "AF_PACKET ring, and takes the smaller ones (acks, short messages) through AF_XDP",
+        "interface, and frames it moves through AF_XDP skip the interface's queueing "
+        "discipline (traffic shaping) and netfilter's ingress hook.  An AF_XDP frame is at "
+        "most 3840 bytes: at a larger MTU (jumbo frames) xdp sends every frame and receives "
+        "the larger ones through an AF_PACKET ring (so shaping applies to all it sends), and "
+        "takes the smaller ones (acks, short messages) through AF_XDP: at MTU 9000 on veth, "
+        "8 B latency 0.1x of packet's where every frame would wake another CPU",
         MCA_BASE_VAR_TYPE_STRING, &c->io_mode, OPAL_INFO_LVL_4);
     helper_socket = PMETH_HELPER_DEFAULT_SOCKET;
     reg("helper", "Unix socket of pmeth-helperd, the site's root helper that opens AF_PACKET "
