@@ -11,10 +11,10 @@ vc_require
 vc_setup trate
 
 SECS=3
-measure() {   # measure DESCRIPTION WANT_BPS SRC DST IF DSTADDR
+measure() {   # measure DESCRIPTION WANT_BPS SRC DST IF DSTADDR [UDP_BPS]
     local d=$1 want=$2 r try
     for try in 1 2 3 4; do
-        r=$(wire_rate "$3" "$4" "$5" "$6" $SECS) || { not_ok "$d: iperf3 failed"; return; }
+        r=$(wire_rate "$3" "$4" "$5" "$6" $SECS ${7:-}) || { not_ok "$d: iperf3 failed"; return; }
         echo "# $d: try $try: $(python3 -c "print(f'{$r/1e6:.1f}')") Mbit/s on the wire (load $(cut -d' ' -f1 /proc/loadavg))"
         within "$r" "$want" 0.10 && { ok "$d: $(python3 -c "print(f'{$r/1e6:.0f}')") Mbit/s within 10% of $((want / 1000000))"; return; }
         [ "$r" -gt "$want" ] && break
@@ -34,24 +34,31 @@ measure "200mbit mtu 1500 n0->n1" 200000000 n0 n1 eth0 198.18.0.2
 
 # through a switch (bridge, bounded port buffer) the rate holds too.  Jumbo frames here:
 # a switched frame crosses two veths, a bridge and two tbf, and at MTU 1500 a busy
-# 2-CPU machine runs out of packets per second before the link runs out of bits
+# 2-CPU machine runs out of packets per second before the link runs out of bits.  The
+# load is UDP offered above the rate: TCP backs off at each overflow of the port's bounded
+# buffer, and on a slow day its sawtooth averaged 70-84% of the rate in all four tries
+# (a fresh-clone run, 2026-11-28), which says how TCP copes with a shallow buffer, not
+# what the shaper lets through
 vc create xbar --dims 3 --rate 1gbit --mtu 9000 --force >/dev/null
-measure "1gbit mtu 9000 through the switch n0->n1" 1000000000 n0 n1 eth0 198.18.0.2
+measure "1gbit mtu 9000 through the switch n0->n1 (UDP offered at 1.3 Gbit/s)" 1000000000 \
+    n0 n1 eth0 198.18.0.2 1300M
 
 # many-to-one: n1 and n2 both send to n0; the switch port towards n0 drains at 1 Gbit/s,
 # so its bounded buffer overflows (drops counted by its tbf)
 drops() { tc -n "xbvc-$XBVC_NAME-sw" -j -s qdisc show dev s0n0 | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['drops'])"; }
+# (UDP, each sender offering 0.9 Gbit/s: 1.8 in all; TCP's backing off at each overflow
+# kept the port as little as 70% busy)
 d0=$(drops)
 "$VC" exec n0 -- iperf3 -s -D -1 -p 5902; sleep 0.3
-timeout 30 "$VC" exec n2 -- iperf3 -c 198.18.0.1 -p 5902 -t 5 >/dev/null 2>&1 &
-r=$(wire_rate n1 n0 eth0 198.18.0.1 3)
+timeout 30 "$VC" exec n2 -- iperf3 -c 198.18.0.1 -p 5902 -t 5 -u -b 900M -l 8000 >/dev/null 2>&1 &
+r=$(wire_rate n1 n0 eth0 198.18.0.1 3 900M)
 wait
 d1=$(drops)
 echo "# two senders into one switch port: $r bit/s arrive, switch port dropped $((d1 - d0)) frames"
-# the port is the bottleneck: never more than its 1 Gbit/s (+10%) although 2 Gbit/s are
-# offered, and kept busy (>= 70%) although TCP backs off at each overflow
-check "many-to-one: the port delivers one link's rate, not two ($r bit/s in 0.7..1.1 Gbit/s)" \
-    python3 -c "import sys; sys.exit(0 if 0.7e9 <= $r <= 1.1e9 else 1)"
+# the port is the bottleneck: never more than its 1 Gbit/s (+10%) although 1.8 Gbit/s are
+# offered, and kept busy (>= 80%: a busy machine can only make it slower)
+check "many-to-one: the port delivers one link's rate, not two ($r bit/s in 0.8..1.1 Gbit/s)" \
+    python3 -c "import sys; sys.exit(0 if 0.8e9 <= $r <= 1.1e9 else 1)"
 check "many-to-one: the switch port's bounded buffer overflowed ($((d1 - d0)) drops)" [ $((d1 - d0)) -gt 0 ]
 
 check "destroy" bash -c "$VC destroy >/dev/null"

@@ -71,14 +71,19 @@ ifstat() {
 import json,sys; d,k=sys.argv[1].split('_'); print(json.load(sys.stdin)[0]['stats64'][d][k])" "$3"
 }
 
-# wire_rate SRC DST IF DSTADDR SECONDS: bits/s that arrive at DST's IF while SRC sends a
-# TCP stream, sampled from the interface counters after a 1 s warm-up (slow start).
+# wire_rate SRC DST IF DSTADDR SECONDS [UDP_BPS]: bits/s that arrive at DST's IF while SRC
+# sends a TCP stream (or a UDP one offered at UDP_BPS), sampled from the interface counters
+# after a 1 s warm-up (slow start).
 wire_rate() {
-    local src=$1 dst=$2 ifn=$3 daddr=$4 secs=$5 port=$((5200 + RANDOM % 700))
+    local src=$1 dst=$2 ifn=$3 daddr=$4 secs=$5 udp=${6:-} port=$((5200 + RANDOM % 700))
+    local load=()
+    # UDP_BPS given: a UDP stream offered at that rate (8000-byte datagrams), which does not
+    # back off when a bounded buffer on the way drops, so what arrives is what the path drains
+    [ -n "$udp" ] && load=(-u -b "$udp" -l 8000)
     "$VC" exec "$dst" -- iperf3 -s -1 -D -B "$daddr" -p "$port" || return 1
     sleep 0.3
     timeout $((secs + 15)) "$VC" exec "$src" -- iperf3 -c "$daddr" -p "$port" -t $((secs + 2)) \
-        >/dev/null 2>&1 &
+        "${load[@]}" >/dev/null 2>&1 &
     local cpid=$!
     # one process samples counter and clock together, inside the node (sysfs there is its own)
     "$VC" exec "$dst" -- python3 -c '
