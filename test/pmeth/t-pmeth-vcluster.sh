@@ -258,7 +258,14 @@ if grep -q '^#define XBTL_HAVE_XDP 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null;
     vc fault --clear >/dev/null
     p2p_tap "1 link, MTU 9000, AF_PACKET + AF_XDP, 1% loss both ways" "$LOG/xdpjumboloss" $rc
     check "AF_PACKET + AF_XDP under 1% loss: frames were retransmitted ($(retrans "$LOG/xdpjumboloss"))" \
-        [ "$(retrans "$LOG/xdpjumboloss")" -gt 0 ]
+        [ "$(retrans "$LOG/xdpjumboloss")" -gt 0 ]    # 2 ranks a host: one holds the interface's AF_XDP socket (paired rings), the other falls
+    # back to AF_PACKET alone; frames to the first are in two lanes, to the second in one
+    pm "$LOG/xdpjumbo2" --ppn 2 --mca btl self,vader,pmeth --mca btl_pmeth_io_mode auto -- "$P2P" -M 1048576; rc=$?
+    p2p_tap "1 link, MTU 9000, 2 ranks per host, io_mode auto" "$LOG/xdpjumbo2" $rc
+    x=$(grep -c 'btl:pmeth: link 0: eth0 .*AF_PACKET + AF_XDP to 3840 B' "$LOG/xdpjumbo2.err")
+    f=$(grep -c 'AF_XDP not usable (.*); using AF_PACKET rings' "$LOG/xdpjumbo2.err")
+    check "MTU 9000, io_mode auto, 2 ranks per host: $x ranks on paired rings, $f fell back to AF_PACKET with a verbose line (one a host each: 2 and 2)" \
+        [ "$x" -eq 2 -a "$f" -eq 2 ]
 fi
 pm "$LOG/jumbo" --mca btl self,pmeth -- "$P2P" -M 4194304; rc=$?
 p2p_tap "1 link, MTU 9000" "$LOG/jumbo" $rc
