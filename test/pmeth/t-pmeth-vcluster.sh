@@ -27,6 +27,18 @@ p2p_tap() {
     relay_tap "$prefix: " <"$out"
     grep -q '^ok' "$out" && [ "$rc" -eq 0 ] || { not_ok "$prefix: job exited $rc"; tail -20 "$out.err" | diag; }
 }
+# auto_split OUT DESCRIPTION LINK_RE N: the p2p suite with 2 ranks a host under io_mode auto.
+# One process per interface holds its AF_XDP socket, so one rank a host gets AF_XDP (its N
+# link lines match LINK_RE) and the other falls back to AF_PACKET with a verbose line each
+auto_split() {
+    local out=$1 desc=$2 re=$3 want=$4 rc x f
+    pm "$out" --ppn 2 --mca btl self,vader,pmeth --mca btl_pmeth_io_mode auto -- "$P2P" -M 1048576; rc=$?
+    p2p_tap "$desc" "$out" $rc
+    x=$(grep -c "$re" "$out.err")
+    f=$(grep -c 'AF_XDP not usable (.*); using AF_PACKET rings' "$out.err")
+    check "$desc: $x links on AF_XDP, $f fell back to AF_PACKET with a verbose line (one rank a host each: $want and $want)" \
+        [ "$x" -eq "$want" -a "$f" -eq "$want" ]
+}
 # sum FIELD OUT: add up a figure of the BTL's finalize summary over all ranks
 copied() { grep -ho 'bytes copied by the BTL: [0-9]* sending, [0-9]* receiving' "$1.err" | awk '{s += $6 + $8} END {print s + 0}'; }
 retrans() { grep -ho '[0-9]* retransmits on timeout, [0-9]* fast' "$1.err" | awk '{s += $1 + $5} END {print s + 0}'; }
@@ -230,12 +242,8 @@ if grep -q '^#define XBTL_HAVE_XDP 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null;
     p2p_tap "2 links, AF_XDP rings" "$LOG/xdp" $rc
     n=$(grep -c 'btl:pmeth: link [01]: eth[01] .*AF_XDP' "$LOG/xdp.err")
     check "2 links, AF_XDP rings: every link of both ranks on AF_XDP ($n of 4 say so)" [ "$n" -eq 4 ]
-    pm "$LOG/xdpauto" --ppn 2 --mca btl self,vader,pmeth --mca btl_pmeth_io_mode auto -- "$P2P" -M 1048576; rc=$?
-    p2p_tap "2 links, 2 ranks per host, io_mode auto" "$LOG/xdpauto" $rc
-    x=$(grep -c 'btl:pmeth: link [01]: eth[01] .*AF_XDP' "$LOG/xdpauto.err")
-    f=$(grep -c 'AF_XDP not usable (.*); using AF_PACKET rings' "$LOG/xdpauto.err")
-    check "io_mode auto, 2 ranks per host: $x links on AF_XDP, $f fell back to AF_PACKET with a verbose line (one rank a host each: 4 and 4)" \
-        [ "$x" -eq 4 -a "$f" -eq 4 ]
+    auto_split "$LOG/xdpauto" "2 links, 2 ranks per host, io_mode auto" \
+        'btl:pmeth: link [01]: eth[01] .*AF_XDP' 4
 else
     skip "AF_XDP rings under MPI" "pmeth built without AF_XDP (no libxdp/libbpf or clang at configure)"
 fi
@@ -251,21 +259,19 @@ if grep -q '^#define XBTL_HAVE_XDP 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null;
     small=$(grep -ho '[0-9]* frames in through AF_XDP beside AF_PACKET' "$LOG/xdpjumbo.err" | awk '{print $1}' | sort -n | head -1)
     fin=$(grep -ho '[0-9]* frames / [0-9]* bytes in;' "$LOG/xdpjumbo.err" | awk '{print $1}' | sort -n | head -1)
     check "MTU 9000, io_mode auto: both ranks' link on AF_PACKET + AF_XDP ($n of 2); each rank took small frames through AF_XDP (at least ${small:-0} of ${fin:-0} frames in)" \
-        sh -c "[ $n -eq 2 ] && [ ${small:-0} -gt 0 ] && [ ${small:-0} -lt ${fin:-0} ]"    # the two rings under loss: small frames overtake large ones without being taken as
+        sh -c "[ $n -eq 2 ] && [ ${small:-0} -gt 0 ] && [ ${small:-0} -lt ${fin:-0} ]"
+    # the two rings under loss: small frames overtake large ones without being taken as
     # loss (lanes), and held AF_XDP frames do not keep AF_PACKET ones from moving aside
     vc fault loss:n0/eth0:0.01:both loss:n1/eth0:0.01:both >/dev/null
     pm "$LOG/xdpjumboloss" --mca btl self,pmeth --mca btl_pmeth_io_mode xdp -- "$P2P" -M 4194304; rc=$?
     vc fault --clear >/dev/null
     p2p_tap "1 link, MTU 9000, AF_PACKET + AF_XDP, 1% loss both ways" "$LOG/xdpjumboloss" $rc
     check "AF_PACKET + AF_XDP under 1% loss: frames were retransmitted ($(retrans "$LOG/xdpjumboloss"))" \
-        [ "$(retrans "$LOG/xdpjumboloss")" -gt 0 ]    # 2 ranks a host: one holds the interface's AF_XDP socket (paired rings), the other falls
+        [ "$(retrans "$LOG/xdpjumboloss")" -gt 0 ]
+    # 2 ranks a host: one holds the interface's AF_XDP socket (paired rings), the other falls
     # back to AF_PACKET alone; frames to the first are in two lanes, to the second in one
-    pm "$LOG/xdpjumbo2" --ppn 2 --mca btl self,vader,pmeth --mca btl_pmeth_io_mode auto -- "$P2P" -M 1048576; rc=$?
-    p2p_tap "1 link, MTU 9000, 2 ranks per host, io_mode auto" "$LOG/xdpjumbo2" $rc
-    x=$(grep -c 'btl:pmeth: link 0: eth0 .*AF_PACKET + AF_XDP to 3840 B' "$LOG/xdpjumbo2.err")
-    f=$(grep -c 'AF_XDP not usable (.*); using AF_PACKET rings' "$LOG/xdpjumbo2.err")
-    check "MTU 9000, io_mode auto, 2 ranks per host: $x ranks on paired rings, $f fell back to AF_PACKET with a verbose line (one a host each: 2 and 2)" \
-        [ "$x" -eq 2 -a "$f" -eq 2 ]
+    auto_split "$LOG/xdpjumbo2" "1 link, MTU 9000, 2 ranks per host, io_mode auto" \
+        'btl:pmeth: link 0: eth0 .*AF_PACKET + AF_XDP to 3840 B' 2
 fi
 pm "$LOG/jumbo" --mca btl self,pmeth -- "$P2P" -M 4194304; rc=$?
 p2p_tap "1 link, MTU 9000" "$LOG/jumbo" $rc
