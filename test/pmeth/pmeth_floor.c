@@ -31,6 +31,12 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+    return x < y ? -1 : x > y;
+}
+
 static bool ours(const struct opts *o, const uint8_t *f, uint32_t len)
 {
     return len >= TF_HDR && pmeth_get32(f + 18) == o->me && pmeth_get32(f + 14) == o->key;
@@ -137,11 +143,35 @@ static int ping(const struct opts *o, struct pmeth_ring *r)
         (void) pmeth_ring_tx_kick(r);
         usleep(1000);
     }
+    /* also as bench/xb-latency states an MPI ping-pong: the round trips cut into
+     * FLOOR_BLOCKS blocks in the order they ran, the median of the blocks' means.
+     * A block's mean keeps the short stalls a single round trip's median drops,
+     * so a transport is judged against the floor by the same statistic. */
+    enum { FLOOR_BLOCKS = 20 };
+    double block[FLOOR_BLOCKS], sum = 0;
+    long per_block = done / FLOOR_BLOCKS;
+    for (long i = 0; i < done; i++) {
+        sum += (double) d[i];
+    }
+    for (int b = 0; b < FLOOR_BLOCKS && per_block > 0; b++) {
+        double s = 0;
+        for (long i = b * per_block; i < (b + 1) * per_block; i++) {
+            s += (double) d[i];
+        }
+        block[b] = s / (double) per_block;
+    }
     qsort(d, (size_t) done, sizeof(*d), cmp_u64);
+    double block_median = -1.0;
+    if (per_block > 0) {
+        qsort(block, FLOOR_BLOCKS, sizeof(block[0]), cmp_double);
+        block_median = (block[FLOOR_BLOCKS / 2 - 1] + block[FLOOR_BLOCKS / 2]) / 4000.0;
+    }
     printf("{\"role\": \"ping\", \"mode\": \"%s\", \"size\": %u, \"iterations\": %ld, "
-           "\"half_rtt_us_median\": %.3f, \"half_rtt_us_min\": %.3f, \"half_rtt_us_p90\": %.3f}\n",
+           "\"half_rtt_us_median\": %.3f, \"half_rtt_us_min\": %.3f, \"half_rtt_us_p90\": %.3f, "
+           "\"half_rtt_us_mean\": %.3f, \"half_rtt_us_block_median\": %.3f}\n",
            pmeth_ring_mode_name(r), o->size, done, done ? d[done / 2] / 2000.0 : -1.0,
-           done ? d[0] / 2000.0 : -1.0, done ? d[done * 9 / 10] / 2000.0 : -1.0);
+           done ? d[0] / 2000.0 : -1.0, done ? d[done * 9 / 10] / 2000.0 : -1.0,
+           done ? sum / (double) done / 2000.0 : -1.0, block_median);
     free(d);
     return done == o->count ? 0 : 1;
 }
