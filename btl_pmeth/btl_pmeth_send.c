@@ -278,7 +278,18 @@ int pmeth_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
         goto refuse;
     }
     memcpy(frag->segment.seg_addr.pval, header, header_size);
-    if (payload_size > 0) {
+    if (payload_size > 0 && !opal_convertor_need_buffers(convertor)) {
+        /* contiguous user data: straight into the frames, without the
+         * convertor's generic pack (ob1 is done with the convertor after a
+         * sendi that succeeds) */
+        const uint8_t *src;
+        opal_convertor_get_current_pointer(convertor, (void **) &src);
+        for (mca_btl_pmeth_frag_t *f = frag; f != NULL; f = f->array_next) {
+            size_t skip = f == frag ? header_size : 0, n = f->segment.seg_len - skip;
+            memcpy((uint8_t *) f->segment.seg_addr.pval + skip, src, n);
+            src += n;
+        }
+    } else if (payload_size > 0) {
         /* one iovec per frame (take_start set their lengths), the header in the first */
         struct iovec iov[PMETH_WIRE_ARRAY_MAX];
         uint32_t iov_count = 0;
