@@ -58,6 +58,7 @@ static bool lock_constructed;
  * not close a socket it was given). */
 static char *helper_socket;
 static bool helper_always;
+static bool helper_asked;       /* by the last open_ring: its refusal explains a fallback */
 static int link_helper_fd[PMETH_MAX_LINKS];
 #define HELPER_TIMEOUT_MS 5000
 
@@ -93,8 +94,9 @@ static int pmeth_component_register(void)
         "EtherType; copy mode on veth, zero copy where the driver offers it), or \"auto\" "
         "(AF_XDP where it works, falling back to packet with one verbose line).  Default packet: "
         "AF_XDP is faster where it runs (at MTU 1500 on veth: latency 0.73-0.95x, bandwidth "
-        "1.1-1.4x of packet's; btl_pmeth/README.md, \"Rings\"), but it needs root (the "
-        "helper for ordinary users hands out AF_PACKET sockets), serves one process per "
+        "1.1-1.4x of packet's; btl_pmeth/README.md, \"Rings\"), but it needs root or a "
+        "helper the site started with --xdp, attaches an XDP program to the interface for "
+        "the job's lifetime, serves one process per "
         "interface, and frames it moves through AF_XDP skip the interface's queueing "
         "discipline (traffic shaping) and netfilter's ingress hook.  An AF_XDP frame is at "
         "most 3840 bytes: at a larger MTU (jumbo frames) xdp sends every frame and receives "
@@ -105,12 +107,12 @@ static int pmeth_component_register(void)
     helper_socket = PMETH_HELPER_DEFAULT_SOCKET;
     reg("helper", "Unix socket of pmeth-helperd, the site's root helper that opens AF_PACKET "
         "sockets on the interfaces it allows and passes them to jobs of ordinary users (no "
-        "CAP_NET_RAW needed).  Asked only when this process may not open the socket itself, "
-        "unless btl_pmeth_helper_always is set; AF_PACKET rings only (io_mode packet, or auto "
-        "falling back to it).  Empty: never ask", MCA_BASE_VAR_TYPE_STRING, &helper_socket,
-        OPAL_INFO_LVL_3);
+        "CAP_NET_RAW needed); started with --xdp it also sets up AF_XDP sockets (io_mode xdp "
+        "or auto), with our XDP program attached for the job's lifetime.  Asked only when this "
+        "process may not open the socket itself, unless btl_pmeth_helper_always is set.  "
+        "Empty: never ask", MCA_BASE_VAR_TYPE_STRING, &helper_socket, OPAL_INFO_LVL_3);
     helper_always = false;
-    reg("helper_always", "Get every AF_PACKET socket from the helper (btl_pmeth_helper), even "
+    reg("helper_always", "Get every socket from the helper (btl_pmeth_helper), even "
         "where this process could open it itself (e.g. so that root's jobs too get the "
         "helper's locked, interface-bound receive filter)", MCA_BASE_VAR_TYPE_BOOL,
         &helper_always, OPAL_INFO_LVL_5);
@@ -525,26 +527,48 @@ static void close_links(void)
     c->nlinks = 0;
 }
 
+static uint16_t ring_frames(unsigned n)
+{
+    /* as the ring layer rounds: a power of two, at least 8 (the helper takes
+     * up to PMETH_HELPER_XDP_FRAMES_MAX and says so above that) */
+    unsigned p = 8;
+    while (p < n && p <= PMETH_HELPER_XDP_FRAMES_MAX) {
+        p <<= 1;
+    }
+    return p > 65535 ? 65535 : (uint16_t) p;
+}
+
+/* Ask the helper for link INDEX's sockets, as RQ (with the interface, EtherType,
+ * job key and id filled in) says; 0 with FDS, or -EPERM with HELPER_NOTE. */
+static int ask_helper(pmeth_link_t *link, struct pmeth_helper_request *rq, int *fds,
+                      uint16_t *flags, char *helper_note, size_t notelen)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    rq->ethertype = (uint16_t) c->ethertype;
+    rq->job_key = c->job_key;
+    rq->dest_id = c->my_id;
+    memcpy(rq->ifname, link->ifname, strnlen(link->ifname, IFNAMSIZ - 1));
+    helper_asked = true;
+    int rc = pmeth_helper_ask(helper_socket, rq, HELPER_TIMEOUT_MS, fds, flags, helper_note,
+                              notelen);
+    return rc == 0 ? 0 : -EPERM;        /* neither way worked: the message names both */
+}
+
 /* Open link INDEX's ring in MODE; the error text is left in ERR.  Where this
- * process may not open an AF_PACKET socket (no CAP_NET_RAW), the site's helper
- * is asked for one; what it said is left in HELPER_NOTE (for the message that
- * names both ways out when neither worked). */
+ * process may not open its sockets (no CAP_NET_RAW), the site's helper is
+ * asked for them: an AF_PACKET socket, an AF_XDP one, or both for the paired
+ * rings of a jumbo MTU.  What it said is left in HELPER_NOTE (for the message
+ * that names both ways out when neither worked). */
 static int open_ring(uint32_t index, pmeth_link_t *link, enum pmeth_io_mode mode, char *err,
                      size_t errlen, char *helper_note, size_t notelen)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    bool helper_set = helper_socket != NULL && helper_socket[0] != '\0';
-    bool may_ask = mode == PMETH_IO_PACKET && helper_set;
+    bool may_ask = helper_socket != NULL && helper_socket[0] != '\0';
     int rc;
     link_helper_fd[index] = -1;
-    if (!helper_set) {
-        snprintf(helper_note, notelen, "no pmeth helper is set (btl_pmeth_helper is empty)");
-    } else if (mode != PMETH_IO_PACKET) {
-        snprintf(helper_note, notelen, "the pmeth helper was not asked: it opens AF_PACKET "
-                 "sockets only (btl_pmeth_io_mode packet or auto), not AF_XDP");
-    } else {
-        snprintf(helper_note, notelen, "the pmeth helper was not asked");
-    }
+    helper_asked = false;
+    snprintf(helper_note, notelen, may_ask ? "the pmeth helper was not asked"
+                                           : "no pmeth helper is set (btl_pmeth_helper is empty)");
     struct pmeth_ring_config cfg = {
         .ifname = link->ifname,
         .mode = mode,
@@ -565,24 +589,55 @@ static int open_ring(uint32_t index, pmeth_link_t *link, enum pmeth_io_mode mode
     } else {
         snprintf(err, errlen, "own socket not tried (btl_pmeth_helper_always)");
     }
-    struct pmeth_helper_request rq = {.ethertype = cfg.ethertype, .job_key = cfg.job_key,
-                                      .dest_id = cfg.my_id};
-    memcpy(rq.ifname, link->ifname, strnlen(link->ifname, IFNAMSIZ - 1));
-    uint16_t flags = 0;
-    rc = pmeth_helper_ask(helper_socket, &rq, HELPER_TIMEOUT_MS, &cfg.fd, &flags, helper_note,
-                          notelen);
-    if (rc != 0) {
-        return -EPERM;                  /* neither way worked: the message names both */
+    bool xdp = mode == PMETH_IO_XDP, paired = xdp && cfg.frame_size > PMETH_XDP_FRAME_MAX;
+    int fds[PMETH_HELPER_MAX_FDS];
+    uint16_t flags = 0, xdp_flags = 0;
+    if (!xdp || paired) {
+        struct pmeth_helper_request rq = {.op = PMETH_HELPER_OP_OPEN_PACKET};
+        if (ask_helper(link, &rq, fds, &flags, helper_note, notelen) != 0) {
+            return -EPERM;
+        }
+        cfg.fd = fds[0];
+    }
+    struct pmeth_xdp_handover handover;
+    if (xdp) {
+        /* the chunks the ring layer would choose itself (pmeth_ring_xdp.c) */
+        bool small_chunks = !paired && cfg.frame_size + 256 <= 2048;
+        struct pmeth_helper_request rq = {
+            .op = PMETH_HELPER_OP_OPEN_XDP,
+            .xdp_flags = paired ? PMETH_HELPER_XDP_RECEIVE_ONLY
+                                : small_chunks ? PMETH_HELPER_XDP_CHUNK_2K : 0,
+            .rx_frames = ring_frames(cfg.rx_frames),
+            .tx_frames = paired ? 0 : ring_frames(cfg.tx_frames)};
+        if (ask_helper(link, &rq, fds, &xdp_flags, helper_note, notelen) != 0) {
+            if (cfg.fd >= 0) {
+                close(cfg.fd);
+            }
+            return -EPERM;
+        }
+        handover = (struct pmeth_xdp_handover){
+            .xsk_fd = fds[0], .umem_fd = fds[1], .link_fd = fds[2],
+            .chunk = small_chunks ? 2048 : 4096,
+            .generic_hook = (xdp_flags & PMETH_HELPER_XDP_GENERIC) != 0};
+        cfg.xdp = &handover;    /* the ring layer closes these, now or with the ring */
     }
     rc = pmeth_ring_open(&cfg, &link->ring, err, errlen);
     if (rc != 0) {
-        close(cfg.fd);
+        if (cfg.fd >= 0) {
+            close(cfg.fd);
+        }
         return rc;
     }
     link_helper_fd[index] = cfg.fd;
-    PMETH_VERBOSE(10, "%s: AF_PACKET socket from the pmeth helper at %s (receive filter %s%s)",
-                  link->ifname, helper_socket, flags & PMETH_HELPER_FILTER_LOCKED
-                  ? "locked" : "not locked", flags & PMETH_HELPER_MARKED ? ", marked" : "");
+    if (cfg.fd >= 0) {
+        PMETH_VERBOSE(10, "%s: AF_PACKET socket from the pmeth helper at %s (receive filter %s%s)",
+                      link->ifname, helper_socket, flags & PMETH_HELPER_FILTER_LOCKED
+                      ? "locked" : "not locked", flags & PMETH_HELPER_MARKED ? ", marked" : "");
+    }
+    if (xdp) {
+        PMETH_VERBOSE(10, "%s: AF_XDP socket from the pmeth helper at %s (%s)", link->ifname,
+                      helper_socket, pmeth_ring_mode_name(link->ring));
+    }
     return 0;
 }
 
@@ -678,7 +733,8 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
         err[0] = '\0';
         rc = open_ring(c->nlinks, l, mode, err, sizeof(err), helper_note, sizeof(helper_note));
         if (rc != 0 && auto_mode && mode == PMETH_IO_XDP) {
-            PMETH_VERBOSE(1, "%s: AF_XDP not usable (%s); using AF_PACKET rings", l->ifname, err);
+            PMETH_VERBOSE(1, "%s: AF_XDP not usable (%s%s%s); using AF_PACKET rings", l->ifname,
+                          err, helper_asked ? "; " : "", helper_asked ? helper_note : "");
             err[0] = '\0';
             rc = open_ring(c->nlinks, l, PMETH_IO_PACKET, err, sizeof(err), helper_note,
                            sizeof(helper_note));

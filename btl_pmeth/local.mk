@@ -115,6 +115,15 @@ btl_pmeth_helper_pmeth_helperd_CPPFLAGS = -I$(top_srcdir)/btl_pmeth -D_FORTIFY_S
 btl_pmeth_helper_pmeth_helperd_CFLAGS = $(XBTL_WARN_CFLAGS) -O2 -fstack-protector-strong -fPIE
 btl_pmeth_helper_pmeth_helperd_LDFLAGS = -pie -Wl,-z,relro,-z,now
 btl_pmeth_helper_pmeth_helperd_LDADD =
+if HAVE_XDP
+if HAVE_CLANG
+# where the site allows it, the helper sets up AF_XDP sockets with the ring layer's own code
+btl_pmeth_helper_pmeth_helperd_SOURCES += $(PMETH_XDP_SRC)
+nodist_btl_pmeth_helper_pmeth_helperd_SOURCES = $(PMETH_XDP_GEN)
+btl_pmeth_helper_pmeth_helperd_CPPFLAGS += -DPMETH_RING_HAVE_XDP=1
+btl_pmeth_helper_pmeth_helperd_LDADD += $(XDP_LIBS)
+endif
+endif
 EXTRA_DIST += btl_pmeth/helper/pmeth-helper.conf btl_pmeth/helper/pmeth-helperd.service
 
 check_PROGRAMS += test/unit/t_pmeth_helper test/pmeth/pmeth_helper_ask

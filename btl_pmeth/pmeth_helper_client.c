@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -16,11 +17,42 @@ static int fail(char *why, size_t whylen, int e, const char *path, const char *w
     return -e;
 }
 
+/* Are FDS what a granted reply to OP carries?  NULL, or what they are not. */
+static const char *not_granted_kind(uint16_t op, const int *fds)
+{
+    int domain = 0, type = 0;
+    socklen_t len = sizeof(domain);
+    if (getsockopt(fds[0], SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0) {
+        domain = -1;    /* not a socket at all */
+    }
+    if (op == PMETH_HELPER_OP_OPEN_XDP) {
+        struct stat st;
+        if (domain != AF_XDP) {
+            return "something other than an AF_XDP socket";
+        }
+        if (fstat(fds[1], &st) != 0 || !S_ISREG(st.st_mode)) {
+            return "an AF_XDP socket without its UMEM";
+        }
+        return NULL;
+    }
+    len = sizeof(type);
+    if (domain != AF_PACKET || getsockopt(fds[0], SOL_SOCKET, SO_TYPE, &type, &len) != 0
+        || type != SOCK_RAW) {
+        return "something other than an AF_PACKET raw socket";
+    }
+    return NULL;
+}
+
 int pmeth_helper_ask(const char *path, const struct pmeth_helper_request *rq, int timeout_ms,
-                     int *fd, uint16_t *flags, char *why, size_t whylen)
+                     int fds[PMETH_HELPER_MAX_FDS], uint16_t *flags, char *why, size_t whylen)
 {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    *fd = -1;
+    unsigned nfds = 0;
+    uint16_t op = rq->op == PMETH_HELPER_OP_OPEN_XDP ? PMETH_HELPER_OP_OPEN_XDP
+                                                      : PMETH_HELPER_OP_OPEN_PACKET;
+    for (unsigned i = 0; i < PMETH_HELPER_MAX_FDS; i++) {
+        fds[i] = -1;
+    }
     *flags = 0;
     if (path == NULL || path[0] == '\0' || strlen(path) >= sizeof(sun.sun_path)) {
         snprintf(why, whylen, "the pmeth helper's socket path is empty or longer than %zu bytes",
@@ -48,13 +80,13 @@ int pmeth_helper_ask(const char *path, const struct pmeth_helper_request *rq, in
     }
     uint8_t msg[PMETH_HELPER_REPLY_MAX];
     pmeth_helper_encode_request(rq, msg);
-    rc = pmeth_helper_send(s, msg, PMETH_HELPER_REQ_LEN, -1);
+    rc = pmeth_helper_send(s, msg, PMETH_HELPER_REQ_LEN, NULL, 0);
     if (rc != 0) {
         rc = fail(why, whylen, -rc, path, "did not take the request");
         goto out;
     }
     unsigned extra = 0;
-    ssize_t n = pmeth_helper_recv(s, msg, sizeof(msg), fd, &extra);
+    ssize_t n = pmeth_helper_recv(s, msg, sizeof(msg), fds, PMETH_HELPER_MAX_FDS, &nfds, &extra);
     if (n < 0) {
         int e = n == -EAGAIN ? ETIMEDOUT : (int) -n;
         rc = fail(why, whylen, e, path, "gave no reply");
@@ -64,7 +96,7 @@ int pmeth_helper_ask(const char *path, const struct pmeth_helper_request *rq, in
     enum pmeth_helper_fault f = pmeth_helper_parse_reply(msg, (size_t) n, &reply);
     if (f != PMETH_HELPER_OK || extra > 0) {
         snprintf(why, whylen, "the pmeth helper at %s sent a malformed reply (%s)", path,
-                 f != PMETH_HELPER_OK ? pmeth_helper_fault_name(f) : "several descriptors");
+                 f != PMETH_HELPER_OK ? pmeth_helper_fault_name(f) : "too many descriptors");
         rc = -EPROTO;
         goto out;
     }
@@ -74,23 +106,21 @@ int pmeth_helper_ask(const char *path, const struct pmeth_helper_request *rq, in
         rc = -EPERM;
         goto out;
     }
-    int domain = 0, type = 0;
-    socklen_t len = sizeof(domain);
-    if (*fd < 0 || getsockopt(*fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0
-        || domain != AF_PACKET || (len = sizeof(type),
-                                   getsockopt(*fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0)
-        || type != SOCK_RAW) {
+    const char *wrong = nfds != pmeth_helper_granted_fds(op) ? NULL : not_granted_kind(op, fds);
+    if (nfds != pmeth_helper_granted_fds(op) || wrong != NULL) {
         snprintf(why, whylen, "the pmeth helper at %s granted the request but passed %s", path,
-                 *fd < 0 ? "no descriptor" : "something other than an AF_PACKET raw socket");
+                 wrong != NULL ? wrong : nfds == 0 ? "no descriptor" : "too few descriptors");
         rc = -EPROTO;
         goto out;
     }
     *flags = reply.flags;
     rc = 0;
 out:
-    if (rc != 0 && *fd >= 0) {
-        close(*fd);
-        *fd = -1;
+    if (rc != 0) {
+        for (unsigned i = 0; i < nfds; i++) {
+            close(fds[i]);
+            fds[i] = -1;
+        }
     }
     close(s);
     return rc;

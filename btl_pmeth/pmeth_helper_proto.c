@@ -13,8 +13,10 @@
 
 static const char req_magic[4] = {'P', 'M', 'H', 'Q'};
 static const char reply_magic[4] = {'P', 'M', 'H', 'R'};
-#define REPLY_FLAGS_KNOWN (PMETH_HELPER_FILTER_LOCKED | PMETH_HELPER_MARKED)
-/* a request cannot carry more than one descriptor we want; room to see (and close) a few */
+#define REPLY_FLAGS_KNOWN (PMETH_HELPER_FILTER_LOCKED | PMETH_HELPER_MARKED \
+                           | PMETH_HELPER_XDP_GENERIC)
+#define XDP_FLAGS_KNOWN (PMETH_HELPER_XDP_RECEIVE_ONLY | PMETH_HELPER_XDP_CHUNK_2K)
+/* no message carries more than PMETH_HELPER_MAX_FDS we want; room to see (and close) a few */
 #define MAX_FDS_SEEN 8
 
 const char *pmeth_helper_status_name(enum pmeth_helper_status s)
@@ -45,6 +47,8 @@ const char *pmeth_helper_fault_name(enum pmeth_helper_fault f)
         [PMETH_HELPER_FAULT_RESERVED] = "reserved field not zero",
         [PMETH_HELPER_FAULT_STATUS] = "unknown status",
         [PMETH_HELPER_FAULT_TEXT] = "bad reply text",
+        [PMETH_HELPER_FAULT_RING] = "AF_XDP ring sizes not powers of two from 8 to 32768 "
+                                    "(no send ring when receive-only)",
     };
     return (unsigned) f < PMETH_HELPER_FAULT_COUNT ? names[f] : "unknown fault";
 }
@@ -74,13 +78,29 @@ void pmeth_helper_encode_request(const struct pmeth_helper_request *rq,
                                  uint8_t out[PMETH_HELPER_REQ_LEN])
 {
     memset(out, 0, PMETH_HELPER_REQ_LEN);
+    bool xdp = rq->op == PMETH_HELPER_OP_OPEN_XDP;
     memcpy(out, req_magic, 4);
     pmeth_put16(out + 4, PMETH_HELPER_VERSION);
-    pmeth_put16(out + 6, PMETH_HELPER_OP_OPEN_PACKET);
+    pmeth_put16(out + 6, xdp ? PMETH_HELPER_OP_OPEN_XDP : PMETH_HELPER_OP_OPEN_PACKET);
     memcpy(out + 8, rq->ifname, strnlen(rq->ifname, IFNAMSIZ - 1));
     pmeth_put16(out + 24, rq->ethertype);
     pmeth_put32(out + 28, rq->job_key);
     pmeth_put32(out + 32, rq->dest_id);
+    if (xdp) {
+        pmeth_put16(out + 26, rq->xdp_flags);
+        pmeth_put16(out + 36, rq->rx_frames);
+        pmeth_put16(out + 38, rq->tx_frames);
+    }
+}
+
+static bool ring_size_ok(uint16_t n)
+{
+    return n >= 8 && n <= PMETH_HELPER_XDP_FRAMES_MAX && (n & (n - 1)) == 0;
+}
+
+unsigned pmeth_helper_granted_fds(uint16_t op)
+{
+    return op == PMETH_HELPER_OP_OPEN_XDP ? 3 : 1;
 }
 
 enum pmeth_helper_fault pmeth_helper_parse_request(const void *msg, size_t len,
@@ -97,7 +117,8 @@ enum pmeth_helper_fault pmeth_helper_parse_request(const void *msg, size_t len,
     if (pmeth_get16(p + 4) != PMETH_HELPER_VERSION) {
         return PMETH_HELPER_FAULT_VERSION;
     }
-    if (pmeth_get16(p + 6) != PMETH_HELPER_OP_OPEN_PACKET) {
+    out->op = pmeth_get16(p + 6);
+    if (out->op != PMETH_HELPER_OP_OPEN_PACKET && out->op != PMETH_HELPER_OP_OPEN_XDP) {
         return PMETH_HELPER_FAULT_OP;
     }
     /* the name field: name bytes, then only NULs up to its end (at least one) */
@@ -120,13 +141,28 @@ enum pmeth_helper_fault pmeth_helper_parse_request(const void *msg, size_t len,
     if (out->ethertype < 0x0600) {      /* below: an 802.3 length, not an EtherType */
         return PMETH_HELPER_FAULT_ETHERTYPE;
     }
-    if (pmeth_get16(p + 26) != 0) {
-        return PMETH_HELPER_FAULT_FLAGS;
-    }
     out->job_key = pmeth_get32(p + 28);
     out->dest_id = pmeth_get32(p + 32);
-    if (pmeth_get32(p + 36) != 0) {
-        return PMETH_HELPER_FAULT_RESERVED;
+    if (out->op == PMETH_HELPER_OP_OPEN_PACKET) {
+        if (pmeth_get16(p + 26) != 0) {
+            return PMETH_HELPER_FAULT_FLAGS;
+        }
+        if (pmeth_get32(p + 36) != 0) {
+            return PMETH_HELPER_FAULT_RESERVED;
+        }
+        return PMETH_HELPER_OK;
+    }
+    out->xdp_flags = pmeth_get16(p + 26);
+    out->rx_frames = pmeth_get16(p + 36);
+    out->tx_frames = pmeth_get16(p + 38);
+    bool rx_only = out->xdp_flags & PMETH_HELPER_XDP_RECEIVE_ONLY;
+    if ((out->xdp_flags & ~XDP_FLAGS_KNOWN) != 0
+        || (rx_only && (out->xdp_flags & PMETH_HELPER_XDP_CHUNK_2K))) {
+        return PMETH_HELPER_FAULT_FLAGS;
+    }
+    if (!ring_size_ok(out->rx_frames) || (rx_only ? out->tx_frames != 0
+                                                   : !ring_size_ok(out->tx_frames))) {
+        return PMETH_HELPER_FAULT_RING;
     }
     return PMETH_HELPER_OK;
 }
@@ -186,23 +222,26 @@ enum pmeth_helper_fault pmeth_helper_parse_reply(const void *msg, size_t len,
     return PMETH_HELPER_OK;
 }
 
-int pmeth_helper_send(int sock, const void *msg, size_t len, int fd)
+int pmeth_helper_send(int sock, const void *msg, size_t len, const int *fds, unsigned nfds)
 {
     struct iovec iov = {.iov_base = (void *) msg, .iov_len = len};
     union {
         struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int))];
+        char buf[CMSG_SPACE(PMETH_HELPER_MAX_FDS * sizeof(int))];
     } control;
     struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (fd >= 0) {
+    if (nfds > PMETH_HELPER_MAX_FDS) {
+        return -EINVAL;
+    }
+    if (nfds > 0) {
         memset(&control, 0, sizeof(control));
         mh.msg_control = control.buf;
-        mh.msg_controllen = sizeof(control.buf);
+        mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
         struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
         cm->cmsg_level = SOL_SOCKET;
         cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+        cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+        memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
     }
     ssize_t n;
     do {
@@ -214,7 +253,17 @@ int pmeth_helper_send(int sock, const void *msg, size_t len, int fd)
     return (size_t) n == len ? 0 : -EMSGSIZE;
 }
 
-ssize_t pmeth_helper_recv(int sock, void *buf, size_t cap, int *fd, unsigned *extra_fds)
+static void close_all(int *fds, unsigned *n)
+{
+    for (unsigned i = 0; i < *n; i++) {
+        close(fds[i]);
+        fds[i] = -1;
+    }
+    *n = 0;
+}
+
+ssize_t pmeth_helper_recv(int sock, void *buf, size_t cap, int *fds, unsigned maxfds,
+                          unsigned *nfds, unsigned *extra_fds)
 {
     union {
         struct cmsghdr align;
@@ -223,8 +272,11 @@ ssize_t pmeth_helper_recv(int sock, void *buf, size_t cap, int *fd, unsigned *ex
     struct iovec iov = {.iov_base = buf, .iov_len = cap};
     struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
                         .msg_controllen = sizeof(control.buf)};
-    *fd = -1;
+    *nfds = 0;
     *extra_fds = 0;
+    for (unsigned i = 0; i < maxfds; i++) {
+        fds[i] = -1;
+    }
     ssize_t n;
     do {
         n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
@@ -241,8 +293,8 @@ ssize_t pmeth_helper_recv(int sock, void *buf, size_t cap, int *fd, unsigned *ex
         for (size_t i = 0; i < count; i++) {
             int got;
             memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-            if (*fd < 0) {
-                *fd = got;
+            if (*nfds < maxfds) {
+                fds[(*nfds)++] = got;
             } else {
                 close(got);
                 (*extra_fds)++;
@@ -252,16 +304,12 @@ ssize_t pmeth_helper_recv(int sock, void *buf, size_t cap, int *fd, unsigned *ex
     if (mh.msg_flags & MSG_CTRUNC) {
         (*extra_fds)++;                 /* the kernel closed what did not fit */
     }
-    if (*extra_fds > 0 && *fd >= 0) {   /* more than one: none of them is trusted */
-        close(*fd);
-        *fd = -1;
-        (*extra_fds)++;
+    if (*extra_fds > 0 && *nfds > 0) {  /* more than asked for: none of them is trusted */
+        *extra_fds += *nfds;
+        close_all(fds, nfds);
     }
     if (mh.msg_flags & MSG_TRUNC) {
-        if (*fd >= 0) {
-            close(*fd);
-            *fd = -1;
-        }
+        close_all(fds, nfds);
         return -EMSGSIZE;
     }
     if (n == 0 && cap > 0) {
@@ -269,4 +317,3 @@ ssize_t pmeth_helper_recv(int sock, void *buf, size_t cap, int *fd, unsigned *ex
     }
     return n;
 }
-

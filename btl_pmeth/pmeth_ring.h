@@ -60,6 +60,21 @@
 
 enum pmeth_io_mode { PMETH_IO_PACKET, PMETH_IO_XDP };
 
+/* An AF_XDP socket set up by a privileged process (pmeth-helperd) for one that
+ * may not: bound to its interface, its UMEM registered, our XDP program
+ * attached and feeding it.  The receiving process maps the UMEM and the
+ * socket's rings and drives them; it can neither rebind the socket nor resize
+ * its rings (the kernel refuses both once a socket is bound).  The program
+ * stays attached while the BPF link's descriptor is open: when the job ends,
+ * however it ends, it is gone. */
+struct pmeth_xdp_handover {
+    int xsk_fd;                         /* the bound AF_XDP socket */
+    int umem_fd;                        /* memfd holding the UMEM (chunks, see pmeth_ring_xdp.c) */
+    int link_fd;                        /* BPF link attaching our program to the interface */
+    uint32_t chunk;                     /* UMEM chunk size: 2048 or 4096 */
+    bool generic_hook;                  /* attached at the generic (skb) hook, not the driver's */
+};
+
 struct pmeth_ring_config {
     const char *ifname;
     enum pmeth_io_mode mode;
@@ -69,6 +84,10 @@ struct pmeth_ring_config {
     uint32_t tx_frames, rx_frames;
     bool qdisc_bypass;
     int fd;                             /* -1, or an AF_PACKET socket opened for us */
+    /* PMETH_IO_XDP: NULL, or the AF_XDP socket a helper opened for us (its
+     * descriptors become the ring's, closed with it or when open fails) */
+    const struct pmeth_xdp_handover *xdp;
+    bool umem_shared;                   /* AF_XDP: UMEM in a memfd, to be handed over */
 };
 
 struct pmeth_ring_stats {
@@ -154,6 +173,10 @@ int pmeth_xdp_open(const struct pmeth_ring_config *cfg, struct pmeth_xdp **out, 
 int pmeth_xdp_open_small(const struct pmeth_ring_config *cfg, struct pmeth_xdp **out, char *err,
                          size_t errlen);
 void pmeth_xdp_close(struct pmeth_xdp *x);
+/* the helper's side: X's descriptors and facts, to pass to another process
+ * (SCM_RIGHTS copies them) before X is closed; X opened with umem_shared.
+ * 0, or -EINVAL */
+int pmeth_xdp_hand_over(const struct pmeth_xdp *x, struct pmeth_xdp_handover *out);
 const char *pmeth_xdp_mode_name(const struct pmeth_xdp *x);
 size_t pmeth_xdp_memory(const struct pmeth_xdp *x);
 void pmeth_xdp_get_stats(struct pmeth_xdp *x, struct pmeth_ring_stats *s);

@@ -140,8 +140,27 @@ static int attach_filter(int fd, uint16_t ethertype, uint32_t key, uint32_t dst)
     return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
 }
 
+static int ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out, char *err,
+                     size_t errlen, bool *handed);
+
+/* What a helper handed over (cfg->xdp) is the ring layer's from here on: the
+ * AF_XDP back end keeps it or closes it; closed here when open fails before
+ * that back end was reached. */
 int pmeth_ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out, char *err,
                     size_t errlen)
+{
+    bool handed = false;
+    int rc = ring_open(cfg, out, err, errlen, &handed);
+    if (rc != 0 && cfg->xdp != NULL && !handed) {
+        close(cfg->xdp->xsk_fd);
+        close(cfg->xdp->umem_fd);
+        close(cfg->xdp->link_fd);
+    }
+    return rc;
+}
+
+static int ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out, char *err,
+                     size_t errlen, bool *handed)
 {
     *out = NULL;
     if (cfg->mode == PMETH_IO_XDP && cfg->frame_size > PMETH_XDP_FRAME_MAX) {
@@ -158,6 +177,7 @@ int pmeth_ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out
             return fail(err, errlen, ENOMEM, "ring");
         }
         xr->fd = -1;
+        *handed = true;
         int xrc = pmeth_xdp_open(cfg, &xr->xdp, err, errlen);
         if (xrc != 0) {
             free(xr);
@@ -292,6 +312,7 @@ int pmeth_ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out
     r->free_id = 0;
 #ifdef PMETH_RING_HAVE_XDP
     if (cfg->mode == PMETH_IO_XDP) {
+        *handed = true;
         rc = pmeth_xdp_open_small(cfg, &r->xrx, err, errlen);
         if (rc != 0) {
             goto error;

@@ -25,6 +25,11 @@
  *    multi-buffer sockets).  For larger MTUs pmeth_xdp_open_small opens a
  *    receive-only socket for the frames that fit (pmeth_ring_packet.c pairs it
  *    with an AF_PACKET ring for the rest and for every send).
+ * A process without the privileges (an ordinary user's job) gets its socket
+ * from pmeth-helperd: the helper runs the same open with the UMEM in a memfd
+ * (cfg.umem_shared) and hands over the bound socket, the memfd and the BPF
+ * link (pmeth_xdp_hand_over); the job maps the UMEM and the rings and drives
+ * them as its own (xdp_adopt).
  * On veth the kernel copies each frame into the UMEM (copy mode; zero copy is
  * EOPNOTSUPP there); with a zero-copy driver the bind picks zero copy itself.
  * Copy-mode sends leave through dev_direct_xmit, past the interface's qdisc
@@ -40,8 +45,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -83,7 +90,14 @@ struct pmeth_xdp {
     uint32_t tx_unsent;         /* posted since the kernel last took the send ring */
     bool zerocopy;              /* else copy mode: only sendto sends */
     bool small_only;            /* receive only, frames up to one chunk (pmeth_xdp_small) */
-    char mode_name[48];
+    bool generic_hook;          /* the program runs at the generic (skb) hook */
+    int umem_fd;                /* -1, or the memfd holding the UMEM (handed over) */
+    /* set up by a helper: our own mappings of its socket's rings (libxdp's
+     * umem and socket objects are the helper's, so there are none here) */
+    bool adopted;
+    void *ring_map[4];
+    size_t ring_map_len[4];
+    char mode_name[80];
     struct pmeth_ring_stats st;
 };
 
@@ -140,7 +154,7 @@ void pmeth_xdp_close(struct pmeth_xdp *x)
         return;
     }
     if (x->link_fd >= 0) {
-        close(x->link_fd);      /* detaches our program */
+        close(x->link_fd);      /* detaches our program (unless handed over: the job's copy) */
     }
     if (x->obj != NULL) {
         bpf_object__close(x->obj);
@@ -151,13 +165,36 @@ void pmeth_xdp_close(struct pmeth_xdp *x)
     if (x->umem != NULL) {
         (void) xsk_umem__delete(x->umem);
     }
+    for (int i = 0; i < 4; i++) {
+        if (x->ring_map[i] != NULL) {
+            munmap(x->ring_map[i], x->ring_map_len[i]);
+        }
+    }
+    if (x->adopted && x->fd >= 0) {
+        close(x->fd);
+    }
     if (x->area != NULL) {
         munmap(x->area, x->area_len);
+    }
+    if (x->umem_fd >= 0) {
+        close(x->umem_fd);
     }
     free(x->tx_state);
     free(x->tx_len);
     free(x->tx_free);
     free(x);
+}
+
+static void name_mode(struct pmeth_xdp *x, const char *whence)
+{
+    const char *how = x->zerocopy ? "zero copy" : "copy mode";
+    const char *hook = x->generic_hook ? "generic" : "driver";
+    if (x->small_only) {
+        snprintf(x->mode_name, sizeof(x->mode_name), "AF_XDP to %u B (%s, %s XDP%s)",
+                 x->chunk - XDP_KERNEL_HEADROOM, how, hook, whence);
+    } else {
+        snprintf(x->mode_name, sizeof(x->mode_name), "AF_XDP (%s, %s XDP%s)", how, hook, whence);
+    }
 }
 
 /* Load our program, tell it what to take, hand it our socket, attach it. */
@@ -199,12 +236,10 @@ static int attach_program(struct pmeth_xdp *x, const struct pmeth_ring_config *c
     }
     /* a BPF link, not a plain attach: the program goes with the last fd,
      * also when the process is killed -- nothing stays on the interface */
-    const char *hook = "driver";
     LIBBPF_OPTS(bpf_link_create_opts, lopts, .flags = 0);
     x->link_fd = bpf_link_create(bpf_program__fd(prog), x->ifindex, BPF_XDP, &lopts);
     if (x->link_fd < 0 && errno != EBUSY && errno != EEXIST) {
         lopts.flags = XDP_FLAGS_SKB_MODE;
-        hook = "generic";
         x->link_fd = bpf_link_create(bpf_program__fd(prog), x->ifindex, BPF_XDP, &lopts);
     }
     if (x->link_fd < 0) {
@@ -219,12 +254,142 @@ static int attach_program(struct pmeth_xdp *x, const struct pmeth_ring_config *c
     socklen_t olen = sizeof(opts);
     x->zerocopy = getsockopt(fd, SOL_XDP, XDP_OPTIONS, &opts, &olen) == 0
                   && (opts.flags & XDP_OPTIONS_ZEROCOPY);
-    if (x->small_only) {
-        snprintf(x->mode_name, sizeof(x->mode_name), "AF_XDP to %u B (%s, %s XDP)",
-                 x->chunk - XDP_KERNEL_HEADROOM, x->zerocopy ? "zero copy" : "copy mode", hook);
-    } else {
-        snprintf(x->mode_name, sizeof(x->mode_name), "AF_XDP (%s, %s XDP)",
-                 x->zerocopy ? "zero copy" : "copy mode", hook);
+    x->generic_hook = lopts.flags == XDP_FLAGS_SKB_MODE;
+    name_mode(x, "");
+    return 0;
+}
+
+/* The send frames' bookkeeping: all free, lowest id on top. */
+static int tx_book_init(struct pmeth_xdp *x)
+{
+    x->tx_state = calloc(x->ntx + 1, 1);
+    x->tx_free = malloc((x->ntx + 1) * sizeof(*x->tx_free));
+    x->tx_len = calloc(x->ntx + 1, sizeof(*x->tx_len));
+    if (x->tx_state == NULL || x->tx_free == NULL || x->tx_len == NULL) {
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < x->ntx; i++) {
+        x->tx_free[i] = x->ntx - 1 - i;
+    }
+    x->tx_nfree = x->ntx;
+    return 0;
+}
+
+/* Map one of a helper's socket's rings (PGOFF) and describe it as libxdp does
+ * its own: a producer ring's cached consumer runs one ring ahead. */
+static int map_ring(struct pmeth_xdp *x, int slot, uint64_t pgoff,
+                    const struct xdp_ring_offset *off, uint32_t n, size_t entry, bool producer,
+                    void *ring)
+{
+    size_t len = off->desc + (size_t) n * entry;
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, x->fd,
+                   (off_t) pgoff);
+    if (m == MAP_FAILED) {
+        return -errno;
+    }
+    x->ring_map[slot] = m;
+    x->ring_map_len[slot] = len;
+    /* libxdp's producer and consumer rings are two structs of one layout
+     * (DEFINE_XSK_RING): built as one, copied into either */
+    struct xsk_ring_prod r = {.mask = n - 1, .size = n};
+    r.producer = (uint32_t *) ((uint8_t *) m + off->producer);
+    r.consumer = (uint32_t *) ((uint8_t *) m + off->consumer);
+    r.flags = (uint32_t *) ((uint8_t *) m + off->flags);
+    r.ring = (uint8_t *) m + off->desc;
+    r.cached_prod = __atomic_load_n(r.producer, __ATOMIC_ACQUIRE);
+    r.cached_cons = __atomic_load_n(r.consumer, __ATOMIC_ACQUIRE) + (producer ? n : 0);
+    _Static_assert(sizeof(struct xsk_ring_prod) == sizeof(struct xsk_ring_cons),
+                   "libxdp's two ring structs differ");
+    memcpy(ring, &r, sizeof(r));
+    return 0;
+}
+
+/* Drive the socket a helper set up for us (cfg->xdp): its UMEM from the memfd,
+ * its rings from the socket.  Sizes follow from the same configuration the
+ * helper was asked with; what can be checked (the memfd's size, the socket's
+ * kind) is. */
+static int xdp_adopt(const struct pmeth_ring_config *cfg, struct pmeth_xdp *x, char *err,
+                     size_t errlen)
+{
+    const struct pmeth_xdp_handover *h = cfg->xdp;
+    x->adopted = true;
+    x->fd = h->xsk_fd;
+    x->umem_fd = h->umem_fd;
+    x->link_fd = h->link_fd;
+    x->chunk = h->chunk;
+    x->generic_hook = h->generic_hook;
+    int domain = 0;
+    socklen_t dlen = sizeof(domain);
+    if (getsockopt(x->fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) != 0 || domain != AF_XDP) {
+        return xfail(err, errlen, 0, "AF_XDP: the helper's descriptor is not an AF_XDP socket");
+    }
+    if ((x->chunk != 2048 && x->chunk != 4096) || (x->small_only && x->chunk != 4096)
+        || (!x->small_only && cfg->frame_size + XDP_KERNEL_HEADROOM > x->chunk)) {
+        return xfail(err, errlen, 0, "AF_XDP: the helper's chunks (%u bytes) do not fit frames "
+                     "of %u", x->chunk, cfg->frame_size);
+    }
+    x->area_len = (size_t) (x->ntx + x->nrx) * x->chunk;
+    struct stat st;
+    if (fstat(x->umem_fd, &st) != 0 || (uint64_t) st.st_size != (uint64_t) x->area_len) {
+        return xfail(err, errlen, 0, "AF_XDP: the helper's UMEM is not the %zu bytes asked for",
+                     x->area_len);
+    }
+    x->area = mmap(NULL, x->area_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                   x->umem_fd, 0);
+    if (x->area == MAP_FAILED) {
+        x->area = NULL;
+        return xfail(err, errlen, errno, "AF_XDP: mapping the helper's UMEM");
+    }
+    struct xdp_mmap_offsets off;
+    socklen_t olen = sizeof(off);
+    if (getsockopt(x->fd, SOL_XDP, XDP_MMAP_OFFSETS, &off, &olen) != 0) {
+        return xfail(err, errlen, errno, "AF_XDP: the helper's socket's ring offsets");
+    }
+    int rc = map_ring(x, 0, XDP_UMEM_PGOFF_FILL_RING, &off.fr, x->nrx, sizeof(uint64_t), true,
+                      &x->fill);
+    if (rc == 0) {
+        rc = map_ring(x, 1, XDP_UMEM_PGOFF_COMPLETION_RING, &off.cr, x->ntx ? x->ntx : 8,
+                      sizeof(uint64_t), false, &x->comp);
+    }
+    if (rc == 0) {
+        rc = map_ring(x, 2, XDP_PGOFF_RX_RING, &off.rx, x->nrx, sizeof(struct xdp_desc), false,
+                      &x->rx);
+    }
+    if (rc == 0 && x->ntx > 0) {
+        rc = map_ring(x, 3, XDP_PGOFF_TX_RING, &off.tx, x->ntx, sizeof(struct xdp_desc), true,
+                      &x->tx);
+    }
+    if (rc != 0) {
+        return xfail(err, errlen, -rc, "AF_XDP: mapping the helper's socket's rings (not the "
+                     "sizes it was asked for?)");
+    }
+    struct xdp_options opts;
+    olen = sizeof(opts);
+    x->zerocopy = getsockopt(x->fd, SOL_XDP, XDP_OPTIONS, &opts, &olen) == 0
+                  && (opts.flags & XDP_OPTIONS_ZEROCOPY);
+    name_mode(x, ", from the pmeth helper");
+    return 0;
+}
+
+/* The UMEM: private memory, or a sealed memfd when it is to be handed over. */
+static int map_umem(const struct pmeth_ring_config *cfg, struct pmeth_xdp *x, char *err,
+                    size_t errlen)
+{
+    int fd = -1, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE;
+    if (cfg->umem_shared) {
+        x->umem_fd = memfd_create("pmeth-umem", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (x->umem_fd < 0 || ftruncate(x->umem_fd, (off_t) x->area_len) != 0
+            || fcntl(x->umem_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+            return xfail(err, errlen, errno, "AF_XDP: a memfd of %zu bytes for the UMEM",
+                         x->area_len);
+        }
+        fd = x->umem_fd;
+        flags = MAP_SHARED | MAP_POPULATE;
+    }
+    x->area = mmap(NULL, x->area_len, PROT_READ | PROT_WRITE, flags, fd, 0);
+    if (x->area == MAP_FAILED) {
+        x->area = NULL;
+        return xfail(err, errlen, errno, "AF_XDP: UMEM of %zu bytes", x->area_len);
     }
     return 0;
 }
@@ -233,19 +398,41 @@ static int xdp_open(const struct pmeth_ring_config *cfg, bool small_only, struct
                     char *err, size_t errlen)
 {
     *out = NULL;
-    if (cfg->fd >= 0) {
-        return xfail(err, errlen, 0, "AF_XDP cannot use a socket opened by a helper (AF_PACKET "
-                     "only)");
+    if (cfg->fd >= 0 && !small_only && cfg->xdp == NULL) {
+        return xfail(err, errlen, 0, "AF_XDP cannot use an AF_PACKET socket opened by a helper");
     }
     struct pmeth_xdp *x = calloc(1, sizeof(*x));
     if (x == NULL) {
+        if (cfg->xdp != NULL) {
+            close(cfg->xdp->xsk_fd);
+            close(cfg->xdp->umem_fd);
+            close(cfg->xdp->link_fd);
+        }
         return xfail(err, errlen, ENOMEM, "AF_XDP");
     }
     x->link_fd = -1;
+    x->umem_fd = -1;
+    x->fd = -1;
     x->queue = 0;
     x->small_only = small_only;
+    /* a receive-only socket has no send frames (and no send ring) */
+    x->ntx = small_only ? 0 : pow2_at_least(cfg->tx_frames < 8 ? 8 : cfg->tx_frames);
+    x->nrx = pow2_at_least(cfg->rx_frames < 8 ? 8 : cfg->rx_frames);
     libbpf_print_fn_t old_print = libbpf_set_print(quiet_libbpf);
     int rc, nq;
+    if (tx_book_init(x) != 0) {
+        rc = xfail(err, errlen, ENOMEM, "AF_XDP bookkeeping");
+        goto error;
+    }
+    if (cfg->xdp != NULL) {
+        rc = xdp_adopt(cfg, x, err, errlen);
+        if (rc != 0) {
+            goto error;
+        }
+        libbpf_set_print(old_print);
+        *out = x;
+        return 0;
+    }
     x->ifindex = (int) if_nametoindex(cfg->ifname);
     if (x->ifindex == 0) {
         rc = xfail(err, errlen, errno, "%s", cfg->ifname);
@@ -266,29 +453,11 @@ static int xdp_open(const struct pmeth_ring_config *cfg, bool small_only, struct
                    cfg->ifname, cfg->frame_size);
         goto error;
     }
-    /* a receive-only socket has no send frames (and no send ring) */
-    x->ntx = small_only ? 0 : pow2_at_least(cfg->tx_frames < 8 ? 8 : cfg->tx_frames);
-    x->nrx = pow2_at_least(cfg->rx_frames < 8 ? 8 : cfg->rx_frames);
     x->area_len = (size_t) (x->ntx + x->nrx) * x->chunk;
-    x->area = mmap(NULL, x->area_len, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (x->area == MAP_FAILED) {
-        x->area = NULL;
-        rc = xfail(err, errlen, errno, "AF_XDP: UMEM of %zu bytes", x->area_len);
+    rc = map_umem(cfg, x, err, errlen);
+    if (rc != 0) {
         goto error;
     }
-    x->tx_state = calloc(x->ntx + 1, 1);
-    x->tx_free = malloc((x->ntx + 1) * sizeof(*x->tx_free));
-    x->tx_len = calloc(x->ntx + 1, sizeof(*x->tx_len));
-    if (x->tx_state == NULL || x->tx_free == NULL || x->tx_len == NULL) {
-        rc = xfail(err, errlen, ENOMEM, "AF_XDP bookkeeping");
-        goto error;
-    }
-    for (uint32_t i = 0; i < x->ntx; i++) {
-        x->tx_free[i] = x->ntx - 1 - i;     /* lowest id on top */
-    }
-    x->tx_nfree = x->ntx;
-
     struct xsk_umem_config ucfg = {.fill_size = x->nrx, .comp_size = x->ntx ? x->ntx : 8,
                                    .frame_size = x->chunk, .frame_headroom = 0, .flags = 0};
     rc = xsk_umem__create(&x->umem, x->area, x->area_len, &x->fill, &x->comp, &ucfg);
@@ -330,8 +499,27 @@ static int xdp_open(const struct pmeth_ring_config *cfg, bool small_only, struct
 
 error:
     libbpf_set_print(old_print);
+    if (cfg->xdp != NULL && !x->adopted) {
+        /* what was handed over is ours to close, also when nothing came of it */
+        close(cfg->xdp->xsk_fd);
+        close(cfg->xdp->umem_fd);
+        close(cfg->xdp->link_fd);
+    }
     pmeth_xdp_close(x);
     return rc;
+}
+
+int pmeth_xdp_hand_over(const struct pmeth_xdp *x, struct pmeth_xdp_handover *out)
+{
+    if (x->umem_fd < 0 || x->fd < 0 || x->link_fd < 0) {
+        return -EINVAL;
+    }
+    out->chunk = x->chunk;
+    out->generic_hook = x->generic_hook;
+    out->xsk_fd = x->fd;
+    out->umem_fd = x->umem_fd;
+    out->link_fd = x->link_fd;
+    return 0;
 }
 
 int pmeth_xdp_open(const struct pmeth_ring_config *cfg, struct pmeth_xdp **out, char *err,

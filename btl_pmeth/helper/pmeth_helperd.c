@@ -15,6 +15,17 @@
  * sll_ifindex).  btl_pmeth/README.md, "Running as an ordinary user", says what
  * that means for a site.
  *
+ * Where the site turns on "xdp", it also hands out AF_XDP sockets (op 2): it
+ * runs the ring layer's own AF_XDP open (pmeth_ring_xdp.c) with the UMEM in a
+ * sealed memfd, which binds the socket to the interface asked for, attaches our
+ * XDP program (taking only the job's frames: EtherType, key, id) and passes
+ * the socket, the memfd and the program's BPF link.  The job can neither
+ * rebind the socket nor change the program; the program goes when the job's
+ * last copy of the link closes, however the job ends.  What it does not confine:
+ * AF_XDP's sends leave past the interface's qdisc and netfilter's egress hook,
+ * so SO_MARK rules do not see them, and one such socket serves one process per
+ * interface queue (a second job there is refused and falls back to AF_PACKET).
+ *
  * One request at a time, each bounded to two seconds: a client that connects
  * and sends nothing delays others by that much, no more.
  */
@@ -42,11 +53,13 @@
 
 #include "pmeth_filter.h"
 #include "pmeth_helper_proto.h"
+#include "pmeth_ring.h"
 #include "pmeth_wire.h"
 
 #define DEFAULT_CONFIG "/etc/openmpi/pmeth-helper.conf"
 #define MAX_ALLOWED 64
 #define REQUEST_TIMEOUT_MS 2000
+#define XDP_MAX_FRAMES_DEFAULT 4096     /* per ring: 16 MiB of UMEM a socket at most */
 
 struct policy {
     char allowed[MAX_ALLOWED][IFNAMSIZ];
@@ -58,6 +71,8 @@ struct policy {
     bool lock_filter;
     bool mark_set;
     uint32_t mark;
+    bool xdp;                           /* hand out AF_XDP sockets too */
+    unsigned xdp_max_frames;            /* largest ring (receive or send) asked for */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -88,7 +103,7 @@ static void usage(FILE *to)
     fprintf(to,
             "usage: pmeth-helperd [-c FILE] [--allow IF[,IF...]] [--socket PATH] [--group NAME]\n"
             "                     [--mode OCTAL] [--ethertype N] [--lock-filter|--no-lock-filter]\n"
-            "                     [--mark N] [--check]\n"
+            "                     [--mark N] [--xdp|--no-xdp] [--xdp-max-frames N] [--check]\n"
             "Opens AF_PACKET sockets for btl pmeth on allowed interfaces and passes them to\n"
             "ordinary users' jobs over a unix socket.  Runs in the foreground, logs to stderr.\n"
             "  -c, --config FILE   configuration (default %s, if present)\n"
@@ -100,10 +115,16 @@ static void usage(FILE *to)
             "      --lock-filter   lock each socket's receive filter (SO_LOCK_FILTER; default)\n"
             "      --no-lock-filter  leave it open (its holder can then receive anything)\n"
             "      --mark N        set SO_MARK N on each socket, for egress rules\n"
+            "      --xdp           also hand out AF_XDP sockets fed by pmeth's XDP program\n"
+            "                      (btl_pmeth_io_mode xdp/auto); their sends bypass qdiscs and\n"
+            "                      netfilter's egress hook, so marks do not apply (default off)\n"
+            "      --xdp-max-frames N  largest AF_XDP ring a job may ask for (default %d)\n"
             "      --check         print the policy and exit\n"
             "Configuration lines: allow IF..., socket PATH, socket_group NAME, socket_mode OCTAL,\n"
-            "ethertype N, lock_filter yes|no, mark N; '#' starts a comment.\n",
-            DEFAULT_CONFIG, PMETH_HELPER_DEFAULT_SOCKET, PMETH_WIRE_ETHERTYPE);
+            "ethertype N, lock_filter yes|no, mark N, xdp yes|no, xdp_max_frames N; '#' starts\n"
+            "a comment.\n",
+            DEFAULT_CONFIG, PMETH_HELPER_DEFAULT_SOCKET, PMETH_WIRE_ETHERTYPE,
+            XDP_MAX_FRAMES_DEFAULT);
 }
 
 /* "eth1,eth2" or "eth1 eth2": every name must be acceptable */
@@ -197,6 +218,18 @@ static int set_path(char *dst, size_t cap, const char *text, const char *what, c
     return 0;
 }
 
+static int set_xdp_max(struct policy *p, const char *text, const char *where)
+{
+    unsigned long v;
+    if (parse_number(text, PMETH_HELPER_XDP_FRAMES_MAX, &v) != 0 || v < 8) {
+        say("%s: xdp_max_frames '%s' is not a number from 8 to %d", where, text,
+            PMETH_HELPER_XDP_FRAMES_MAX);
+        return -1;
+    }
+    p->xdp_max_frames = (unsigned) v;
+    return 0;
+}
+
 static int set_bool(bool *dst, const char *text, const char *where)
 {
     if (strcmp(text, "yes") == 0 || strcmp(text, "1") == 0 || strcmp(text, "true") == 0) {
@@ -265,6 +298,10 @@ static int read_config(struct policy *p, const char *path, bool must_exist)
             rc = set_bool(&p->lock_filter, value, where);
         } else if (strcmp(key, "mark") == 0) {
             rc = set_mark(p, value, where);
+        } else if (strcmp(key, "xdp") == 0) {
+            rc = set_bool(&p->xdp, value, where);
+        } else if (strcmp(key, "xdp_max_frames") == 0) {
+            rc = set_xdp_max(p, value, where);
         } else {
             say("%s: unknown setting '%s'", where, key);
             rc = -1;
@@ -330,15 +367,77 @@ fail:;
     return -e;
 }
 
-static void reply(int conn, enum pmeth_helper_status status, uint16_t flags, int fd,
-                  const char *text)
+static void reply(int conn, enum pmeth_helper_status status, uint16_t flags, const int *fds,
+                  unsigned nfds, const char *text)
 {
     uint8_t msg[PMETH_HELPER_REPLY_MAX];
     size_t len = pmeth_helper_encode_reply(status, flags, text, msg);
-    int rc = pmeth_helper_send(conn, msg, len, fd);
+    int rc = pmeth_helper_send(conn, msg, len, fds, nfds);
     if (rc != 0) {
         say("  reply not delivered: %s", strerror(-rc));
     }
+}
+
+/* Op 2: an AF_XDP socket, set up by the ring layer's own open (the UMEM in a
+ * memfd), handed over with the memfd and the program's link. */
+static void serve_xdp(const struct policy *p, int conn, const char *who,
+                      const struct pmeth_helper_request *rq, int ifindex)
+{
+    char text[PMETH_HELPER_TEXT_MAX + 1];
+    bool rx_only = rq->xdp_flags & PMETH_HELPER_XDP_RECEIVE_ONLY;
+    if (!p->xdp) {
+        snprintf(text, sizeof(text), "this helper hands out AF_PACKET sockets only (its 'xdp' "
+                 "setting is off)");
+        say("%s: %s: AF_XDP refused: xdp off", who, rq->ifname);
+        reply(conn, PMETH_HELPER_NOT_ALLOWED, 0, NULL, 0, text);
+        return;
+    }
+    if (rq->rx_frames > p->xdp_max_frames || rq->tx_frames > p->xdp_max_frames) {
+        snprintf(text, sizeof(text), "AF_XDP rings of %u / %u frames asked for; this helper "
+                 "gives at most %u (xdp_max_frames; btl_pmeth_rx_frames / tx_frames)",
+                 rq->rx_frames, rq->tx_frames, p->xdp_max_frames);
+        say("%s: %s: AF_XDP refused: rings too large", who, rq->ifname);
+        reply(conn, PMETH_HELPER_NOT_ALLOWED, 0, NULL, 0, text);
+        return;
+    }
+#ifdef PMETH_RING_HAVE_XDP
+    /* frame_size only steers the ring layer's choice of chunk, as the job's does */
+    uint32_t chunk = rq->xdp_flags & PMETH_HELPER_XDP_CHUNK_2K ? 2048 : 4096;
+    struct pmeth_ring_config cfg = {
+        .ifname = rq->ifname, .mode = PMETH_IO_XDP, .ethertype = rq->ethertype,
+        .job_key = rq->job_key, .my_id = rq->dest_id, .frame_size = chunk - 256,
+        .tx_frames = rq->tx_frames, .rx_frames = rq->rx_frames, .fd = -1, .umem_shared = true};
+    struct pmeth_xdp *x = NULL;
+    struct pmeth_xdp_handover h;
+    char err[PMETH_HELPER_TEXT_MAX - 40];
+    int rc = rx_only ? pmeth_xdp_open_small(&cfg, &x, err, sizeof(err))
+                     : pmeth_xdp_open(&cfg, &x, err, sizeof(err));
+    if (rc == 0 && (rc = pmeth_xdp_hand_over(x, &h)) != 0) {
+        snprintf(err, sizeof(err), "no descriptors to hand over");
+    }
+    if (rc != 0) {
+        snprintf(text, sizeof(text), "the helper's AF_XDP setup failed: %s", err);
+        say("%s: %s: AF_XDP failed: %s", who, rq->ifname, err);
+        reply(conn, PMETH_HELPER_FAILED, 0, NULL, 0, text);
+        pmeth_xdp_close(x);
+        return;
+    }
+    int fds[3] = {h.xsk_fd, h.umem_fd, h.link_fd};
+    uint16_t flags = h.generic_hook ? PMETH_HELPER_XDP_GENERIC : 0;
+    say("%s: %s: AF_XDP granted (ifindex %d, %s, %u receive / %u send frames of %u B, "
+        "EtherType 0x%04x, job key 0x%08x, id %u)", who, rq->ifname, ifindex,
+        pmeth_xdp_mode_name(x), rq->rx_frames, rq->tx_frames, chunk, rq->ethertype,
+        rq->job_key, rq->dest_id);
+    reply(conn, PMETH_HELPER_GRANTED, flags, fds, 3, "granted");
+    pmeth_xdp_close(x);     /* our copies: the program stays with the job's link */
+#else
+    (void) ifindex;
+    (void) rx_only;
+    snprintf(text, sizeof(text), "this helper was built without AF_XDP (no libxdp, libbpf or "
+             "clang at configure time)");
+    say("%s: %s: AF_XDP refused: not built in", who, rq->ifname);
+    reply(conn, PMETH_HELPER_FAILED, 0, NULL, 0, text);
+#endif
 }
 
 static void serve(const struct policy *p, int conn)
@@ -361,11 +460,11 @@ static void serve(const struct policy *p, int conn)
         return;
     }
     uint8_t msg[PMETH_HELPER_REQ_LEN + 1];     /* one more: a longer message shows as truncated */
-    int passed_fd;
-    unsigned extra;
-    ssize_t n = pmeth_helper_recv(conn, msg, sizeof(msg), &passed_fd, &extra);
-    if (passed_fd >= 0) {
-        close(passed_fd);               /* requests carry no descriptor */
+    int passed[1];
+    unsigned npassed, extra;
+    ssize_t n = pmeth_helper_recv(conn, msg, sizeof(msg), passed, 1, &npassed, &extra);
+    if (npassed > 0) {
+        close(passed[0]);               /* requests carry no descriptor */
     }
     char text[PMETH_HELPER_TEXT_MAX + 1];
     if (n == -ECONNRESET) {
@@ -379,41 +478,45 @@ static void serve(const struct policy *p, int conn)
     struct pmeth_helper_request rq;
     enum pmeth_helper_fault fault = n < 0 ? PMETH_HELPER_FAULT_LENGTH
                                           : pmeth_helper_parse_request(msg, (size_t) n, &rq);
-    if (fault == PMETH_HELPER_OK && (passed_fd >= 0 || extra > 0)) {
+    if (fault == PMETH_HELPER_OK && (npassed > 0 || extra > 0)) {
         fault = PMETH_HELPER_FAULT_FLAGS;
     }
     if (fault != PMETH_HELPER_OK) {
         snprintf(text, sizeof(text), "malformed request: %s", pmeth_helper_fault_name(fault));
         say("%s: refused: %s", who, text);
-        reply(conn, PMETH_HELPER_BAD_REQUEST, 0, -1, text);
+        reply(conn, PMETH_HELPER_BAD_REQUEST, 0, NULL, 0, text);
         return;
     }
     if (rq.ethertype != p->ethertype) {
         snprintf(text, sizeof(text), "this helper serves EtherType 0x%04x only, not 0x%04x",
                  p->ethertype, rq.ethertype);
         say("%s: %s: refused: %s", who, rq.ifname, text);
-        reply(conn, PMETH_HELPER_WRONG_ETHERTYPE, 0, -1, text);
+        reply(conn, PMETH_HELPER_WRONG_ETHERTYPE, 0, NULL, 0, text);
         return;
     }
     if (!allowed(p, rq.ifname)) {
         snprintf(text, sizeof(text), "interface %s is not one the site allowed for pmeth (ask "
                  "the administrator to add it to pmeth-helperd's allow list)", rq.ifname);
         say("%s: %s: refused: not allowed", who, rq.ifname);
-        reply(conn, PMETH_HELPER_NOT_ALLOWED, 0, -1, text);
+        reply(conn, PMETH_HELPER_NOT_ALLOWED, 0, NULL, 0, text);
         return;
     }
     if (!same_netns(cred.pid)) {
         snprintf(text, sizeof(text), "the asking process is in another network namespace than "
                  "this helper (run one helper in each)");
         say("%s: %s: refused: other network namespace", who, rq.ifname);
-        reply(conn, PMETH_HELPER_OTHER_NAMESPACE, 0, -1, text);
+        reply(conn, PMETH_HELPER_OTHER_NAMESPACE, 0, NULL, 0, text);
         return;
     }
     int ifindex = (int) if_nametoindex(rq.ifname);
     if (ifindex == 0) {
         snprintf(text, sizeof(text), "interface %s does not exist on this host", rq.ifname);
         say("%s: %s: refused: no such interface", who, rq.ifname);
-        reply(conn, PMETH_HELPER_NO_INTERFACE, 0, -1, text);
+        reply(conn, PMETH_HELPER_NO_INTERFACE, 0, NULL, 0, text);
+        return;
+    }
+    if (rq.op == PMETH_HELPER_OP_OPEN_XDP) {
+        serve_xdp(p, conn, who, &rq, ifindex);
         return;
     }
     const char *step = "";
@@ -421,7 +524,7 @@ static void serve(const struct policy *p, int conn)
     if (fd < 0) {
         snprintf(text, sizeof(text), "the helper's %s failed: %s", step, strerror(-fd));
         say("%s: %s: failed: %s", who, rq.ifname, text);
-        reply(conn, PMETH_HELPER_FAILED, 0, -1, text);
+        reply(conn, PMETH_HELPER_FAILED, 0, NULL, 0, text);
         return;
     }
     uint16_t flags = (uint16_t) ((p->lock_filter ? PMETH_HELPER_FILTER_LOCKED : 0)
@@ -429,7 +532,7 @@ static void serve(const struct policy *p, int conn)
     say("%s: %s: granted (ifindex %d, EtherType 0x%04x, job key 0x%08x, id %u%s%s)", who,
         rq.ifname, ifindex, rq.ethertype, rq.job_key, rq.dest_id,
         p->lock_filter ? ", filter locked" : "", p->mark_set ? ", marked" : "");
-    reply(conn, PMETH_HELPER_GRANTED, flags, fd, "granted");
+    reply(conn, PMETH_HELPER_GRANTED, flags, &fd, 1, "granted");
     close(fd);                          /* the job holds the only reference now */
 }
 
@@ -501,11 +604,12 @@ static void unlink_ours(const char *path, const struct stat *bound)
 
 int main(int argc, char **argv)
 {
-    struct policy p = {.mode = 0666, .ethertype = PMETH_WIRE_ETHERTYPE, .lock_filter = true};
+    struct policy p = {.mode = 0666, .ethertype = PMETH_WIRE_ETHERTYPE, .lock_filter = true,
+                       .xdp_max_frames = XDP_MAX_FRAMES_DEFAULT};
     strcpy(p.socket_path, PMETH_HELPER_DEFAULT_SOCKET);
     const char *config = DEFAULT_CONFIG;
     bool config_given = false, check_only = false, mode_given = false;
-    enum { OPT_LOCK = 256, OPT_NO_LOCK, OPT_MARK, OPT_CHECK };
+    enum { OPT_LOCK = 256, OPT_NO_LOCK, OPT_MARK, OPT_CHECK, OPT_XDP, OPT_NO_XDP, OPT_XDP_MAX };
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},  {"allow", required_argument, NULL, 'a'},
         {"socket", required_argument, NULL, 's'},  {"group", required_argument, NULL, 'g'},
@@ -513,6 +617,8 @@ int main(int argc, char **argv)
         {"lock-filter", no_argument, NULL, OPT_LOCK},
         {"no-lock-filter", no_argument, NULL, OPT_NO_LOCK},
         {"mark", required_argument, NULL, OPT_MARK}, {"check", no_argument, NULL, OPT_CHECK},
+        {"xdp", no_argument, NULL, OPT_XDP},        {"no-xdp", no_argument, NULL, OPT_NO_XDP},
+        {"xdp-max-frames", required_argument, NULL, OPT_XDP_MAX},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
 
     /* the file first, whatever the order of the arguments: the command line wins */
@@ -564,6 +670,15 @@ int main(int argc, char **argv)
         case OPT_CHECK:
             check_only = true;
             break;
+        case OPT_XDP:
+            p.xdp = true;
+            break;
+        case OPT_NO_XDP:
+            p.xdp = false;
+            break;
+        case OPT_XDP_MAX:
+            rc = set_xdp_max(&p, optarg, "--xdp-max-frames");
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -593,9 +708,10 @@ int main(int argc, char **argv)
     }
     if (check_only) {
         printf("allow %s\nsocket %s\nsocket_group %s\nsocket_mode %04o\nethertype 0x%04x\n"
-               "lock_filter %s\nmark %u\n", list, p.socket_path,
+               "lock_filter %s\nmark %u\nxdp %s\nxdp_max_frames %u\n", list, p.socket_path,
                p.group[0] != '\0' ? p.group : "(none)", (unsigned) p.mode, p.ethertype,
-               p.lock_filter ? "yes" : "no", p.mark_set ? p.mark : 0);
+               p.lock_filter ? "yes" : "no", p.mark_set ? p.mark : 0, p.xdp ? "yes" : "no",
+               p.xdp_max_frames);
         return 0;
     }
 
@@ -611,10 +727,10 @@ int main(int argc, char **argv)
     if (ls < 0) {
         return 1;
     }
-    say("listening at %s (mode %04o%s%s): interfaces %s, EtherType 0x%04x, receive filter %s%s",
+    say("listening at %s (mode %04o%s%s): interfaces %s, EtherType 0x%04x, receive filter %s%s%s",
         p.socket_path, (unsigned) p.mode, p.group[0] != '\0' ? ", group " : "", p.group, list,
         p.ethertype, p.lock_filter ? "locked" : "NOT locked (users can widen it)",
-        p.mark_set ? ", sockets marked" : "");
+        p.mark_set ? ", sockets marked" : "", p.xdp ? ", AF_XDP sockets too" : "");
     while (!stop_signal) {
         struct pollfd pfd = {.fd = ls, .events = POLLIN};
         if (poll(&pfd, 1, -1) < 0) {

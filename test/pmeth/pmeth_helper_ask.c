@@ -6,6 +6,8 @@
  *   pmeth_helper_ask SOCKET IFNAME [KEY ID]  ask; print "granted flags=0x.." or the refusal
  *   pmeth_helper_ask SOCKET IFNAME --escape  also try to widen the receive filter and
  *                                            to bind to every EtherType
+ *   pmeth_helper_ask SOCKET IFNAME --xdp     ask for an AF_XDP socket (op 2) and try to
+ *                                            rebind it elsewhere and to resize its rings
  *   pmeth_helper_ask SOCKET --garbage        send a malformed request, print the reply
  *
  * Exit status: 0 granted (or a reply to garbage), 3 refused, 4 no helper
@@ -20,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/if_xdp.h>
+#include <net/if.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -41,21 +45,36 @@ static int garbage(const char *path)
     uint8_t msg[PMETH_HELPER_REPLY_MAX];
     pmeth_helper_encode_request(&rq, msg);
     msg[8 + 1] = '/';
-    if (pmeth_helper_send(s, msg, PMETH_HELPER_REQ_LEN, -1) != 0) {
+    if (pmeth_helper_send(s, msg, PMETH_HELPER_REQ_LEN, NULL, 0) != 0) {
         printf("send failed\n");
         return 5;
     }
     int fd;
-    unsigned extra;
-    ssize_t n = pmeth_helper_recv(s, msg, sizeof(msg), &fd, &extra);
+    unsigned nfds, extra;
+    ssize_t n = pmeth_helper_recv(s, msg, sizeof(msg), &fd, 1, &nfds, &extra);
     struct pmeth_helper_reply reply;
     if (n < 0 || pmeth_helper_parse_reply(msg, (size_t) n, &reply) != PMETH_HELPER_OK) {
         printf("no valid reply\n");
         return 5;
     }
     printf("reply (%s): %s%s\n", pmeth_helper_status_name(reply.status), reply.text,
-           fd >= 0 ? " (with a descriptor!)" : "");
-    return reply.status == PMETH_HELPER_BAD_REQUEST && fd < 0 ? 0 : 5;
+           nfds > 0 || extra > 0 ? " (with a descriptor!)" : "");
+    return reply.status == PMETH_HELPER_BAD_REQUEST && nfds == 0 && extra == 0 ? 0 : 5;
+}
+
+/* What the holder of an AF_XDP socket cannot do: bind it to another interface
+ * (here: the loopback), or give it bigger rings. */
+static void xdp_escape(int fd)
+{
+    struct sockaddr_xdp sx = {.sxdp_family = AF_XDP, .sxdp_ifindex = if_nametoindex("lo"),
+                              .sxdp_flags = XDP_COPY};
+    int rc = bind(fd, (struct sockaddr *) &sx, sizeof(sx));
+    printf("rebind to lo: %s\n", rc == 0 ? "possible" : strerror(errno));
+    int n = 32768;
+    rc = setsockopt(fd, SOL_XDP, XDP_RX_RING, &n, sizeof(n));
+    printf("resize the receive ring: %s\n", rc == 0 ? "possible" : strerror(errno));
+    rc = setsockopt(fd, SOL_XDP, XDP_TX_RING, &n, sizeof(n));
+    printf("add a send ring: %s\n", rc == 0 ? "possible" : strerror(errno));
 }
 
 /* What the holder of the socket can do: replace the filter, bind to all EtherTypes. */
@@ -87,14 +106,20 @@ int main(int argc, char **argv)
                                       .dest_id = 0};
     snprintf(rq.ifname, sizeof(rq.ifname), "%s", argv[2]);
     int try_escape = argc == 4 && strcmp(argv[3], "--escape") == 0;
+    int xdp = argc == 4 && strcmp(argv[3], "--xdp") == 0;
+    if (xdp) {
+        rq.op = PMETH_HELPER_OP_OPEN_XDP;
+        rq.xdp_flags = PMETH_HELPER_XDP_RECEIVE_ONLY;
+        rq.rx_frames = 64;
+    }
     if (argc == 5) {
         rq.job_key = (uint32_t) strtoul(argv[3], NULL, 0);
         rq.dest_id = (uint32_t) strtoul(argv[4], NULL, 0);
     }
     char why[512];
-    int fd;
+    int fds[PMETH_HELPER_MAX_FDS];
     uint16_t flags;
-    int rc = pmeth_helper_ask(argv[1], &rq, 3000, &fd, &flags, why, sizeof(why));
+    int rc = pmeth_helper_ask(argv[1], &rq, 3000, fds, &flags, why, sizeof(why));
     if (rc == -EPERM) {
         printf("refused: %s\n", why);
         return 3;
@@ -103,13 +128,19 @@ int main(int argc, char **argv)
         printf("failed: %s\n", why);
         return rc == -EPROTO || rc == -EINVAL ? 5 : 4;
     }
+    int fd = fds[0];
     uint32_t mark = 0;
     socklen_t marklen = sizeof(mark);
     (void) getsockopt(fd, SOL_SOCKET, SO_MARK, &mark, &marklen);
-    printf("granted flags=0x%x mark=0x%x\n", flags, mark);
+    printf("granted flags=0x%x mark=0x%x%s\n", flags, mark, xdp ? " AF_XDP" : "");
     if (try_escape) {
         escape(fd);
     }
-    close(fd);
+    if (xdp) {
+        xdp_escape(fd);
+    }
+    for (unsigned i = 0; i < pmeth_helper_granted_fds(rq.op); i++) {
+        close(fds[i]);
+    }
     return 0;
 }

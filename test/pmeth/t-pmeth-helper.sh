@@ -4,7 +4,11 @@
 # job ends, no hang); with pmeth-helperd on each host the p2p suite passes with verified
 # bytes over the link; a non-allowed interface, a malformed request and a client in
 # another network namespace are refused and logged; a locked filter cannot be widened;
-# the helpers stop cleanly and nothing is left behind.
+# a helper started with --xdp hands out AF_XDP sockets (alone at MTU 1500, beside an
+# AF_PACKET ring at 9000) that the user can neither rebind nor resize, the job passes over
+# them and its XDP program is gone when it ends; a helper without --xdp makes io_mode
+# auto fall back with one line naming why; the helpers stop cleanly and nothing is left
+# behind.
 . "${TOP_SRCDIR:-.}/test/lib.sh"
 . "$TOP_SRCDIR/test/vcluster/vclib.sh"
 vc_require
@@ -22,6 +26,7 @@ VC_TMP=$(mktemp -d /tmp/xbvc-tphelp.XXXXXX); LOG=$VC_TMP
 # path names each host's own helper, as /run/pmeth-helper.sock would on a real cluster
 SOCK=/dev/shm/pmeth-helper.sock
 LOCKED=/dev/shm/pmeth-helper-locked.sock
+XSOCK=/dev/shm/pmeth-helper-xdp.sock
 NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
 HELPER_PIDS=""
 
@@ -136,11 +141,72 @@ else
     not_ok "a job over sockets with a locked filter (exit $rc)"; tail -20 "$LOG/locked.err" | diag
 fi
 
+# ---- AF_XDP from a helper started with --xdp -------------------------------------------
+no_xdp_prog() {     # no XDP program is left on eth0 of either host
+    local n
+    for n in n0 n1; do "$VC" exec $n -- ip -d link show eth0 | grep -q 'prog/xdp' && return 1; done
+    return 0
+}
+if ! grep -q 'AF_XDP' <("$HELPERD" --help 2>&1) || ! nm "$HELPERD" 2>/dev/null | grep -q pmeth_xdp_open; then
+    echo "ok - AF_XDP from the helper # SKIP pmeth-helperd built without AF_XDP (libxdp, libbpf, clang)"
+else
+    helper n0 xdp0 --allow eth0 --socket "$XSOCK" --xdp
+    helper n1 xdp1 --allow eth0 --socket "$XSOCK" --xdp
+    both_sockets "$XSOCK"
+    out=$("$VC" exec n0 -- $NOBODY "$ASK" "$XSOCK" eth0 --xdp); rc=$?
+    echo "$out" | sed 's/^/AF_XDP socket from the helper: /' | diag
+    check "--xdp: nobody gets an AF_XDP socket (exit $rc), and can neither rebind it nor resize or add its rings" \
+        eval '[ $rc -eq 0 ] && has "$out" "granted .* AF_XDP" && ! has "$out" "possible"'
+    check "... its XDP program went with the asking process" no_xdp_prog
+    a=$(ifstat n0 eth0 tx_bytes)
+    pm "$LOG/xdp" --mca btl_pmeth_helper "$XSOCK" --mca btl_pmeth_io_mode xdp \
+        --mca btl_base_verbose 10 -- "$P2P" -M 1048576; rc=$?
+    sent=$(( $(ifstat n0 eth0 tx_bytes) - a ))
+    relay_tap "nobody over AF_XDP from the helper: " <"$LOG/xdp"
+    check "... a job of nobody with io_mode xdp passed (exit $rc) with verified bytes, $sent B sent on n0's eth0" \
+        eval '[ $rc -eq 0 ] && grep -q "^ok .*verified" "$LOG/xdp" && ! grep -q "^not ok" "$LOG/xdp" && [ $sent -gt 2000000 ]'
+    check "... every rank ran AF_XDP rings from the helper" \
+        [ "$(grep -c 'link 0: eth0 .*AF_XDP (copy mode, .* from the pmeth helper) rings' "$LOG/xdp.err")" = 2 ]
+    check "... each helper logged an AF_XDP grant to nobody" \
+        eval 'grep -Eq "uid 65534 \(nobody\) pid [0-9]+: eth0: AF_XDP granted" "$LOG/xdp0.log" \
+            && grep -Eq "uid 65534 \(nobody\) pid [0-9]+: eth0: AF_XDP granted" "$LOG/xdp1.log"'
+    check "... and no XDP program is left on either host after the job" no_xdp_prog
+
+    # jumbo frames: an AF_PACKET socket and a receive-only AF_XDP one, both from the helper
+    for n in n0 n1; do "$VC" exec $n -- ip link set eth0 mtu 9000; done
+    pm "$LOG/xdp9k" --mca btl_pmeth_helper "$XSOCK" --mca btl_pmeth_io_mode auto \
+        --mca btl_base_verbose 10 -- "$P2P" -M 4194304; rc=$?
+    for n in n0 n1; do "$VC" exec $n -- ip link set eth0 mtu 1500; done
+    relay_tap "nobody, MTU 9000, paired rings from the helper: " <"$LOG/xdp9k"
+    small=$(grep -o '[0-9]* frames in through AF_XDP beside AF_PACKET' "$LOG/xdp9k.err" | awk '$1 > 0' | wc -l)
+    check "... at MTU 9000 (auto): the job passed (exit $rc) over paired rings, both ranks took small frames through AF_XDP" \
+        eval '[ $rc -eq 0 ] && ! grep -q "^not ok" "$LOG/xdp9k" \
+            && [ "$(grep -c "AF_PACKET + AF_XDP to 3840 B (.*from the pmeth helper) rings" "$LOG/xdp9k.err")" = 2 ] \
+            && [ "$small" = 2 ]'
+    grep -h 'frames in through AF_XDP' "$LOG/xdp9k.err" | sed 's/^.*btl:pmeth: //' | diag
+    check "... again no XDP program left" no_xdp_prog
+
+    # a helper without --xdp: auto falls back to its AF_PACKET socket and says why; xdp refuses
+    pm "$LOG/auto" --mca btl_pmeth_helper "$SOCK" --mca btl_pmeth_io_mode auto \
+        --mca btl_base_verbose 1 -- "$P2P" -M 65536; rc=$?
+    grep -h 'not usable' "$LOG/auto.err" | sed 's/^.*btl:pmeth: //' | diag
+    check "a helper without --xdp: io_mode auto falls back to AF_PACKET with one line quoting the helper, and passes (exit $rc)" \
+        eval '[ $rc -eq 0 ] && ! grep -q "^not ok" "$LOG/auto" \
+            && [ "$(grep -c "AF_XDP not usable (.*xdp. setting is off)); using AF_PACKET rings" "$LOG/auto.err")" = 2 ]'
+    pm "$LOG/xdpoff" --mca btl_pmeth_helper "$SOCK" --mca btl_pmeth_io_mode xdp -- "$P2P" -M 1024; rc=$?
+    check "... io_mode xdp: pmeth declines with the helper's refusal, the job ends (exit $rc)" \
+        eval '[ $rc -ne 0 -a $rc -ne 124 ] && grep -q "refused: this helper hands out AF_PACKET sockets only" "$LOG/xdpoff.err"'
+fi
+
 # ---- stop: the helpers and their sockets are gone ------------------------------------
 helpers_stop
 check "the helpers stopped on SIGTERM and said so" \
     eval 'cat "$LOG"/helper[01].log "$LOG"/locked[01].log | grep -c "stopped (Terminated)" | grep -qx 4'
-gone() { local n; for n in n0 n1; do "$VC" exec $n -- test -e "$SOCK" -o -e "$LOCKED" && return 1; done; return 0; }
+gone() {
+    local n
+    for n in n0 n1; do "$VC" exec $n -- test -e "$SOCK" -o -e "$LOCKED" -o -e "$XSOCK" && return 1; done
+    return 0
+}
 check "... their sockets are gone" gone
 check "... no pmeth-helperd is left" eval '! ps -eo args | grep -q "^$HELPERD"'
 vc destroy >/dev/null

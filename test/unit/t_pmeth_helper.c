@@ -2,10 +2,12 @@
  * t_pmeth_helper: the pmeth helper's protocol (pmeth_helper_proto.h) and the
  * job's client (pmeth_helper_client.h).  Requests and replies must parse back
  * field for field; forged ones must be refused with the fault that names them,
- * without a read past the message (guard page); descriptors must arrive one
- * per message, never more; the client must refuse a helper that answers
- * wrongly, late or not at all; and the receive filter the helper attaches must
- * pass exactly the frames it is meant for.
+ * without a read past the message (guard page); descriptors must arrive as
+ * many as a message may carry, never more; the client must refuse a helper
+ * that answers wrongly, late or not at all, or passes the wrong kind of
+ * descriptor (op 1: an AF_PACKET socket; op 2: an AF_XDP socket, its UMEM's
+ * memfd and the program's link); and the receive filter the helper attaches
+ * must pass exactly the frames it is meant for.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -90,8 +92,9 @@ static void requests(void)
         {4, 2, PMETH_HELPER_FAULT_VERSION, "version 2"},
         {4, 0, PMETH_HELPER_FAULT_VERSION, "version 0"},
         {5, 1, PMETH_HELPER_FAULT_VERSION, "version 257"},
-        {6, 2, PMETH_HELPER_FAULT_OP, "op 2"},
+        {6, 3, PMETH_HELPER_FAULT_OP, "op 3"},
         {6, 0, PMETH_HELPER_FAULT_OP, "op 0"},
+        {6, 2, PMETH_HELPER_FAULT_RING, "op 2 with no ring sizes"},
         {8, 0, PMETH_HELPER_FAULT_IFNAME, "empty interface name"},
         {9, '/', PMETH_HELPER_FAULT_IFNAME, "a slash in the name"},
         {9, ' ', PMETH_HELPER_FAULT_IFNAME, "a space in the name"},
@@ -182,6 +185,86 @@ static void requests(void)
     }
 }
 
+/* op 2: an AF_XDP socket's request, its sizes and flags */
+static void xdp_requests(void)
+{
+    struct pmeth_helper_request x = sample, rq;
+    x.op = PMETH_HELPER_OP_OPEN_XDP;
+    x.xdp_flags = PMETH_HELPER_XDP_CHUNK_2K;
+    x.rx_frames = 1024;
+    x.tx_frames = 512;
+    memset(msg, 0xee, sizeof(msg));
+    pmeth_helper_encode_request(&x, msg);
+    CHECK(pmeth_helper_parse_request(msg, PMETH_HELPER_REQ_LEN, &rq) == PMETH_HELPER_OK
+              && rq.op == PMETH_HELPER_OP_OPEN_XDP && rq.xdp_flags == PMETH_HELPER_XDP_CHUNK_2K
+              && rq.rx_frames == 1024 && rq.tx_frames == 512 && strcmp(rq.ifname, "eth1") == 0
+              && rq.job_key == 0xdeadbeef && rq.dest_id == 0x01020304 && msg[6] == 2
+              && msg[36] == 0x00 && msg[37] == 0x04 && msg[40] == 0xee,
+          "an AF_XDP request (op 2) parses back field for field, its ring sizes at 36 and 38");
+    struct {
+        uint16_t flags, rx, tx;
+        enum pmeth_helper_fault want;
+        const char *what;
+    } cases[] = {
+        {0, 8, 8, PMETH_HELPER_OK, "the smallest rings (8 / 8)"},
+        {0, 32768, 32768, PMETH_HELPER_OK, "the largest rings (32768 / 32768)"},
+        {PMETH_HELPER_XDP_RECEIVE_ONLY, 2048, 0, PMETH_HELPER_OK, "receive-only, no send ring"},
+        {0, 0, 512, PMETH_HELPER_FAULT_RING, "no receive ring"},
+        {0, 4, 512, PMETH_HELPER_FAULT_RING, "a receive ring of 4"},
+        {0, 1000, 512, PMETH_HELPER_FAULT_RING, "a receive ring of 1000 (not a power of two)"},
+        {0, 65535, 512, PMETH_HELPER_FAULT_RING, "a receive ring of 65535"},
+        {0, 512, 0, PMETH_HELPER_FAULT_RING, "no send ring without receive-only"},
+        {PMETH_HELPER_XDP_RECEIVE_ONLY, 512, 512, PMETH_HELPER_FAULT_RING,
+         "a send ring with receive-only"},
+        {PMETH_HELPER_XDP_RECEIVE_ONLY | PMETH_HELPER_XDP_CHUNK_2K, 512, 0,
+         PMETH_HELPER_FAULT_FLAGS, "2 KiB chunks with receive-only (its frames need 4 KiB)"},
+        {0x4, 512, 512, PMETH_HELPER_FAULT_FLAGS, "an unknown flag"},
+        {0x8000, 512, 512, PMETH_HELPER_FAULT_FLAGS, "the top flag"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        x.xdp_flags = cases[i].flags;
+        x.rx_frames = cases[i].rx;
+        x.tx_frames = cases[i].tx;
+        pmeth_helper_encode_request(&x, msg);
+        enum pmeth_helper_fault f = pmeth_helper_parse_request(msg, PMETH_HELPER_REQ_LEN, &rq);
+        CHECK(f == cases[i].want, "op 2, %s: %s", cases[i].what, pmeth_helper_fault_name(f));
+    }
+    /* random op-2 requests: whatever is taken has sane rings, flags and name.  The
+     * sizes are powers of two (0-65536) half the time, the flags small numbers, so
+     * that some are taken */
+    srand(11);
+    int taken = 0, bad = 0;
+    for (int i = 0; i < 200000; i++) {
+        x.xdp_flags = (uint16_t) (rand() % 2 ? rand() % 8 : rand());
+        x.rx_frames = (uint16_t) (rand() % 2 ? 1u << (rand() % 17) : (unsigned) rand());
+        x.tx_frames = (uint16_t) (rand() % 2 ? 1u << (rand() % 17) : rand() % 2 ? 0 : (unsigned) rand());
+        pmeth_helper_encode_request(&x, msg);
+        if (rand() % 4 == 0) {
+            msg[24 + rand() % 16] = (uint8_t) rand();   /* EtherType, key, id or a size byte */
+        }
+        if (pmeth_helper_parse_request(msg, PMETH_HELPER_REQ_LEN, &rq) == PMETH_HELPER_OK) {
+            taken++;
+            bool rx_only = rq.xdp_flags & PMETH_HELPER_XDP_RECEIVE_ONLY;
+            bad += rq.rx_frames < 8 || rq.rx_frames > PMETH_HELPER_XDP_FRAMES_MAX
+                   || (rq.rx_frames & (rq.rx_frames - 1)) != 0
+                   || (rx_only ? rq.tx_frames != 0
+                               : rq.tx_frames < 8 || (rq.tx_frames & (rq.tx_frames - 1)) != 0)
+                   || (rq.xdp_flags & ~(PMETH_HELPER_XDP_RECEIVE_ONLY | PMETH_HELPER_XDP_CHUNK_2K))
+                   || rq.ethertype < 0x0600 || !pmeth_helper_ifname_ok(rq.ifname);
+        }
+    }
+    CHECK(bad == 0, "200000 random op-2 requests: none taken with bad rings, flags or EtherType "
+          "(%d taken)", taken);
+    /* op 1 keeps its flag and reserved bytes zero, whatever an op-2 request would put there */
+    encode_sample();
+    msg[37] = 4;
+    CHECK(parse(PMETH_HELPER_REQ_LEN) == PMETH_HELPER_FAULT_RESERVED,
+          "op 1 with a ring size where its reserved field is: refused");
+    CHECK(pmeth_helper_granted_fds(PMETH_HELPER_OP_OPEN_PACKET) == 1
+              && pmeth_helper_granted_fds(PMETH_HELPER_OP_OPEN_XDP) == 3,
+          "a grant carries 1 descriptor for op 1, 3 for op 2");
+}
+
 static void replies(void)
 {
     struct pmeth_helper_reply r;
@@ -215,8 +298,11 @@ static void replies(void)
     CHECK(pmeth_helper_parse_reply(msg, len, &r) == PMETH_HELPER_FAULT_STATUS
               && r.status != PMETH_HELPER_GRANTED, "a reply with an unknown status is not a grant");
     len = pmeth_helper_encode_reply(PMETH_HELPER_GRANTED, 0, "granted", msg);
-    msg[8] = 0x4;
+    msg[8] = 0x8;
     CHECK(pmeth_helper_parse_reply(msg, len, &r) == PMETH_HELPER_FAULT_FLAGS, "unknown reply flags");
+    len = pmeth_helper_encode_reply(PMETH_HELPER_GRANTED, PMETH_HELPER_XDP_GENERIC, "granted", msg);
+    CHECK(pmeth_helper_parse_reply(msg, len, &r) == PMETH_HELPER_OK
+              && r.flags == PMETH_HELPER_XDP_GENERIC, "the generic-hook flag of an AF_XDP grant");
     len = pmeth_helper_encode_reply(PMETH_HELPER_GRANTED, 0, "granted", msg);
     msg[14] = 0;
     CHECK(pmeth_helper_parse_reply(msg, len, &r) == PMETH_HELPER_FAULT_TEXT, "a NUL in a reply's text");
@@ -248,34 +334,57 @@ static void send_fds(int sock, const int *fds, int n)
 
 static void descriptors(void)
 {
-    int sp[2], pipefd[2], fd;
-    unsigned extra;
+    int sp[2], pipefd[2], fds[PMETH_HELPER_MAX_FDS];
+    unsigned extra, nfds;
     uint8_t buf[64];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0 || pipe(pipefd) != 0) {
         CHECK(0, "socketpair/pipe");
         return;
     }
     int before = open_fds();
-    CHECK(pmeth_helper_send(sp[0], "hello", 5, pipefd[0]) == 0, "a message with a descriptor goes");
-    ssize_t n = pmeth_helper_recv(sp[1], buf, sizeof(buf), &fd, &extra);
+    CHECK(pmeth_helper_send(sp[0], "hello", 5, &pipefd[0], 1) == 0,
+          "a message with a descriptor goes");
+    ssize_t n = pmeth_helper_recv(sp[1], buf, sizeof(buf), fds, 1, &nfds, &extra);
     struct stat a, b;
-    CHECK(n == 5 && fd >= 0 && extra == 0 && fstat(fd, &a) == 0 && fstat(pipefd[0], &b) == 0
-              && a.st_ino == b.st_ino && (fcntl(fd, F_GETFD) & FD_CLOEXEC),
+    CHECK(n == 5 && nfds == 1 && extra == 0 && fstat(fds[0], &a) == 0
+              && fstat(pipefd[0], &b) == 0 && a.st_ino == b.st_ino
+              && (fcntl(fds[0], F_GETFD) & FD_CLOEXEC),
           "it arrives with the same open file, close-on-exec");
-    if (fd >= 0) {
-        close(fd);
+    if (nfds == 1) {
+        close(fds[0]);
     }
     int two[2] = {pipefd[0], pipefd[1]};
     send_fds(sp[0], two, 2);
-    n = pmeth_helper_recv(sp[1], buf, sizeof(buf), &fd, &extra);
-    CHECK(n == 1 && fd == -1 && extra > 0 && open_fds() == before,
-          "a message with two descriptors: neither is kept, both are closed");
-    CHECK(pmeth_helper_send(sp[0], msg, 60, pipefd[1]) == 0, "an oversize message with a descriptor");
-    n = pmeth_helper_recv(sp[1], buf, 40, &fd, &extra);
-    CHECK(n == -EMSGSIZE && fd == -1 && open_fds() == before,
+    n = pmeth_helper_recv(sp[1], buf, sizeof(buf), fds, 1, &nfds, &extra);
+    CHECK(n == 1 && nfds == 0 && fds[0] == -1 && extra > 0 && open_fds() == before,
+          "two descriptors where one may come: neither is kept, both are closed");
+    int three[3] = {pipefd[1], sp[0], pipefd[0]};
+    CHECK(pmeth_helper_send(sp[0], "xdp", 3, three, 3) == 0, "a message with three descriptors");
+    n = pmeth_helper_recv(sp[1], buf, sizeof(buf), fds, 3, &nfds, &extra);
+    struct stat c[3], w[3];
+    int same = nfds == 3;
+    for (int i = 0; same && i < 3; i++) {
+        same = fstat(fds[i], &c[i]) == 0 && fstat(three[i], &w[i]) == 0
+               && c[i].st_ino == w[i].st_ino;
+    }
+    CHECK(n == 3 && same && extra == 0, "three where three may come: all kept, in their order");
+    for (unsigned i = 0; i < nfds; i++) {
+        close(fds[i]);
+    }
+    int four[4] = {pipefd[0], pipefd[1], pipefd[0], pipefd[1]};
+    send_fds(sp[0], four, 4);
+    n = pmeth_helper_recv(sp[1], buf, sizeof(buf), fds, 3, &nfds, &extra);
+    CHECK(n == 1 && nfds == 0 && extra > 0 && open_fds() == before,
+          "four where three may come: none kept, all closed");
+    CHECK(pmeth_helper_send(sp[0], msg, 60, &pipefd[1], 1) == 0,
+          "an oversize message with a descriptor");
+    n = pmeth_helper_recv(sp[1], buf, 40, fds, 1, &nfds, &extra);
+    CHECK(n == -EMSGSIZE && nfds == 0 && open_fds() == before,
           "is refused as too long, its descriptor closed");
+    CHECK(pmeth_helper_send(sp[0], "x", 1, three, 4) == -EINVAL,
+          "more than %d descriptors are not sent", PMETH_HELPER_MAX_FDS);
     close(sp[0]);
-    n = pmeth_helper_recv(sp[1], buf, sizeof(buf), &fd, &extra);
+    n = pmeth_helper_recv(sp[1], buf, sizeof(buf), fds, 1, &nfds, &extra);
     CHECK(n == -ECONNRESET, "the peer's close reads as -ECONNRESET");
     close(sp[1]);
     close(pipefd[0]);
@@ -284,7 +393,8 @@ static void descriptors(void)
 
 /* ---- the client against scripted helpers ---- */
 
-enum script { GRANT_PIPE, GRANT_NO_FD, REFUSE, MALFORMED, HANG_UP, SILENT, GRANT_PACKET };
+enum script { GRANT_PIPE, GRANT_NO_FD, REFUSE, MALFORMED, HANG_UP, SILENT, GRANT_PACKET,
+              GRANT_XDP_PIPES, GRANT_XDP_TWO, GRANT_XDP_NO_UMEM, GRANT_XDP };
 
 static char sock_path[108];
 
@@ -306,39 +416,51 @@ static pid_t fake_helper(enum script script)
     int c = accept(ls, NULL, NULL);
     uint8_t in[64], out[PMETH_HELPER_REPLY_MAX];
     int fd;
-    unsigned extra;
-    ssize_t n = pmeth_helper_recv(c, in, sizeof(in), &fd, &extra);
+    unsigned nfds, extra;
+    ssize_t n = pmeth_helper_recv(c, in, sizeof(in), &fd, 1, &nfds, &extra);
     struct pmeth_helper_request rq;
     if (n != PMETH_HELPER_REQ_LEN || pmeth_helper_parse_request(in, (size_t) n, &rq) != PMETH_HELPER_OK) {
         _exit(1);
     }
-    int p[2] = {-1, -1};
-    size_t len;
+    int p[2] = {-1, -1}, three[3];
+    size_t len = pmeth_helper_encode_reply(PMETH_HELPER_GRANTED, 0, "granted", out);
     switch (script) {
     case GRANT_PIPE:
         if (pipe(p) != 0) {
             _exit(1);
         }
-        len = pmeth_helper_encode_reply(PMETH_HELPER_GRANTED, 0, "granted", out);
-        pmeth_helper_send(c, out, len, p[0]);
+        pmeth_helper_send(c, out, len, &p[0], 1);
         break;
     case GRANT_PACKET:
         p[0] = socket(AF_PACKET, SOCK_RAW, 0);
         len = pmeth_helper_encode_reply(PMETH_HELPER_GRANTED, PMETH_HELPER_FILTER_LOCKED, "granted", out);
-        pmeth_helper_send(c, out, len, p[0]);
+        pmeth_helper_send(c, out, len, &p[0], 1);
         break;
     case GRANT_NO_FD:
-        len = pmeth_helper_encode_reply(PMETH_HELPER_GRANTED, 0, "granted", out);
-        pmeth_helper_send(c, out, len, -1);
+        pmeth_helper_send(c, out, len, NULL, 0);
+        break;
+    case GRANT_XDP_PIPES:       /* three descriptors, none of them an AF_XDP socket */
+    case GRANT_XDP_TWO:         /* an AF_XDP socket and its memfd, no link */
+    case GRANT_XDP_NO_UMEM:     /* an AF_XDP socket, then two pipes */
+    case GRANT_XDP:             /* the right kinds (a pipe stands for the link) */
+        if (pipe(p) != 0) {
+            _exit(1);
+        }
+        three[0] = script == GRANT_XDP_PIPES ? p[0] : socket(AF_XDP, SOCK_RAW, 0);
+        three[1] = script == GRANT_XDP_PIPES || script == GRANT_XDP_NO_UMEM
+                       ? p[1] : memfd_create("umem", 0);
+        three[2] = p[0];
+        len = pmeth_helper_encode_reply(PMETH_HELPER_GRANTED, PMETH_HELPER_XDP_GENERIC,
+                                        "granted", out);
+        pmeth_helper_send(c, out, len, three, script == GRANT_XDP_TWO ? 2 : 3);
         break;
     case REFUSE:
         len = pmeth_helper_encode_reply(PMETH_HELPER_NOT_ALLOWED, 0, "interface eth1 is not allowed", out);
-        pmeth_helper_send(c, out, len, -1);
+        pmeth_helper_send(c, out, len, NULL, 0);
         break;
     case MALFORMED:
-        len = pmeth_helper_encode_reply(PMETH_HELPER_GRANTED, 0, "granted", out);
         out[10] = 200;                  /* a text length the message does not have */
-        pmeth_helper_send(c, out, len, -1);
+        pmeth_helper_send(c, out, len, NULL, 0);
         break;
     case HANG_UP:
         break;
@@ -349,69 +471,110 @@ static pid_t fake_helper(enum script script)
     _exit(0);
 }
 
-static int ask(enum script script, int *fd, char *why, size_t whylen, uint16_t *flags)
+static int ask_as(const struct pmeth_helper_request *rq, enum script script, int *fds, char *why,
+                  size_t whylen, uint16_t *flags)
 {
     pid_t pid = fake_helper(script);
     if (pid < 0) {
         snprintf(why, whylen, "fake helper did not start");
         return -999;
     }
-    int rc = pmeth_helper_ask(sock_path, &sample, 500, fd, flags, why, whylen);
+    int rc = pmeth_helper_ask(sock_path, rq, 500, fds, flags, why, whylen);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     return rc;
 }
 
+static int ask(enum script script, int *fds, char *why, size_t whylen, uint16_t *flags)
+{
+    return ask_as(&sample, script, fds, why, whylen, flags);
+}
+
 static void client(void)
 {
     char why[512];
-    int fd;
+    int fd[PMETH_HELPER_MAX_FDS];
     uint16_t flags;
     snprintf(sock_path, sizeof(sock_path), "/tmp/t_pmeth_helper.%d.sock", (int) getpid());
     int before = open_fds();
 
-    int rc = ask(GRANT_PIPE, &fd, why, sizeof(why), &flags);
-    CHECK(rc == -EPROTO && fd == -1 && strstr(why, "other than an AF_PACKET") != NULL
+    int rc = ask(GRANT_PIPE, fd, why, sizeof(why), &flags);
+    CHECK(rc == -EPROTO && fd[0] == -1 && strstr(why, "other than an AF_PACKET") != NULL
               && open_fds() == before,
           "a grant with a pipe instead of a packet socket is refused, the pipe closed (%s)", why);
-    rc = ask(GRANT_NO_FD, &fd, why, sizeof(why), &flags);
-    CHECK(rc == -EPROTO && fd == -1 && strstr(why, "no descriptor") != NULL,
+    rc = ask(GRANT_NO_FD, fd, why, sizeof(why), &flags);
+    CHECK(rc == -EPROTO && fd[0] == -1 && strstr(why, "no descriptor") != NULL,
           "a grant without a descriptor is refused (%s)", why);
-    rc = ask(REFUSE, &fd, why, sizeof(why), &flags);
-    CHECK(rc == -EPERM && fd == -1 && strstr(why, "interface eth1 is not allowed") != NULL,
+    rc = ask(REFUSE, fd, why, sizeof(why), &flags);
+    CHECK(rc == -EPERM && fd[0] == -1 && strstr(why, "interface eth1 is not allowed") != NULL,
           "a refusal comes back as -EPERM quoting the helper (%s)", why);
-    rc = ask(MALFORMED, &fd, why, sizeof(why), &flags);
+    rc = ask(MALFORMED, fd, why, sizeof(why), &flags);
     CHECK(rc == -EPROTO && strstr(why, "malformed") != NULL, "a malformed reply (%s)", why);
-    rc = ask(HANG_UP, &fd, why, sizeof(why), &flags);
+    rc = ask(HANG_UP, fd, why, sizeof(why), &flags);
     CHECK(rc == -ECONNRESET && strstr(why, "gave no reply") != NULL, "a helper that hangs up (%s)", why);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    rc = ask(SILENT, &fd, why, sizeof(why), &flags);
+    rc = ask(SILENT, fd, why, sizeof(why), &flags);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double) (t1.tv_sec - t0.tv_sec) + (double) (t1.tv_nsec - t0.tv_nsec) * 1e-9;
     CHECK(rc == -ETIMEDOUT && secs < 2.0, "a helper that never answers: timed out after %.2f s (%s)",
           secs, why);
     unlink(sock_path);
-    rc = pmeth_helper_ask(sock_path, &sample, 500, &fd, &flags, why, sizeof(why));
+    rc = pmeth_helper_ask(sock_path, &sample, 500, fd, &flags, why, sizeof(why));
     CHECK(rc == -ENOENT && strstr(why, "not reachable") != NULL, "no helper at the path (%s)", why);
     struct pmeth_helper_request bad = sample;
     strcpy(bad.ifname, "eth/1");
-    rc = pmeth_helper_ask(sock_path, &bad, 500, &fd, &flags, why, sizeof(why));
+    rc = pmeth_helper_ask(sock_path, &bad, 500, fd, &flags, why, sizeof(why));
     CHECK(rc == -EINVAL, "the client does not send a bad interface name");
     CHECK(open_fds() == before, "no descriptor leaked by the client");
 
-    int probe = socket(AF_PACKET, SOCK_RAW, 0);
+    /* op 2: what an AF_XDP grant must carry */
+    struct pmeth_helper_request x = sample;
+    x.op = PMETH_HELPER_OP_OPEN_XDP;
+    x.rx_frames = 512;
+    x.tx_frames = 512;
+    rc = ask_as(&x, GRANT_PIPE, fd, why, sizeof(why), &flags);
+    CHECK(rc == -EPROTO && strstr(why, "too few descriptors") != NULL && open_fds() == before,
+          "an AF_XDP grant with one descriptor is refused, it is closed (%s)", why);
+    rc = ask_as(&x, GRANT_XDP_PIPES, fd, why, sizeof(why), &flags);
+    CHECK(rc == -EPROTO && strstr(why, "other than an AF_XDP socket") != NULL
+              && open_fds() == before,
+          "an AF_XDP grant of three pipes is refused, all closed (%s)", why);
+    int probe = socket(AF_XDP, SOCK_RAW, 0);
+    if (probe < 0) {
+        for (int i = 0; i < 3; i++) {
+            printf("ok %d - AF_XDP grants # SKIP no AF_XDP socket here\n", ++tap_n);
+        }
+    } else {
+        close(probe);
+        rc = ask_as(&x, GRANT_XDP_TWO, fd, why, sizeof(why), &flags);
+        CHECK(rc == -EPROTO && strstr(why, "too few") != NULL && open_fds() == before,
+              "an AF_XDP socket and its UMEM without the link: refused, closed (%s)", why);
+        rc = ask_as(&x, GRANT_XDP_NO_UMEM, fd, why, sizeof(why), &flags);
+        CHECK(rc == -EPROTO && strstr(why, "without its UMEM") != NULL && open_fds() == before,
+              "an AF_XDP socket with a pipe for its UMEM: refused, closed (%s)", why);
+        rc = ask_as(&x, GRANT_XDP, fd, why, sizeof(why), &flags);
+        CHECK(rc == 0 && fd[0] >= 0 && fd[1] >= 0 && fd[2] >= 0
+                  && flags == PMETH_HELPER_XDP_GENERIC,
+              "an AF_XDP socket, a memfd and a link are taken, in order, with the flags");
+        for (int i = 0; rc == 0 && i < 3; i++) {
+            close(fd[i]);
+        }
+    }
+
+    probe = socket(AF_PACKET, SOCK_RAW, 0);
     if (probe < 0) {
         printf("ok %d - a granted AF_PACKET socket is taken # SKIP no CAP_NET_RAW here\n", ++tap_n);
     } else {
         close(probe);
-        rc = ask(GRANT_PACKET, &fd, why, sizeof(why), &flags);
-        CHECK(rc == 0 && fd >= 0 && flags == PMETH_HELPER_FILTER_LOCKED,
+        rc = ask(GRANT_PACKET, fd, why, sizeof(why), &flags);
+        CHECK(rc == 0 && fd[0] >= 0 && flags == PMETH_HELPER_FILTER_LOCKED,
               "a granted AF_PACKET socket is taken, with the reply's flags");
-        if (fd >= 0) {
-            close(fd);
+        if (fd[0] >= 0) {
+            close(fd[0]);
         }
     }
+    CHECK(open_fds() == before, "no descriptor left open by any of it");
     unlink(sock_path);
 }
 
@@ -483,6 +646,7 @@ static void filter(void)
 int main(void)
 {
     requests();
+    xdp_requests();
     replies();
     descriptors();
     client();
