@@ -60,6 +60,18 @@ pm() {      # OUT ARGS...: a job of nobody over self,pmeth
     local out=$1; shift
     vc_mpirun --user nobody --mca btl self,pmeth "$@" >"$out" 2>"$out.err"
 }
+# p2p_job NAME LABEL ARGS...: the p2p suite up to 1 MiB as nobody, verbose, with ARGS; its
+# lines relayed under LABEL, and one check that it passed with verified bytes over the link
+p2p_job() {
+    local name=$1 label=$2 a rc sent; shift 2
+    a=$(ifstat n0 eth0 tx_bytes)
+    pm "$LOG/$name" --mca btl_base_verbose 10 "$@" -- "$P2P" -M 1048576; rc=$?
+    sent=$(( $(ifstat n0 eth0 tx_bytes) - a ))
+    relay_tap "$label: " <"$LOG/$name"
+    check "... the job passed (exit $rc) with verified bytes, $sent B sent on n0's eth0" \
+        eval '[ $rc -eq 0 ] && grep -q "^ok .*verified" "$LOG/$name" && ! grep -q "^not ok" "$LOG/$name" \
+            && [ $sent -gt 2000000 ]'
+}
 
 # a site that configured IPv6's EtherType would let any local user read IPv6 traffic: the
 # daemon refuses to start, and says why
@@ -91,15 +103,9 @@ check "pmeth-helperd listens on each host" both_sockets "$SOCK"
 mode=$("$VC" exec n0 -- stat -c '%U %a' "$SOCK")
 check "... its socket is root's, mode 0666 (every local user may ask): $mode" [ "$mode" = "root 666" ]
 
-a=$(ifstat n0 eth0 tx_bytes)
-pm "$LOG/p2p" --mca btl_pmeth_helper "$SOCK" --mca btl_base_verbose 10 -- "$P2P" -M 1048576; rc=$?
-sent=$(( $(ifstat n0 eth0 tx_bytes) - a ))
-relay_tap "nobody with the helper: " <"$LOG/p2p"
-check "... the job passed (exit $rc) with verified bytes" \
-    eval '[ $rc -eq 0 ] && grep -q "^ok .*verified" "$LOG/p2p" && ! grep -q "^not ok" "$LOG/p2p"'
+p2p_job p2p "nobody with the helper" --mca btl_pmeth_helper "$SOCK"
 check "... every rank says its socket came from the helper" \
     [ "$(grep -c 'eth0: AF_PACKET socket from the pmeth helper' "$LOG/p2p.err")" = 2 ]
-check "... its frames went over the link (n0 sent $sent B on eth0)" [ "$sent" -gt 2000000 ]
 granted='uid 65534 \(nobody\) pid [0-9]+: eth0: granted'
 check "... each helper logged the grant to uid 65534 (nobody) with its pid" \
     eval 'grep -Eq "$granted" "$LOG/helper0.log" && grep -Eq "$granted" "$LOG/helper1.log"'
@@ -158,13 +164,8 @@ else
     check "--xdp: nobody gets an AF_XDP socket (exit $rc), and can neither rebind it nor resize or add its rings" \
         eval '[ $rc -eq 0 ] && has "$out" "granted .* AF_XDP" && ! has "$out" "possible"'
     check "... its XDP program went with the asking process" no_xdp_prog
-    a=$(ifstat n0 eth0 tx_bytes)
-    pm "$LOG/xdp" --mca btl_pmeth_helper "$XSOCK" --mca btl_pmeth_io_mode xdp \
-        --mca btl_base_verbose 10 -- "$P2P" -M 1048576; rc=$?
-    sent=$(( $(ifstat n0 eth0 tx_bytes) - a ))
-    relay_tap "nobody over AF_XDP from the helper: " <"$LOG/xdp"
-    check "... a job of nobody with io_mode xdp passed (exit $rc) with verified bytes, $sent B sent on n0's eth0" \
-        eval '[ $rc -eq 0 ] && grep -q "^ok .*verified" "$LOG/xdp" && ! grep -q "^not ok" "$LOG/xdp" && [ $sent -gt 2000000 ]'
+    p2p_job xdp "nobody over AF_XDP from the helper" --mca btl_pmeth_helper "$XSOCK" \
+        --mca btl_pmeth_io_mode xdp
     check "... every rank ran AF_XDP rings from the helper" \
         [ "$(grep -c 'link 0: eth0 .*AF_XDP (copy mode, .* from the pmeth helper) rings' "$LOG/xdp.err")" = 2 ]
     check "... each helper logged an AF_XDP grant to nobody" \
