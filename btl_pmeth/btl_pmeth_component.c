@@ -54,8 +54,9 @@ mca_btl_pmeth_component_t mca_btl_pmeth_component = {
 static bool lock_constructed;
 
 /* The site's helper for processes without CAP_NET_RAW (pmeth-helperd); the
- * sockets it opened are ours to close after their rings (the ring layer does
- * not close a socket it was given). */
+ * AF_PACKET sockets it opened are ours to close after their rings (the ring
+ * layer does not close a socket it was given), its AF_XDP descriptors the ring
+ * layer's (pmeth_ring_config.xdp). */
 static char *helper_socket;
 static bool helper_always;
 static bool helper_asked;       /* by the last open_ring: its refusal explains a fallback */
