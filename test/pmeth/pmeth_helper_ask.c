@@ -8,6 +8,8 @@
  *                                            to bind to every EtherType
  *   pmeth_helper_ask SOCKET IFNAME --xdp     ask for an AF_XDP socket (op 2) and try to
  *                                            rebind it elsewhere and to resize its rings
+ *   pmeth_helper_ask SOCKET IFNAME --xdp-hold  ask for one, print "holding", and wait to be
+ *                                            killed (what a killed rank leaves behind)
  *   pmeth_helper_ask SOCKET --garbage        send a malformed request, print the reply
  *
  * Exit status: 0 granted (or a reply to garbage), 3 refused, 4 no helper
@@ -106,7 +108,8 @@ int main(int argc, char **argv)
                                       .dest_id = 0};
     snprintf(rq.ifname, sizeof(rq.ifname), "%s", argv[2]);
     int try_escape = argc == 4 && strcmp(argv[3], "--escape") == 0;
-    int xdp = argc == 4 && strcmp(argv[3], "--xdp") == 0;
+    int hold = argc == 4 && strcmp(argv[3], "--xdp-hold") == 0;
+    int xdp = hold || (argc == 4 && strcmp(argv[3], "--xdp") == 0);
     if (xdp) {
         rq.op = PMETH_HELPER_OP_OPEN_XDP;
         rq.xdp_flags = PMETH_HELPER_XDP_RECEIVE_ONLY;
@@ -135,6 +138,11 @@ int main(int argc, char **argv)
     printf("granted flags=0x%x mark=0x%x%s\n", flags, mark, xdp ? " AF_XDP" : "");
     if (try_escape) {
         escape(fd);
+    }
+    if (hold) {
+        printf("holding\n");
+        fflush(stdout);
+        pause();
     }
     if (xdp) {
         xdp_escape(fd);

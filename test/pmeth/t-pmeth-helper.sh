@@ -164,6 +164,15 @@ else
     check "--xdp: nobody gets an AF_XDP socket (exit $rc), and can neither rebind it nor resize or add its rings" \
         eval '[ $rc -eq 0 ] && has "$out" "granted .* AF_XDP" && ! has "$out" "possible"'
     check "... its XDP program went with the asking process" no_xdp_prog
+    # a process killed while it holds one: the kernel closes its link, and the program goes
+    "$VC" exec n0 -- $NOBODY "$ASK" "$XSOCK" eth0 --xdp-hold >"$LOG/hold" 2>&1 &
+    holder=$!
+    for _ in $(seq 50); do grep -q holding "$LOG/hold" && break; sleep 0.1; done
+    held=$("$VC" exec n0 -- ip -d link show eth0 | grep -c 'prog/xdp')
+    pkill -KILL -f -- "$ASK $XSOCK eth0 --xdp-hold"; wait "$holder" 2>/dev/null
+    sleep 0.2
+    check "... one held by a process then killed with SIGKILL: attached while held ($held), gone after" \
+        eval '[ "$held" = 1 ] && no_xdp_prog'
     p2p_job xdp "nobody over AF_XDP from the helper" --mca btl_pmeth_helper "$XSOCK" \
         --mca btl_pmeth_io_mode xdp
     check "... every rank ran AF_XDP rings from the helper" \
