@@ -182,6 +182,18 @@ else
             && grep -Eq "uid 65534 \(nobody\) pid [0-9]+: eth0: AF_XDP granted" "$LOG/xdp1.log"'
     check "... and no XDP program is left on either host after the job" no_xdp_prog
 
+    # two ranks a host (auto): one socket per interface queue, so one rank a host gets
+    # AF_XDP from the helper and the other falls back to the helper's AF_PACKET socket
+    vc_mpirun --user nobody --ppn 2 --mca btl self,vader,pmeth --mca btl_pmeth_helper "$XSOCK" \
+        --mca btl_pmeth_io_mode auto --mca btl_base_verbose 10 -- "$P2P" -M 1048576 \
+        >"$LOG/xdp2" 2>"$LOG/xdp2.err"; rc=$?
+    relay_tap "nobody, 2 ranks a host, auto: " <"$LOG/xdp2"
+    n_xdp=$(grep -c 'link 0: eth0 .*AF_XDP (copy mode, .* from the pmeth helper) rings' "$LOG/xdp2.err")
+    n_back=$(grep -c 'AF_XDP not usable (.*taken by another process of this host.*); using AF_PACKET rings' "$LOG/xdp2.err")
+    check "... 2 ranks a host with auto: passed (exit $rc); $n_xdp ranks on AF_XDP, $n_back fell back naming the taken queue" \
+        eval '[ $rc -eq 0 ] && ! grep -q "^not ok" "$LOG/xdp2" && [ "$n_xdp" = 2 ] && [ "$n_back" = 2 ]'
+    check "... and again no XDP program left" no_xdp_prog
+
     # jumbo frames: an AF_PACKET socket and a receive-only AF_XDP one, both from the helper
     for n in n0 n1; do "$VC" exec $n -- ip link set eth0 mtu 9000; done
     pm "$LOG/xdp9k" --mca btl_pmeth_helper "$XSOCK" --mca btl_pmeth_io_mode auto \
