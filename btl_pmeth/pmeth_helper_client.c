@@ -109,7 +109,10 @@ int pmeth_helper_ask(const char *path, const struct pmeth_helper_request *rq, in
     const char *wrong = nfds != pmeth_helper_granted_fds(op) ? NULL : not_granted_kind(op, fds);
     if (nfds != pmeth_helper_granted_fds(op) || wrong != NULL) {
         snprintf(why, whylen, "the pmeth helper at %s granted the request but passed %s", path,
-                 wrong != NULL ? wrong : nfds == 0 ? "no descriptor" : "too few descriptors");
+                 wrong != NULL ? wrong
+                 : nfds == 0 ? "no descriptor"
+                 : nfds < pmeth_helper_granted_fds(op) ? "too few descriptors"
+                                                       : "more descriptors than a grant carries");
         rc = -EPROTO;
         goto out;
     }

@@ -59,7 +59,7 @@
 #define DEFAULT_CONFIG "/etc/openmpi/pmeth-helper.conf"
 #define MAX_ALLOWED 64
 #define REQUEST_TIMEOUT_MS 2000
-#define XDP_MAX_FRAMES_DEFAULT 4096     /* per ring: 16 MiB of UMEM a socket at most */
+#define XDP_MAX_FRAMES_DEFAULT 4096     /* per ring: at most 32 MiB of UMEM a socket (4 KiB chunks) */
 
 struct policy {
     char allowed[MAX_ALLOWED][IFNAMSIZ];

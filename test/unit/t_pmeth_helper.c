@@ -550,7 +550,7 @@ static void client(void)
           "an AF_XDP grant of three pipes is refused, all closed (%s)", why);
     int probe = socket(AF_XDP, SOCK_RAW, 0);
     if (probe < 0) {
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < 4; i++) {
             printf("ok %d - AF_XDP grants # SKIP no AF_XDP socket here\n", ++tap_n);
         }
     } else {
@@ -568,6 +568,10 @@ static void client(void)
         for (int i = 0; rc == 0 && i < 3; i++) {
             close(fd[i]);
         }
+        rc = ask(GRANT_XDP, fd, why, sizeof(why), &flags);
+        CHECK(rc == -EPROTO && strstr(why, "more descriptors than a grant carries") != NULL
+                  && open_fds() == before,
+              "three descriptors for an AF_PACKET request: refused, all closed (%s)", why);
     }
 
     probe = socket(AF_PACKET, SOCK_RAW, 0);
