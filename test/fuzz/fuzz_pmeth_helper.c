@@ -13,15 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_require.h"
 #include "pmeth_helper_proto.h"
-
-#define REQUIRE(cond)                                                                   \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            fprintf(stderr, "broken promise: %s (line %d)\n", #cond, __LINE__);         \
-            abort();                                                                    \
-        }                                                                               \
-    } while (0)
 
 static int pow2_in(uint16_t n)
 {

@@ -11,17 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_require.h"
 #include "pmeth_wire.h"
 
 static volatile uint32_t sink;
-
-#define REQUIRE(cond)                                                                   \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            fprintf(stderr, "broken promise: %s (line %d)\n", #cond, __LINE__);         \
-            abort();                                                                    \
-        }                                                                               \
-    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
