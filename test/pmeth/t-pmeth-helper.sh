@@ -162,7 +162,9 @@ else
     out=$("$VC" exec n0 -- $NOBODY "$ASK" "$XSOCK" eth0 --xdp); rc=$?
     echo "$out" | sed 's/^/AF_XDP socket from the helper: /' | diag
     check "--xdp: nobody gets an AF_XDP socket (exit $rc), and can neither rebind it nor resize or add its rings" \
-        eval '[ $rc -eq 0 ] && has "$out" "granted .* AF_XDP" && ! has "$out" "possible"'
+        eval '[ $rc -eq 0 ] && has "$out" "granted .* AF_XDP" && has "$out" "^rebind to lo: " \
+            && has "$out" "^resize the receive ring: " && has "$out" "^add a send ring: " \
+            && ! has "$out" "possible"'
     check "... its XDP program went with the asking process" no_xdp_prog
     # a process killed while it holds one: the kernel closes its link, and the program goes
     "$VC" exec n0 -- $NOBODY "$ASK" "$XSOCK" eth0 --xdp-hold >"$LOG/hold" 2>&1 &
