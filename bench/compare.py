@@ -241,19 +241,21 @@ class Cluster:
                 p.kill()
                 p.wait()
 
-    def floor(self, iters=20000, mode="packet"):
+    def floor(self, iters=20000, mode="packet", direct=True):
         """The raw-frame floor on the first link: half round trip of a 64-byte frame (the
         Ethernet and pmeth headers and 8 bytes) between the two hosts' rings (MODE packet:
         AF_PACKET; xdp: AF_XDP, beside an AF_PACKET ring at a jumbo MTU), both ends
         busy-polling (test/pmeth/pmeth_floor), stated as xb-latency states a ping-pong
-        (the median of its blocks' means); None if it cannot run."""
+        (the median of its blocks' means); None if it cannot run.  DIRECT: each frame is
+        sent as pmeth sends a lone frame (past the send ring, btl_pmeth_direct_max);
+        else from the send ring with a kick, the path of frames that queue."""
         tool = os.path.join(BUILD, "test", "pmeth", "pmeth_floor")
         if not os.access(tool, os.X_OK):
             return None
         m0, m1 = self._mac("n0", "eth0"), self._mac("n1", "eth0")
         # rings sized to the link, as pmeth opens them (AF_XDP: paired at a jumbo MTU)
         common = ["--if", "eth0", "--mode", mode, "--mtu", str(self.links()[1]), "--size", "64",
-                  "--count", str(iters), "--timeout", "30"]
+                  "--count", str(iters), "--timeout", "30"] + ([] if direct else ["--direct", "0"])
         ns = self._on
         pong = subprocess.Popen(ns("n1") + [tool, "--mac", m1, "--peer-mac", m0, "--me", "2",
                                             "--peer", "1"] + common + ["pong"],
@@ -447,9 +449,10 @@ def main():
                 if cluster and b == "latency" and rep > 0:
                     # the floor right after the round, placed as that round's last run was
                     # (and the AF_XDP floor when a transport runs pmeth on AF_XDP)
-                    for fname, fmode in [("raw-floor", "packet")] + (
-                            [("raw-floor-xdp", "xdp")] if any_xdp else []):
-                        f = cluster.floor(mode=fmode)
+                    for fname, fmode, direct in [("raw-floor", "packet", True),
+                                                 ("raw-floor-ring", "packet", False)] + (
+                            [("raw-floor-xdp", "xdp", True)] if any_xdp else []):
+                        f = cluster.floor(mode=fmode, direct=direct)
                         if f is not None:
                             probe = rows[-1].get("probe_ns") if rows else None
                             samples.setdefault((b, fname), {}).setdefault(8, {}) \
@@ -468,7 +471,7 @@ def main():
     finally:
         if cluster:
             cluster.__exit__(None, None, None)
-    for fname in ("raw-floor", "raw-floor-xdp"):
+    for fname in ("raw-floor", "raw-floor-ring", "raw-floor-xdp"):
         if any(n == fname for _, n in samples) and fname not in names:
             names.append(fname)
     elapsed = time.monotonic() - t_start

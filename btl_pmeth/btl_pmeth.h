@@ -230,6 +230,7 @@ typedef struct mca_btl_pmeth_component_t {
     unsigned int probe_timeout_ms, probe_interval_ms;
     unsigned int probe_ahead;           /* peers probed in the background beside one asked for */
     bool qdisc_bypass;
+    unsigned int direct_max;            /* btl_pmeth_direct_max: lone frames past the ring */
     unsigned int poll_budget, kick_batch, send_burst;
     bool posting_array;                 /* an array's frames being posted: one kick after */
     uint32_t burst_used;                /* frames posted since this progress pass began */
@@ -457,11 +458,16 @@ void pmeth_link_kick(pmeth_link_t *link);
  * that is never resent, so its slot goes back as soon as the kernel sent it. */
 static inline void pmeth_link_post_once(pmeth_link_t *link, int id, uint32_t len)
 {
-    pmeth_ring_tx_post(link->ring, id, len);
+    /* alone, it goes out at once (no kick needed); else with the next kick */
+    if (link->unkicked > 0) {
+        pmeth_ring_tx_post(link->ring, id, len);
+        link->unkicked++;
+    } else if (!pmeth_ring_tx_post_now(link->ring, id, len, false)) {
+        link->unkicked++;
+    }
     pmeth_ring_tx_release_when_done(link->ring, id);
     link->frames_out++;
     link->bytes_out += len;
-    link->unkicked++;
 }
 void pmeth_add_peer_lazily(uint32_t id);
 /* A held frame is done with: give its slot back (or free its copy). */

@@ -259,13 +259,16 @@ static void summary(void)
         pmeth_ring_get_stats(l->ring, &rs);
         PMETH_VERBOSE(10, "link %s: %" PRIu64 " frames / %" PRIu64 " bytes out, %" PRIu64
                       " frames / %" PRIu64 " bytes in; ring: %" PRIu64 " kicks (%" PRIu64
-                      " while the link was down), %" PRIu64 " frames dropped by the kernel, %"
+                      " while the link was down), %" PRIu64 " lone frames sent past it (%" PRIu64
+                      " bytes copied aside after they left, as their retransmit copies), %"
+                      PRIu64 " frames dropped by the kernel, %"
                       PRIu64 " bytes copied (held frames moved aside, resends); receive ring: %"
                       PRIu64 " resyncs, %" PRIu64 " bad give-backs; %" PRIu64 " frames in "
                       "through AF_XDP beside AF_PACKET",
                       l->ifname, l->frames_out, l->bytes_out, l->frames_in, l->bytes_in, rs.kicks,
-                      rs.link_down_kicks, rs.kernel_drops, rs.shadow_bytes + rs.repost_bytes,
-                      rs.rx_resyncs, rs.rx_bad_puts, rs.rx_small_xdp);
+                      rs.link_down_kicks, rs.direct_sends, rs.direct_copy_bytes, rs.kernel_drops,
+                      rs.shadow_bytes + rs.repost_bytes, rs.rx_resyncs, rs.rx_bad_puts,
+                      rs.rx_small_xdp);
     }
     PMETH_VERBOSE(10, "%" PRIu64 " retransmits on timeout, %" PRIu64 " fast; %" PRIu64
                   " duplicates, %" PRIu64 " out of window; %" PRIu64 " standalone acks; %" PRIu64

@@ -25,7 +25,8 @@ enum {
     PV_CREDIT_WAITS, PV_CREDIT_ASKED, PV_CREDIT_REQUESTS, PV_CREDIT_MOVES,
     PV_KEEPER_PASSES, PV_KEEPER_FRAMES, PV_ARRAYS_SENT, PV_ARRAYS_RECEIVED, PV_ARRAYS_DROPPED,
     PV_PACE_CUTS, PV_PACE_LIFTS, PV_BURST_WAITS, PV_START_WAITS, PV_LAZY_PEERS,
-    PV_PROBED_AHEAD, PV_REPROBED, PV_KEEPER_PROBES, PV_DATA_KEPT,
+    PV_PROBED_AHEAD, PV_REPROBED, PV_KEEPER_PROBES, PV_DATA_KEPT, PV_DIRECT_SENDS,
+    PV_DIRECT_COPIES,
     PV_COUNT
 };
 
@@ -118,6 +119,12 @@ static xbtl_counter_def_t pmeth_counters[PV_COUNT] = {
                        "and was lifted"},
     [PV_BURST_WAITS] = {"burst_waits", "Bulk fragments refused because this progress pass "
                         "had posted its burst (btl_pmeth_send_burst); ob1 retries them"},
+    [PV_DIRECT_SENDS] = {"lone_frames_sent", "Frames sent at once through the link's second "
+                         "socket, past the send ring: latency-bound frames that found nothing "
+                         "of their link waiting (btl_pmeth_direct_max)"},
+    [PV_DIRECT_COPIES] = {"lone_frames_copied_bytes", "Bytes of those frames (data frames "
+                          "only) copied aside after they left, as their retransmit copies "
+                          "(not in copied_bytes_send, which counts copies before a send)"},
     [PV_START_WAITS] = {"start_waits", "Frames of eager messages of several frames (after the "
                         "first) that waited for the peer's grant or the window, in private "
                         "memory (btl_pmeth_eager_frames)"},
@@ -181,6 +188,12 @@ static void pmeth_counters_read(uint64_t *v)
     v[PV_PACE_LIFTS] = c->pace_lifts;
     v[PV_BURST_WAITS] = c->burst_waits;
     v[PV_START_WAITS] = c->start_waits;
+    for (uint32_t i = 0; i < c->nlinks; i++) {
+        struct pmeth_ring_stats rs;
+        pmeth_ring_get_stats(c->links[i].ring, &rs);
+        v[PV_DIRECT_SENDS] += rs.direct_sends;
+        v[PV_DIRECT_COPIES] += rs.direct_copy_bytes;
+    }
     PMETH_UNLOCK();
 }
 

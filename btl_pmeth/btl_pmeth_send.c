@@ -103,17 +103,24 @@ static void post_frame(mca_btl_pmeth_frag_t *frag, uint64_t now)
         ep->more_seq = frag->seq;
         c->credit_asked++;
     }
-    pmeth_ring_tx_post(link->ring, frag->frame_id, frag->frame_len);
+    bool urgent = ((frag->base.des_flags & MCA_BTL_DES_FLAGS_PRIORITY)
+                   || frag->segment.seg_len < c->stripe_min || (frag->state & PMETH_FRAG_INTERNAL))
+                  && !c->posting_array;
+    /* a latency-bound frame with nothing posted before it goes out now, past
+     * the ring (pmeth_ring_tx_post_now); the rest wait for a kick */
+    bool sent = urgent && link->unkicked == 0
+                && pmeth_ring_tx_post_now(link->ring, frag->frame_id, frag->frame_len, true);
+    if (!sent) {
+        pmeth_ring_tx_post(link->ring, frag->frame_id, frag->frame_len);
+        link->unkicked++;
+    }
     if (!(frag->base.des_flags & MCA_BTL_DES_FLAGS_PRIORITY)) {
         c->burst_used++;        /* bulk only: message starts never wait (frag_for) */
     }
     pmeth_frag_posted(frag, limit);
     link->frames_out++;
     link->bytes_out += frag->frame_len;
-    link->unkicked++;
-    bool urgent = (frag->base.des_flags & MCA_BTL_DES_FLAGS_PRIORITY)
-                  || frag->segment.seg_len < c->stripe_min || (frag->state & PMETH_FRAG_INTERNAL);
-    if ((urgent && !c->posting_array) || link->unkicked >= c->kick_batch) {
+    if (!sent && (urgent || link->unkicked >= c->kick_batch)) {
         kick(link);
     }
 }

@@ -6,7 +6,12 @@
  * builds the frame in place (Ethernet header at the pointer it got) and posts
  * it; posting is a store, tx_kick tells the kernel about everything posted
  * since the last kick with one system call.  A frame stays the caller's after
- * it went out, as the retransmit copy: tx_repost sends it again.
+ * it went out, as the retransmit copy: tx_repost sends it again.  A lone
+ * frame (a latency-bound one: nothing queued before it) may instead go out at
+ * once through a second socket without rings (tx_post_now): on a host where
+ * the frame is received by another namespace (veth), a frame sent from the
+ * ring is copied into a fresh page at delivery, and that made a small frame's
+ * half round trip ~0.4 us longer than send()'s one copy (test/pmeth/floor.sh).
  *
  * AF_PACKET's send ring is consumed by the kernel strictly in ring order, so
  * the layer hands out slots in that order, and when the slot it needs next is
@@ -83,6 +88,10 @@ struct pmeth_ring_config {
     uint32_t frame_size;                /* largest frame, Ethernet header included (MTU + 14) */
     uint32_t tx_frames, rx_frames;
     bool qdisc_bypass;
+    /* AF_PACKET: frames up to this many bytes that find nothing of the ring
+     * waiting go out through a second socket (pmeth_ring_tx_post_now); 0: off.
+     * Needs the capability to open it: not with fd below. */
+    uint32_t direct_max;
     int fd;                             /* -1, or an AF_PACKET socket opened for us */
     /* PMETH_IO_XDP: NULL, or the AF_XDP socket a helper opened for us (its
      * descriptors become the ring's, closed with it or when open fails) */
@@ -92,6 +101,8 @@ struct pmeth_ring_config {
 
 struct pmeth_ring_stats {
     uint64_t kicks;                     /* system calls to send */
+    uint64_t direct_sends;              /* lone frames sent through the direct socket */
+    uint64_t direct_copy_bytes;         /* of them, bytes copied aside as retransmit copies */
     uint64_t tx_full;                   /* tx_get found no slot */
     uint64_t shadow_copies, shadow_bytes;   /* held frames copied aside */
     uint64_t repost_copies, repost_bytes;   /* retransmits copied into a fresh slot */
@@ -131,6 +142,12 @@ size_t pmeth_ring_memory(const struct pmeth_ring *r);
 /* frame id, or -1 when no slot is free */
 int pmeth_ring_tx_get(struct pmeth_ring *r, void **frame, uint32_t *capacity);
 void pmeth_ring_tx_post(struct pmeth_ring *r, int id, uint32_t len);
+/* Post ID and, when it is a lone frame of at most cfg.direct_max bytes (nothing
+ * posted before it still unsent, its slot the newest taken), send it at once
+ * with one system call through a socket without rings: true, and no kick is
+ * needed (KEEP: its bytes stay the caller's retransmit copy, else it is never
+ * resent).  false: posted in the ring as by tx_post, for the next kick. */
+bool pmeth_ring_tx_post_now(struct pmeth_ring *r, int id, uint32_t len, bool keep);
 /* send frame ID again (retransmit); 0, or -1 when no slot is free now */
 int pmeth_ring_tx_repost(struct pmeth_ring *r, int id);
 /* where frame ID's bytes are now (it may have moved aside) */

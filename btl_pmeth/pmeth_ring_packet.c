@@ -35,9 +35,14 @@
 
 enum { ID_FREE = 0, ID_OWNED, ID_POSTED };
 
+/* Retransmit copies of lone frames kept for reuse (direct_max bytes each);
+ * those of frames in flight beyond them are freed when acknowledged. */
+#define PMETH_RING_SPARES 16
+
 struct tx_id {
     int slot;                   /* ring slot, or -1: the bytes are in shadow */
     uint8_t *shadow;
+    bool spare;                 /* shadow is a direct send's copy: back to the spares */
     uint32_t len;
     uint8_t state;
     int next_free;
@@ -51,6 +56,10 @@ struct pmeth_ring {
 #endif
     int fd;
     bool own_fd;
+    int direct_fd;              /* no rings, receives nothing: lone frames go out through it */
+    uint32_t direct_max;
+    uint8_t *spares[PMETH_RING_SPARES];     /* direct_max bytes each, for the next copies */
+    uint32_t nspares;
     int ifindex;
     uint16_t ethertype;
     uint8_t mac[6];
@@ -100,6 +109,19 @@ static inline void set_status(volatile struct tpacket2_hdr *h, uint32_t s)
     __atomic_store_n(&h->tp_status, s, __ATOMIC_RELEASE);
 }
 
+/* Forget T's shadow copy; a direct send's goes back to the spares (a few:
+ * a stream of lone frames takes and frees them at its rate). */
+static inline void drop_shadow(struct pmeth_ring *r, struct tx_id *t)
+{
+    if (t->spare && r->nspares < PMETH_RING_SPARES) {
+        r->spares[r->nspares++] = t->shadow;
+    } else {
+        free(t->shadow);
+    }
+    t->shadow = NULL;
+    t->spare = false;
+}
+
 /* A block layout for frames of at least NEED bytes: little waste per block. */
 static void choose_geometry(struct pmeth_ring *r, uint32_t need)
 {
@@ -142,6 +164,30 @@ static int attach_filter(int fd, uint16_t ethertype, uint32_t key, uint32_t dst)
 
 static int ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out, char *err,
                      size_t errlen, bool *handed);
+
+/* The socket for lone frames (pmeth_ring_tx_post_now): bound to the interface
+ * with protocol 0, so nothing is ever queued to it, and without rings, so the
+ * kernel copies what it is given into an ordinary buffer.  Without it (no
+ * capability for a second socket: a helper's job) every frame takes the ring. */
+static void open_direct(struct pmeth_ring *r, const struct pmeth_ring_config *cfg)
+{
+    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+    struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = 0,
+                              .sll_ifindex = r->ifindex};
+    if (fd < 0 || bind(fd, (struct sockaddr *) &sll, sizeof(sll)) != 0) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return;
+    }
+    if (cfg->qdisc_bypass) {
+        int v = 1;
+        (void) setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &v, sizeof(v));
+    }
+    r->direct_fd = fd;
+    r->direct_max = cfg->direct_max < r->frame_size - (uint32_t) TX_DATA_OFF
+                        ? cfg->direct_max : r->frame_size - (uint32_t) TX_DATA_OFF;
+}
 
 /* What a helper handed over (cfg->xdp) is the ring layer's from here on: the
  * AF_XDP back end keeps it or closes it; closed here when open fails before
@@ -202,6 +248,7 @@ static int ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **ou
         return fail(err, errlen, ENOMEM, "ring");
     }
     r->fd = -1;
+    r->direct_fd = -1;
     r->ethertype = cfg->ethertype;
     int rc;
     r->ifindex = (int) if_nametoindex(cfg->ifname);
@@ -310,6 +357,9 @@ static int ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **ou
         r->ids[i].slot = -1;
     }
     r->free_id = 0;
+    if (cfg->direct_max > 0 && cfg->fd < 0) {
+        open_direct(r, cfg);
+    }
 #ifdef PMETH_RING_HAVE_XDP
     if (cfg->mode == PMETH_IO_XDP) {
         *handed = true;
@@ -348,8 +398,14 @@ void pmeth_ring_close(struct pmeth_ring *r)
     if (r->own_fd && r->fd >= 0) {
         close(r->fd);
     }
+    if (r->direct_fd >= 0) {
+        close(r->direct_fd);
+    }
     for (uint32_t i = 0; r->ids != NULL && i < r->nids; i++) {
         free(r->ids[i].shadow);
+    }
+    for (uint32_t i = 0; i < r->nspares; i++) {
+        free(r->spares[i]);
     }
     free(r->ids);
     free(r->slot_owner);
@@ -427,8 +483,7 @@ static int id_alloc(struct pmeth_ring *r)
 static void id_free(struct pmeth_ring *r, int id)
 {
     struct tx_id *t = &r->ids[id];
-    free(t->shadow);
-    t->shadow = NULL;
+    drop_shadow(r, t);
     t->slot = -1;
     t->state = ID_FREE;
     t->next_free = r->free_id;
@@ -518,6 +573,61 @@ void pmeth_ring_tx_post(struct pmeth_ring *r, int id, uint32_t len)
     }
 }
 
+/* A lone frame goes out through the direct socket: one system call either
+ * way, but a frame sent from the ring is attached to its buffer by reference,
+ * and the kernel copies it into a fresh page wherever it is received on this
+ * host (veth: the other namespace) before it can free the reference, while
+ * one handed to send() is copied once, into the buffer it travels in.  Lone:
+ * nothing of the ring is waiting to go (order on the link is kept) and ID's
+ * slot is the newest taken, so it can go back; its bytes are copied aside, as
+ * the retransmit copy (KEEP), after they left: a resend posts them through the
+ * ring.  (A device with several send queues may still let it pass a frame
+ * queued in another: the window takes frames in any order.) */
+bool pmeth_ring_tx_post_now(struct pmeth_ring *r, int id, uint32_t len, bool keep)
+{
+    XDP_OR(r, (pmeth_xdp_tx_post(r->xdp, id, len), false));
+    struct tx_id *t = &r->ids[id];
+    if (r->direct_fd < 0 || len > r->direct_max || t->slot < 0 || r->unsent
+        || (uint32_t) (t->slot + 1) % r->tx_nr != r->tx_head) {
+        pmeth_ring_tx_post(r, id, len);
+        return false;
+    }
+    uint32_t prev = (uint32_t) (t->slot + r->tx_nr - 1) % r->tx_nr;
+    int prev_owner = r->slot_owner[prev];
+    if ((status_of(tx_hdr(r, prev)) & TP_STATUS_SEND_REQUEST)
+        || (prev_owner != NO_ID && r->ids[prev_owner].state == ID_OWNED)) {
+        pmeth_ring_tx_post(r, id, len);     /* behind a frame not sent yet */
+        return false;
+    }
+    uint8_t *copy = NULL;
+    if (keep && (copy = r->nspares > 0 ? r->spares[--r->nspares] : malloc(r->direct_max)) == NULL) {
+        pmeth_ring_tx_post(r, id, len);
+        return false;
+    }
+    const uint8_t *bytes = slot_data(r, (uint32_t) t->slot);
+    if (send(r->direct_fd, bytes, len, MSG_DONTWAIT) != (ssize_t) len) {
+        /* a full queue or a link that is down: the ring's kick says which */
+        if (copy != NULL) {
+            r->spares[r->nspares++] = copy;
+        }
+        pmeth_ring_tx_post(r, id, len);
+        return false;
+    }
+    if (keep) {
+        memcpy(copy, bytes, len);
+        r->st.direct_copy_bytes += len;
+    }
+    r->slot_owner[t->slot] = NO_ID;
+    r->tx_head = (uint32_t) t->slot;
+    t->slot = -1;
+    t->shadow = copy;
+    t->spare = keep;
+    t->len = len;
+    t->state = ID_POSTED;
+    r->st.direct_sends++;
+    return true;
+}
+
 void *pmeth_ring_tx_frame(struct pmeth_ring *r, int id)
 {
     XDP_OR(r, pmeth_xdp_tx_frame(r->xdp, id));
@@ -556,8 +666,7 @@ int pmeth_ring_tx_repost(struct pmeth_ring *r, int id)
     if (t->slot >= 0) {
         r->slot_owner[t->slot] = NO_ID;
     }
-    free(t->shadow);
-    t->shadow = NULL;
+    drop_shadow(r, t);
     t->slot = s;
     r->slot_owner[s] = id;
     post_slot(r, (uint32_t) s, t->len);

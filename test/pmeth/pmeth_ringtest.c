@@ -43,9 +43,10 @@ static void print_stats(struct pmeth_ring *r)
 {
     struct pmeth_ring_stats st;
     pmeth_ring_get_stats(r, &st);
-    printf(" ring=\"%s\" kicks=%llu tx_full=%llu shadow_copies=%llu repost_copies=%llu "
-           "dummies=%llu kernel_drops=%llu rx_small_xdp=%llu memory=%zu\n",
+    printf(" ring=\"%s\" kicks=%llu direct_sends=%llu tx_full=%llu shadow_copies=%llu "
+           "repost_copies=%llu dummies=%llu kernel_drops=%llu rx_small_xdp=%llu memory=%zu\n",
            pmeth_ring_mode_name(r), (unsigned long long) st.kicks,
+           (unsigned long long) st.direct_sends,
            (unsigned long long) st.tx_full, (unsigned long long) st.shadow_copies,
            (unsigned long long) st.repost_copies, (unsigned long long) st.dummies,
            (unsigned long long) st.kernel_drops, (unsigned long long) st.rx_small_xdp,
@@ -72,7 +73,7 @@ static int server(const struct opts *o)
     fflush(stdout);
     uint64_t deadline = now_ns() + (uint64_t) (o->timeout * 1e9);
     unsigned long frames = 0, bad = 0, foreign = 0, echoed = 0, lost_echo = 0;
-    int stops = 0;
+    int stops = 0, queued = 0;
     struct pmeth_rx_frame in[32];
     while (stops == 0 && now_ns() < deadline) {
         int n = pmeth_ring_rx_poll(r, in, 32);
@@ -111,12 +112,24 @@ static int server(const struct opts *o)
                 continue;
             }
             tf_build(out, elen, peer_mac, o->mac, o->ethertype, o->key, src, o->me, seq);
-            pmeth_ring_tx_post(r, id, elen);
+            /* every other echo tries the lone frames' path (as the BTL sends a frame
+             * that finds nothing waiting: the ring layer decides) */
+            if (seq % 2 == 0) {
+                if (queued > 0) {
+                    (void) pmeth_ring_tx_kick(r);   /* so that it can be lone */
+                    queued = 0;
+                }
+                queued += !pmeth_ring_tx_post_now(r, id, elen, false);
+            } else {
+                pmeth_ring_tx_post(r, id, elen);
+                queued++;
+            }
             pmeth_ring_tx_put(r, id);
             echoed++;
         }
-        if (n > 0) {
+        if (queued > 0) {
             (void) pmeth_ring_tx_kick(r);
+            queued = 0;
         }
     }
     /* let the last echoes leave before the socket goes */
@@ -183,7 +196,7 @@ static int client(const struct opts *o)
                                sizeof(*held));
     int nheld = 0;
     unsigned long sent = 0, expected = 0, got = 0, bad = 0, foreign = 0, dup = 0,
-                  foreign_sent = 0, reposts = 0, held_bad = 0;
+                  foreign_sent = 0, reposts = 0, held_bad = 0, lone_held = 0;
     struct pmeth_rx_frame in[32];
     uint32_t next = 0;
     while (now_ns() < deadline) {
@@ -202,8 +215,23 @@ static int client(const struct opts *o)
             }
             uint32_t target = o->peers[next % (uint32_t) o->npeers];
             tf_build(f, len, o->peer_mac, o->mac, o->ethertype, o->key, target, o->me, next);
-            pmeth_ring_tx_post(r, id, len);
-            if (o->hold_every > 0 && next % (uint32_t) o->hold_every == 0) {
+            /* the first frame of a burst, every other one, tries the lone frames' path,
+             * and so does every other held one (--hold: then resent from its copy; the
+             * others stay in the ring, to be copied aside when their slot comes round) */
+            bool hold = o->hold_every > 0 && next % (uint32_t) o->hold_every == 0;
+            bool hold_lone = hold && next / (uint32_t) o->hold_every % 2 == 0;
+            if (hold_lone && posted > 0) {
+                (void) pmeth_ring_tx_kick(r);   /* so that it can be lone */
+                posted = 0;
+            }
+            bool try_lone = (posted == 0 && next % 2 == 0 && !hold) || hold_lone;
+            /* (post_now posts it in the ring when it cannot send it at once) */
+            bool lone = try_lone && pmeth_ring_tx_post_now(r, id, len, true);
+            if (!try_lone) {
+                pmeth_ring_tx_post(r, id, len);
+            }
+            if (hold) {
+                lone_held += lone;
                 held[nheld++] = (struct held){.id = id, .seq = next, .state = 0};
                 expected++;     /* its repost is echoed too */
             } else {
@@ -211,7 +239,7 @@ static int client(const struct opts *o)
             }
             sent++;
             expected++;
-            posted++;
+            posted += !lone;
             if (fs.fd >= 0 && next % (uint32_t) o->foreign_every == 0) {
                 send_foreign(o, &fs, next, &foreign_sent);
             }
@@ -296,8 +324,8 @@ static int client(const struct opts *o)
         }
     }
     printf("client me=%u sent=%lu expected=%lu got=%lu missing=%lu bad=%lu dup=%lu "
-           "reposts=%lu held_bad=%lu foreign=%lu foreign_sent=%lu",
-           o->me, sent, expected, got, missing, bad, dup, reposts, held_bad, foreign,
+           "reposts=%lu held_bad=%lu lone_held=%lu foreign=%lu foreign_sent=%lu",
+           o->me, sent, expected, got, missing, bad, dup, reposts, held_bad, lone_held, foreign,
            foreign_sent);
     print_stats(r);
     pmeth_ring_close(r);

@@ -41,6 +41,7 @@ struct opts {
     uint32_t mtu;
     uint32_t tx_frames, rx_frames;
     bool bypass;
+    uint32_t direct_max;    /* cfg.direct_max: lone frames past the ring (floor's ping-pong) */
     long count;             /* frames (ringtest) or iterations (floor) */
     uint32_t size;          /* frame size (floor) */
     double seconds;         /* stream duration (floor) */
@@ -141,7 +142,7 @@ static void usage_common(const char *prog)
             "   [--me ID]"
             " [--peer ID]... [--peer-mac MAC[,MAC..]] [--mtu N] [--tx N] [--rx N] [--bypass]\n"
             "   [--count N] [--size N] [--seconds S] [--window N] [--foreign N] [--hold N]\n"
-            "   [--timeout S] [--ethertype N]\n", prog);
+            "   [--timeout S] [--ethertype N] [--direct BYTES]\n", prog);
     exit(2);
 }
 
@@ -153,7 +154,7 @@ static inline void parse_opts(int argc, char **argv, struct opts *o)
         {"tx", 1, 0, 't'}, {"rx", 1, 0, 'r'}, {"bypass", 0, 0, 'b'}, {"count", 1, 0, 'n'},
         {"size", 1, 0, 's'}, {"seconds", 1, 0, 'S'}, {"window", 1, 0, 'w'},
         {"foreign", 1, 0, 'f'}, {"hold", 1, 0, 'h'}, {"timeout", 1, 0, 'T'},
-        {"ethertype", 1, 0, 'e'}, {0, 0, 0, 0}};
+        {"ethertype", 1, 0, 'e'}, {"direct", 1, 0, 'D'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof(*o));
     o->mode = PMETH_IO_PACKET;
     o->ethertype = 0x88b5;
@@ -167,6 +168,7 @@ static inline void parse_opts(int argc, char **argv, struct opts *o)
     o->seconds = 1.0;
     o->window = 64;
     o->timeout = 30;
+    o->direct_max = 2048;       /* btl_pmeth_direct_max's default */
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -215,6 +217,7 @@ static inline void parse_opts(int argc, char **argv, struct opts *o)
         case 'h': o->hold_every = atoi(optarg); break;
         case 'T': o->timeout = strtod(optarg, NULL); break;
         case 'e': o->ethertype = (uint16_t) strtoul(optarg, NULL, 0); break;
+        case 'D': o->direct_max = (uint32_t) strtoul(optarg, NULL, 0); break;
         default: usage_common(argv[0]);
         }
     }
@@ -235,7 +238,7 @@ static inline struct pmeth_ring *open_link_ring_or_die(const struct opts *o, int
         .ifname = o->ifnames[link], .mode = o->mode, .ethertype = o->ethertype,
         .job_key = o->key, .my_id = o->me, .frame_size = o->mtu + 14,
         .tx_frames = o->tx_frames, .rx_frames = o->rx_frames, .qdisc_bypass = o->bypass,
-        .fd = -1};
+        .direct_max = o->direct_max, .fd = -1};
     char err[256] = "";
     struct pmeth_ring *r;
     int rc = pmeth_ring_open(&cfg, &r, err, sizeof(err));

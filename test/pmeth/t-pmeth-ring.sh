@@ -91,6 +91,11 @@ for mtu in 1500 9000; do
         elif [ $mode = packet ]; then
             check "$tag: held frames were copied aside when their slot came round ($(field shadow_copies "$TMP/c") shadow copies, counted)" \
                 test "$(field shadow_copies "$TMP/c")" -gt 0
+            # the checks above cover them too: every byte, and held ones resent from their copy
+            check "$tag: lone frames went past the ring ($(field direct_sends "$TMP/c") from the client, $(field lone_held "$TMP/c") of them held and resent from their copy; $(field direct_sends "$TMP/s") from the server), the rest through it ($(field kicks "$TMP/c") / $(field kicks "$TMP/s") kicks)" \
+                test "$(field direct_sends "$TMP/c")" -gt 0 -a "$(field direct_sends "$TMP/s")" -gt 0 \
+                     -a "$(field lone_held "$TMP/c")" -gt 0 \
+                     -a "$(field kicks "$TMP/c")" -gt 0 -a "$(field kicks "$TMP/s")" -gt 0
         else
             check "$tag: AF_XDP resends a held frame from its own chunk: no copies ($(field shadow_copies "$TMP/c") / $(field repost_copies "$TMP/c"))" \
                 test "$(field shadow_copies "$TMP/c")" = 0 -a "$(field repost_copies "$TMP/c")" = 0
