@@ -564,6 +564,12 @@ static int ask_helper(pmeth_link_t *link, struct pmeth_helper_request *rq, int *
     helper_asked = true;
     int rc = pmeth_helper_ask(helper_socket, rq, HELPER_TIMEOUT_MS, fds, flags, helper_note,
                               notelen);
+    if (rc == -EBADMSG && rq->packet_flags != 0) {
+        /* a helper older than the send socket refuses the flag: ask as before */
+        rq->packet_flags = 0;
+        rc = pmeth_helper_ask(helper_socket, rq, HELPER_TIMEOUT_MS, fds, flags, helper_note,
+                              notelen);
+    }
     return rc == 0 ? 0 : -EPERM;        /* neither way worked: the message names both */
 }
 
@@ -606,12 +612,20 @@ static int open_ring(uint32_t index, pmeth_link_t *link, enum pmeth_io_mode mode
     bool xdp = mode == PMETH_IO_XDP, paired = xdp && cfg.frame_size > PMETH_XDP_FRAME_MAX;
     int fds[PMETH_HELPER_MAX_FDS];
     uint16_t flags = 0, xdp_flags = 0;
+    int send_fd = -1;
     if (!xdp || paired) {
-        struct pmeth_helper_request rq = {.op = PMETH_HELPER_OP_OPEN_PACKET};
+        /* and the socket for lone frames (btl_pmeth_direct_max) */
+        struct pmeth_helper_request rq = {
+            .op = PMETH_HELPER_OP_OPEN_PACKET,
+            .packet_flags = c->direct_max > 0 ? PMETH_HELPER_PACKET_SEND_SOCKET : 0};
         if (ask_helper(link, &rq, fds, &flags, helper_note, notelen) != 0) {
             return -EPERM;
         }
         cfg.fd = fds[0];
+        if (rq.packet_flags & PMETH_HELPER_PACKET_SEND_SOCKET) {
+            send_fd = fds[1];
+            cfg.direct_fd = &send_fd;   /* the ring layer's from here on */
+        }
     }
     struct pmeth_xdp_handover handover;
     if (xdp) {
@@ -626,6 +640,9 @@ static int open_ring(uint32_t index, pmeth_link_t *link, enum pmeth_io_mode mode
         if (ask_helper(link, &rq, fds, &xdp_flags, helper_note, notelen) != 0) {
             if (cfg.fd >= 0) {
                 close(cfg.fd);
+            }
+            if (send_fd >= 0) {
+                close(send_fd);
             }
             return -EPERM;
         }
@@ -644,9 +661,10 @@ static int open_ring(uint32_t index, pmeth_link_t *link, enum pmeth_io_mode mode
     }
     link_helper_fd[index] = cfg.fd;
     if (cfg.fd >= 0) {
-        PMETH_VERBOSE(10, "%s: AF_PACKET socket from the pmeth helper at %s (receive filter %s%s)",
+        PMETH_VERBOSE(10, "%s: AF_PACKET socket from the pmeth helper at %s (receive filter %s%s%s)",
                       link->ifname, helper_socket, flags & PMETH_HELPER_FILTER_LOCKED
-                      ? "locked" : "not locked", flags & PMETH_HELPER_MARKED ? ", marked" : "");
+                      ? "locked" : "not locked", flags & PMETH_HELPER_MARKED ? ", marked" : "",
+                      send_fd >= 0 ? "; with a socket for lone frames" : "");
     }
     if (xdp) {
         PMETH_VERBOSE(10, "%s: AF_XDP socket from the pmeth helper at %s (%s)", link->ifname,

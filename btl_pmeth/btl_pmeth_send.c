@@ -108,12 +108,15 @@ static void post_frame(mca_btl_pmeth_frag_t *frag, uint64_t now)
                   && !c->posting_array;
     /* a latency-bound frame with nothing posted before it goes out now, past
      * the ring (pmeth_ring_tx_post_now); the rest wait for a kick */
-    bool sent = urgent && link->unkicked == 0
-                && pmeth_ring_tx_post_now(link->ring, frag->frame_id, frag->frame_len, true);
-    if (!sent) {
+    bool sent;
+    if (urgent && link->unkicked == 0) {
+        /* posted in the ring when it cannot go at once */
+        sent = pmeth_ring_tx_post_now(link->ring, frag->frame_id, frag->frame_len, true);
+    } else {
         pmeth_ring_tx_post(link->ring, frag->frame_id, frag->frame_len);
-        link->unkicked++;
+        sent = false;
     }
+    link->unkicked += !sent;
     if (!(frag->base.des_flags & MCA_BTL_DES_FLAGS_PRIORITY)) {
         c->burst_used++;        /* bulk only: message starts never wait (frag_for) */
     }

@@ -17,10 +17,22 @@ static int fail(char *why, size_t whylen, int e, const char *path, const char *w
     return -e;
 }
 
-/* Are FDS what a granted reply to OP carries?  NULL, or what they are not. */
-static const char *not_granted_kind(uint16_t op, const int *fds)
+static bool packet_raw_socket(int fd)
 {
     int domain = 0, type = 0;
+    socklen_t len = sizeof(domain);
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || domain != AF_PACKET) {
+        return false;
+    }
+    len = sizeof(type);
+    return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_RAW;
+}
+
+/* Are the NFDS descriptors FDS what a granted reply to OP carries?  NULL, or what
+ * they are not. */
+static const char *not_granted_kind(uint16_t op, const int *fds, unsigned nfds)
+{
+    int domain = 0;
     socklen_t len = sizeof(domain);
     if (getsockopt(fds[0], SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0) {
         domain = -1;    /* not a socket at all */
@@ -35,10 +47,10 @@ static const char *not_granted_kind(uint16_t op, const int *fds)
         }
         return NULL;
     }
-    len = sizeof(type);
-    if (domain != AF_PACKET || getsockopt(fds[0], SOL_SOCKET, SO_TYPE, &type, &len) != 0
-        || type != SOCK_RAW) {
-        return "something other than an AF_PACKET raw socket";
+    for (unsigned i = 0; i < nfds; i++) {
+        if (!packet_raw_socket(fds[i])) {
+            return "something other than an AF_PACKET raw socket";
+        }
     }
     return NULL;
 }
@@ -103,15 +115,16 @@ int pmeth_helper_ask(const char *path, const struct pmeth_helper_request *rq, in
     if (reply.status != PMETH_HELPER_GRANTED) {
         snprintf(why, whylen, "the pmeth helper at %s refused: %s", path,
                  reply.text[0] != '\0' ? reply.text : pmeth_helper_status_name(reply.status));
-        rc = -EPERM;
+        rc = reply.status == PMETH_HELPER_BAD_REQUEST ? -EBADMSG : -EPERM;
         goto out;
     }
-    const char *wrong = nfds != pmeth_helper_granted_fds(op) ? NULL : not_granted_kind(op, fds);
-    if (nfds != pmeth_helper_granted_fds(op) || wrong != NULL) {
+    unsigned want = pmeth_helper_granted_fds(rq);
+    const char *wrong = nfds != want ? NULL : not_granted_kind(op, fds, nfds);
+    if (nfds != want || wrong != NULL) {
         snprintf(why, whylen, "the pmeth helper at %s granted the request but passed %s", path,
                  wrong != NULL ? wrong
                  : nfds == 0 ? "no descriptor"
-                 : nfds < pmeth_helper_granted_fds(op) ? "too few descriptors"
+                 : nfds < want ? "too few descriptors"
                                                        : "more descriptors than a grant carries");
         rc = -EPROTO;
         goto out;

@@ -86,7 +86,9 @@ void pmeth_helper_encode_request(const struct pmeth_helper_request *rq,
     pmeth_put16(out + 24, rq->ethertype);
     pmeth_put32(out + 28, rq->job_key);
     pmeth_put32(out + 32, rq->dest_id);
-    if (xdp) {
+    if (!xdp) {
+        pmeth_put16(out + 26, rq->packet_flags);
+    } else {
         pmeth_put16(out + 26, rq->xdp_flags);
         pmeth_put16(out + 36, rq->rx_frames);
         pmeth_put16(out + 38, rq->tx_frames);
@@ -98,9 +100,12 @@ static bool ring_size_ok(uint16_t n)
     return n >= 8 && n <= PMETH_HELPER_XDP_FRAMES_MAX && (n & (n - 1)) == 0;
 }
 
-unsigned pmeth_helper_granted_fds(uint16_t op)
+unsigned pmeth_helper_granted_fds(const struct pmeth_helper_request *rq)
 {
-    return op == PMETH_HELPER_OP_OPEN_XDP ? 3 : 1;
+    if (rq->op == PMETH_HELPER_OP_OPEN_XDP) {
+        return 3;
+    }
+    return rq->packet_flags & PMETH_HELPER_PACKET_SEND_SOCKET ? 2 : 1;
 }
 
 enum pmeth_helper_fault pmeth_helper_parse_request(const void *msg, size_t len,
@@ -144,7 +149,8 @@ enum pmeth_helper_fault pmeth_helper_parse_request(const void *msg, size_t len,
     out->job_key = pmeth_get32(p + 28);
     out->dest_id = pmeth_get32(p + 32);
     if (out->op == PMETH_HELPER_OP_OPEN_PACKET) {
-        if (pmeth_get16(p + 26) != 0) {
+        out->packet_flags = pmeth_get16(p + 26);
+        if ((out->packet_flags & ~PMETH_HELPER_PACKET_SEND_SOCKET) != 0) {
             return PMETH_HELPER_FAULT_FLAGS;
         }
         if (pmeth_get32(p + 36) != 0) {

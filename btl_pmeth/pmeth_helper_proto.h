@@ -12,7 +12,8 @@
  *     0  magic "PMHQ"          4  version (1), u16     6  op, u16 (1: a packet socket,
  *                                                          2: an AF_XDP socket)
  *     8  interface name, 16 bytes: 1-15 name bytes, NUL padded to the end
- *    24  EtherType, u16       26  flags, u16 (op 1: 0; op 2: PMETH_HELPER_XDP_*)
+ *    24  EtherType, u16       26  flags, u16 (op 1: PMETH_HELPER_PACKET_*; op 2:
+ *                                                  PMETH_HELPER_XDP_*)
  *    28  job key, u32         32  destination id, u32
  *    36  op 1: reserved, u32 (0)
  *        op 2: receive frames, u16; send frames, u16 (powers of two from 8 to
@@ -23,11 +24,13 @@
  *     8  flags, u16 (PMETH_HELPER_FILTER_LOCKED, PMETH_HELPER_MARKED, PMETH_HELPER_XDP_GENERIC)
  *    10  text length, u16 (at most PMETH_HELPER_TEXT_MAX); the text: printable ASCII, no NUL
  *
- * A granted reply carries exactly one descriptor for op 1 (the packet socket)
- * and three for op 2, in this order: the bound AF_XDP socket, the memfd of its
- * UMEM, the BPF link of the XDP program that feeds it (pmeth_ring.h, struct
+ * A granted reply carries exactly one descriptor for op 1 (the packet socket),
+ * two with PMETH_HELPER_PACKET_SEND_SOCKET (then the send socket), and three
+ * for op 2, in this order: the bound AF_XDP socket, the memfd of its UMEM, the
+ * BPF link of the XDP program that feeds it (pmeth_ring.h, struct
  * pmeth_xdp_handover); any other reply carries none.  A helper of an earlier
- * version refuses op 2 as an unknown operation, and the job falls back.
+ * version refuses op 2 as an unknown operation, and the job falls back; it
+ * refuses the send-socket flag as malformed, and the job asks again without.
  * Everything is checked on both sides: a message of another length, an
  * unknown version, op or flag, a non-zero reserved field, an interface name
  * with a byte outside [A-Za-z0-9_.-] or bytes after its NUL, "." or ".." is
@@ -52,6 +55,11 @@
 #define PMETH_HELPER_MAX_FDS 3              /* descriptors a granted reply carries, at most */
 #define PMETH_HELPER_XDP_FRAMES_MAX 32768
 
+/* request flags of op 1 */
+#define PMETH_HELPER_PACKET_SEND_SOCKET 0x1 /* also a socket for lone frames: bound to the
+                                               interface with protocol 0, no rings, a locked
+                                               filter that takes nothing (pmeth_ring.h,
+                                               tx_post_now); marked like the first */
 /* request flags of op 2 */
 #define PMETH_HELPER_XDP_RECEIVE_ONLY 0x1   /* no send ring: frames up to one 4 KiB chunk in */
 #define PMETH_HELPER_XDP_CHUNK_2K 0x2       /* 2 KiB chunks (frames up to 1792 B), else 4 KiB */
@@ -98,6 +106,7 @@ struct pmeth_helper_request {
     char ifname[IFNAMSIZ];              /* NUL-terminated */
     uint16_t ethertype;
     uint32_t job_key, dest_id;
+    uint16_t packet_flags;              /* op 1 */
     uint16_t xdp_flags;                 /* op 2 */
     uint16_t rx_frames, tx_frames;      /* op 2 */
 };
@@ -128,8 +137,8 @@ enum pmeth_helper_fault pmeth_helper_parse_request(const void *msg, size_t len,
 enum pmeth_helper_fault pmeth_helper_parse_reply(const void *msg, size_t len,
                                                  struct pmeth_helper_reply *out);
 
-/* The number of descriptors a granted reply to an OP request carries. */
-unsigned pmeth_helper_granted_fds(uint16_t op);
+/* The number of descriptors a granted reply to RQ carries. */
+unsigned pmeth_helper_granted_fds(const struct pmeth_helper_request *rq);
 
 /* One message on a SOCK_SEQPACKET socket, with the NFDS descriptors FDS
  * attached (at most PMETH_HELPER_MAX_FDS).  0, or -errno. */

@@ -90,9 +90,13 @@ struct pmeth_ring_config {
     bool qdisc_bypass;
     /* AF_PACKET: frames up to this many bytes that find nothing of the ring
      * waiting go out through a second socket (pmeth_ring_tx_post_now); 0: off.
-     * Needs the capability to open it: not with fd below. */
+     * The layer opens it itself, or with fd below takes direct_fd's. */
     uint32_t direct_max;
     int fd;                             /* -1, or an AF_PACKET socket opened for us */
+    /* with fd: NULL, or the send socket opened for us with it (bound with
+     * protocol 0, taking nothing): the ring's from here on, closed with it or
+     * when open fails */
+    const int *direct_fd;
     /* PMETH_IO_XDP: NULL, or the AF_XDP socket a helper opened for us (its
      * descriptors become the ring's, closed with it or when open fails) */
     const struct pmeth_xdp_handover *xdp;

@@ -163,21 +163,27 @@ static int attach_filter(int fd, uint16_t ethertype, uint32_t key, uint32_t dst)
 }
 
 static int ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out, char *err,
-                     size_t errlen, bool *handed);
+                     size_t errlen, bool *handed, bool *direct_taken);
 
 /* The socket for lone frames (pmeth_ring_tx_post_now): bound to the interface
  * with protocol 0, so nothing is ever queued to it, and without rings, so the
  * kernel copies what it is given into an ordinary buffer.  Without it (no
- * capability for a second socket: a helper's job) every frame takes the ring. */
-static void open_direct(struct pmeth_ring *r, const struct pmeth_ring_config *cfg)
+ * capability for a second socket, and a helper that gave none) every frame
+ * takes the ring.  HANDED: the helper's, already bound (bound again here, to
+ * the same; a failure leaves it closed with the ring). */
+static void open_direct(struct pmeth_ring *r, const struct pmeth_ring_config *cfg, int handed)
 {
-    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+    int fd = handed >= 0 ? handed : socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
     struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = 0,
                               .sll_ifindex = r->ifindex};
+    if (handed >= 0) {
+        r->direct_fd = fd;      /* the ring's now, whatever follows */
+    }
     if (fd < 0 || bind(fd, (struct sockaddr *) &sll, sizeof(sll)) != 0) {
-        if (fd >= 0) {
+        if (fd >= 0 && handed < 0) {
             close(fd);
         }
+        r->direct_max = 0;
         return;
     }
     if (cfg->qdisc_bypass) {
@@ -195,8 +201,11 @@ static void open_direct(struct pmeth_ring *r, const struct pmeth_ring_config *cf
 int pmeth_ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out, char *err,
                     size_t errlen)
 {
-    bool handed = false;
-    int rc = ring_open(cfg, out, err, errlen, &handed);
+    bool handed = false, direct_taken = false;
+    int rc = ring_open(cfg, out, err, errlen, &handed, &direct_taken);
+    if (cfg->direct_fd != NULL && !direct_taken) {
+        close(*cfg->direct_fd);     /* not reached, or not wanted (AF_XDP alone) */
+    }
     if (rc != 0 && cfg->xdp != NULL && !handed) {
         close(cfg->xdp->xsk_fd);
         close(cfg->xdp->umem_fd);
@@ -206,7 +215,7 @@ int pmeth_ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out
 }
 
 static int ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **out, char *err,
-                     size_t errlen, bool *handed)
+                     size_t errlen, bool *handed, bool *direct_taken)
 {
     *out = NULL;
     if (cfg->mode == PMETH_IO_XDP && cfg->frame_size > PMETH_XDP_FRAME_MAX) {
@@ -357,8 +366,9 @@ static int ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **ou
         r->ids[i].slot = -1;
     }
     r->free_id = 0;
-    if (cfg->direct_max > 0 && cfg->fd < 0) {
-        open_direct(r, cfg);
+    if (cfg->fd < 0 ? cfg->direct_max > 0 : cfg->direct_fd != NULL) {
+        *direct_taken = cfg->direct_fd != NULL;
+        open_direct(r, cfg, cfg->direct_fd != NULL ? *cfg->direct_fd : -1);
     }
 #ifdef PMETH_RING_HAVE_XDP
     if (cfg->mode == PMETH_IO_XDP) {

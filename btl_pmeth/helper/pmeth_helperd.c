@@ -36,6 +36,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <linux/filter.h>
+#include <linux/if_packet.h>
 #include <net/if.h>
 #include <poll.h>
 #include <pwd.h>
@@ -367,6 +368,46 @@ fail:;
     return -e;
 }
 
+/* Op 1's send socket (PMETH_HELPER_PACKET_SEND_SOCKET), for frames sent past
+ * the ring: bound to the interface with protocol 0 and a locked filter that
+ * takes nothing, so that rebinding it cannot make it receive; marked like the
+ * first.  It lets the job do nothing the first socket does not (that one sends
+ * any frame too).  -errno. */
+static int open_send_socket(const struct policy *p, int ifindex, const char **step)
+{
+    *step = "socket(AF_PACKET) to send";
+    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -errno;
+    }
+    struct sock_filter nothing[] = {BPF_STMT(BPF_RET | BPF_K, 0)};
+    struct sock_fprog prog = {.len = 1, .filter = nothing};
+    struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = 0,
+                              .sll_ifindex = ifindex};
+    int one = 1;
+    *step = "SO_ATTACH_FILTER on the send socket";
+    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0) {
+        goto fail;
+    }
+    *step = "SO_LOCK_FILTER on the send socket";
+    if (setsockopt(fd, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof(one)) != 0) {
+        goto fail;
+    }
+    *step = "SO_MARK on the send socket";
+    if (p->mark_set && setsockopt(fd, SOL_SOCKET, SO_MARK, &p->mark, sizeof(p->mark)) != 0) {
+        goto fail;
+    }
+    *step = "bind of the send socket";
+    if (bind(fd, (struct sockaddr *) &sll, sizeof(sll)) != 0) {
+        goto fail;
+    }
+    return fd;
+fail:;
+    int e = errno;
+    close(fd);
+    return -e;
+}
+
 static void reply(int conn, enum pmeth_helper_status status, uint16_t flags, const int *fds,
                   unsigned nfds, const char *text)
 {
@@ -520,7 +561,13 @@ static void serve(const struct policy *p, int conn)
         return;
     }
     const char *step = "";
-    int fd = open_packet_socket(p, &rq, ifindex, &step);
+    unsigned nfds = pmeth_helper_granted_fds(&rq);
+    int fd = open_packet_socket(p, &rq, ifindex, &step), send_fd = -1;
+    if (fd >= 0 && nfds == 2 && (send_fd = open_send_socket(p, ifindex, &step)) < 0) {
+        close(fd);
+        fd = send_fd;
+    }
+    int fds[2] = {fd, send_fd};
     if (fd < 0) {
         snprintf(text, sizeof(text), "the helper's %s failed: %s", step, strerror(-fd));
         say("%s: %s: failed: %s", who, rq.ifname, text);
@@ -529,11 +576,14 @@ static void serve(const struct policy *p, int conn)
     }
     uint16_t flags = (uint16_t) ((p->lock_filter ? PMETH_HELPER_FILTER_LOCKED : 0)
                                  | (p->mark_set ? PMETH_HELPER_MARKED : 0));
-    say("%s: %s: granted (ifindex %d, EtherType 0x%04x, job key 0x%08x, id %u%s%s)", who,
+    say("%s: %s: granted (ifindex %d, EtherType 0x%04x, job key 0x%08x, id %u%s%s%s)", who,
         rq.ifname, ifindex, rq.ethertype, rq.job_key, rq.dest_id,
-        p->lock_filter ? ", filter locked" : "", p->mark_set ? ", marked" : "");
-    reply(conn, PMETH_HELPER_GRANTED, flags, &fd, 1, "granted");
-    close(fd);                          /* the job holds the only reference now */
+        p->lock_filter ? ", filter locked" : "", p->mark_set ? ", marked" : "",
+        nfds == 2 ? ", with a send socket" : "");
+    reply(conn, PMETH_HELPER_GRANTED, flags, fds, nfds, "granted");
+    for (unsigned i = 0; i < nfds; i++) {
+        close(fds[i]);                  /* the job holds the only references now */
+    }
 }
 
 /* Listen at the policy's path: a stale socket left by a killed helper is

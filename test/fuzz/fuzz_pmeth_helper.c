@@ -38,6 +38,7 @@ static void request(const uint8_t *msg, size_t n)
         REQUIRE(pow2_in(rq.rx_frames));
         REQUIRE(rx_only ? rq.tx_frames == 0 : pow2_in(rq.tx_frames));
     } else {
+        REQUIRE((rq.packet_flags & ~PMETH_HELPER_PACKET_SEND_SOCKET) == 0);
         REQUIRE(rq.xdp_flags == 0 && rq.rx_frames == 0 && rq.tx_frames == 0);
     }
     uint8_t again[PMETH_HELPER_REQ_LEN];

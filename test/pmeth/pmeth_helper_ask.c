@@ -6,6 +6,10 @@
  *   pmeth_helper_ask SOCKET IFNAME [KEY ID]  ask; print "granted flags=0x.." or the refusal
  *   pmeth_helper_ask SOCKET IFNAME --escape  also try to widen the receive filter and
  *                                            to bind to every EtherType
+ *   pmeth_helper_ask SOCKET IFNAME --send-escape  ask for the send socket too, and try to
+ *                                            make it receive: replace or detach its filter,
+ *                                            bind it to every EtherType, then see whether a
+ *                                            frame sent on the interface reaches it
  *   pmeth_helper_ask SOCKET IFNAME --xdp     ask for an AF_XDP socket (op 2) and try to
  *                                            rebind it elsewhere and to resize its rings
  *   pmeth_helper_ask SOCKET IFNAME --xdp-hold  ask for one, print "holding", and wait to be
@@ -79,6 +83,43 @@ static void xdp_escape(int fd)
     printf("add a send ring: %s\n", rc == 0 ? "possible" : strerror(errno));
 }
 
+/* The send socket (SEND) receives nothing, whatever its holder tries: the helper
+ * locked a filter that takes nothing.  RING, the first socket, sends a frame on
+ * IFNAME that a socket bound to every EtherType there would otherwise see. */
+static void send_escape(int ring, int send, const char *ifname)
+{
+    struct sock_filter accept_all[] = {BPF_STMT(BPF_RET | BPF_K, 0x40000)};
+    struct sock_fprog prog = {.len = 1, .filter = accept_all};
+    int rc = setsockopt(send, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
+    printf("send socket: replace filter: %s\n", rc == 0 ? "possible" : strerror(errno));
+    int dummy = 0;
+    rc = setsockopt(send, SOL_SOCKET, SO_DETACH_FILTER, &dummy, sizeof(dummy));
+    printf("send socket: detach filter: %s\n", rc == 0 ? "possible" : strerror(errno));
+    int ifindex = (int) if_nametoindex(ifname);
+    struct sockaddr_ll all = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+                              .sll_ifindex = ifindex};
+    rc = bind(send, (struct sockaddr *) &all, sizeof(all));
+    printf("send socket: bind to every EtherType: %s\n", rc == 0 ? "possible" : strerror(errno));
+    uint8_t frame[64] = {0};
+    memset(frame, 0xff, 6);     /* broadcast, from nobody, our EtherType */
+    frame[12] = PMETH_WIRE_ETHERTYPE >> 8;
+    frame[13] = PMETH_WIRE_ETHERTYPE & 0xff;
+    struct sockaddr_ll to = {.sll_family = AF_PACKET, .sll_protocol = htons(PMETH_WIRE_ETHERTYPE),
+                             .sll_ifindex = ifindex, .sll_halen = 6};
+    memset(to.sll_addr, 0xff, 6);
+    int sent = 0;
+    for (int i = 0; i < 5; i++) {
+        sent += sendto(ring, frame, sizeof(frame), 0, (struct sockaddr *) &to, sizeof(to)) > 0;
+    }
+    usleep(200 * 1000);
+    int got = 0;
+    uint8_t buf[2048];
+    while (recv(send, buf, sizeof(buf), MSG_DONTWAIT) >= 0) {
+        got++;
+    }
+    printf("send socket: frames received of %d sent on %s: %d\n", sent, ifname, got);
+}
+
 /* What the holder of the socket can do: replace the filter, bind to all EtherTypes. */
 static void escape(int fd)
 {
@@ -108,6 +149,10 @@ int main(int argc, char **argv)
                                       .dest_id = 0};
     snprintf(rq.ifname, sizeof(rq.ifname), "%s", argv[2]);
     int try_escape = argc == 4 && strcmp(argv[3], "--escape") == 0;
+    int try_send_escape = argc == 4 && strcmp(argv[3], "--send-escape") == 0;
+    if (try_send_escape) {
+        rq.packet_flags = PMETH_HELPER_PACKET_SEND_SOCKET;
+    }
     int hold = argc == 4 && strcmp(argv[3], "--xdp-hold") == 0;
     int xdp = hold || (argc == 4 && strcmp(argv[3], "--xdp") == 0);
     if (xdp) {
@@ -139,6 +184,9 @@ int main(int argc, char **argv)
     if (try_escape) {
         escape(fd);
     }
+    if (try_send_escape) {
+        send_escape(fd, fds[1], rq.ifname);
+    }
     if (hold) {
         printf("holding\n");
         fflush(stdout);
@@ -147,7 +195,7 @@ int main(int argc, char **argv)
     if (xdp) {
         xdp_escape(fd);
     }
-    for (unsigned i = 0; i < pmeth_helper_granted_fds(rq.op); i++) {
+    for (unsigned i = 0; i < pmeth_helper_granted_fds(&rq); i++) {
         close(fds[i]);
     }
     return 0;

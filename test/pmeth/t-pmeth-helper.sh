@@ -109,6 +109,29 @@ check "... every rank says its socket came from the helper" \
 granted='uid 65534 \(nobody\) pid [0-9]+: eth0: granted'
 check "... each helper logged the grant to uid 65534 (nobody) with its pid" \
     eval 'grep -Eq "$granted" "$LOG/helper0.log" && grep -Eq "$granted" "$LOG/helper1.log"'
+# the send socket for lone frames (btl_pmeth_direct_max) comes with it, and carries them
+lone=$(grep -ho '[0-9]* lone frames sent past it' "$LOG/p2p.err" | awk '$1 > 0 {n++} END {print n + 0}')
+check "... with a send socket each, over which both ranks sent lone frames past the ring" \
+    eval '[ "$(grep -c "with a socket for lone frames" "$LOG/p2p.err")" = 2 ] && [ $lone = 2 ] \
+          && grep -q "with a send socket" "$LOG/helper0.log"'
+out=$("$VC" exec n0 -- $NOBODY "$ASK" "$SOCK" eth0 --send-escape)
+echo "$out" | sed 's/^/--send-escape: /' | diag
+# the control: a socket without that filter, bound the same way, sees those frames
+control=$("$VC" exec n0 -- python3 -c '
+import socket, time
+r = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3)); r.bind(("eth0", 3))
+r.setblocking(False)
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+for i in range(5): s.sendto(b"\xff" * 6 + b"\0" * 6 + b"\x88\xb5" + b"\0" * 50, ("eth0", 0x88b5))
+time.sleep(0.2); n = 0
+while True:
+    try: r.recv(2048); n += 1
+    except BlockingIOError: break
+print(n)')
+check "... the send socket receives nothing, whatever nobody tries: its filter is locked, and frames sent on the link do not reach it even bound to every EtherType (an unfiltered socket bound so got $control of 5)" \
+    eval 'has "$out" "send socket: replace filter: Operation not permitted" \
+          && has "$out" "send socket: detach filter: Operation not permitted" \
+          && has "$out" "send socket: frames received of 5 sent on eth0: 0" && [ "$control" = 5 ]'
 
 # ---- refusals ------------------------------------------------------------------------
 out=$("$VC" exec n0 -- $NOBODY "$ASK" "$SOCK" mg0); rc=$?

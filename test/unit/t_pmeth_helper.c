@@ -104,7 +104,8 @@ static void requests(void)
         {13, 'x', PMETH_HELPER_FAULT_IFNAME, "a byte after the name's NUL"},
         {23, 'x', PMETH_HELPER_FAULT_IFNAME, "the name field's last byte not NUL"},
         {25, 0x05, PMETH_HELPER_FAULT_ETHERTYPE, "EtherType 0x05b5 (a length)"},
-        {26, 1, PMETH_HELPER_FAULT_FLAGS, "a flag set"},
+        {26, 2, PMETH_HELPER_FAULT_FLAGS, "an unknown flag set"},
+        {27, 1, PMETH_HELPER_FAULT_FLAGS, "the top byte of the flags set"},
         {39, 1, PMETH_HELPER_FAULT_RESERVED, "reserved field not zero"},
     };
     for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
@@ -268,9 +269,25 @@ static void xdp_requests(void)
     msg[37] = 4;
     CHECK(parse(PMETH_HELPER_REQ_LEN) == PMETH_HELPER_FAULT_RESERVED,
           "op 1 with a ring size where its reserved field is: refused");
-    CHECK(pmeth_helper_granted_fds(PMETH_HELPER_OP_OPEN_PACKET) == 1
-              && pmeth_helper_granted_fds(PMETH_HELPER_OP_OPEN_XDP) == 3,
-          "a grant carries 1 descriptor for op 1, 3 for op 2");
+    struct pmeth_helper_request g1 = {.op = PMETH_HELPER_OP_OPEN_PACKET},
+        g2 = {.op = PMETH_HELPER_OP_OPEN_PACKET, .packet_flags = PMETH_HELPER_PACKET_SEND_SOCKET},
+        g3 = {.op = PMETH_HELPER_OP_OPEN_XDP};
+    CHECK(pmeth_helper_granted_fds(&g1) == 1 && pmeth_helper_granted_fds(&g2) == 2
+              && pmeth_helper_granted_fds(&g3) == 3,
+          "a grant carries 1 descriptor for op 1, 2 with the send socket, 3 for op 2");
+    /* op 1's one flag: the send socket; any other flag is refused */
+    struct pmeth_helper_request back;
+    memset(g2.ifname, 0, sizeof(g2.ifname));
+    memcpy(g2.ifname, "eth1", 4);
+    g2.ethertype = PMETH_WIRE_ETHERTYPE;
+    pmeth_helper_encode_request(&g2, msg);
+    CHECK(pmeth_helper_parse_request(msg, PMETH_HELPER_REQ_LEN, &back) == PMETH_HELPER_OK
+              && back.op == PMETH_HELPER_OP_OPEN_PACKET
+              && back.packet_flags == PMETH_HELPER_PACKET_SEND_SOCKET && back.xdp_flags == 0,
+          "op 1 asking for the send socket: the flag goes through");
+    msg[26] = 0x2;
+    CHECK(pmeth_helper_parse_request(msg, PMETH_HELPER_REQ_LEN, &back) == PMETH_HELPER_FAULT_FLAGS,
+          "op 1 with an unknown flag: refused");
 }
 
 static void replies(void)
@@ -401,8 +418,9 @@ static void descriptors(void)
 
 /* ---- the client against scripted helpers ---- */
 
-enum script { GRANT_PIPE, GRANT_NO_FD, REFUSE, MALFORMED, HANG_UP, SILENT, GRANT_PACKET,
-              GRANT_XDP_PIPES, GRANT_XDP_TWO, GRANT_XDP_NO_UMEM, GRANT_XDP };
+enum script { GRANT_PIPE, GRANT_NO_FD, REFUSE, REFUSE_AS_MALFORMED, MALFORMED, HANG_UP, SILENT,
+              GRANT_PACKET, GRANT_PACKET_PAIR, GRANT_PACKET_AND_PIPE, GRANT_XDP_PIPES,
+              GRANT_XDP_TWO, GRANT_XDP_NO_UMEM, GRANT_XDP };
 
 static char sock_path[108];
 
@@ -444,6 +462,15 @@ static pid_t fake_helper(enum script script)
         len = pmeth_helper_encode_reply(PMETH_HELPER_GRANTED, PMETH_HELPER_FILTER_LOCKED, "granted", out);
         pmeth_helper_send(c, out, len, &p[0], 1);
         break;
+    case GRANT_PACKET_PAIR:         /* the packet socket and the send socket */
+    case GRANT_PACKET_AND_PIPE:     /* the packet socket and a pipe */
+        if (pipe(p) != 0) {
+            _exit(1);
+        }
+        three[0] = socket(AF_PACKET, SOCK_RAW, 0);
+        three[1] = script == GRANT_PACKET_PAIR ? socket(AF_PACKET, SOCK_RAW, 0) : p[0];
+        pmeth_helper_send(c, out, len, three, 2);
+        break;
     case GRANT_NO_FD:
         pmeth_helper_send(c, out, len, NULL, 0);
         break;
@@ -464,6 +491,11 @@ static pid_t fake_helper(enum script script)
         break;
     case REFUSE:
         len = pmeth_helper_encode_reply(PMETH_HELPER_NOT_ALLOWED, 0, "interface eth1 is not allowed", out);
+        pmeth_helper_send(c, out, len, NULL, 0);
+        break;
+    case REFUSE_AS_MALFORMED:       /* what a helper older than a flag answers */
+        len = pmeth_helper_encode_reply(PMETH_HELPER_BAD_REQUEST, 0,
+                                        "malformed request: unknown flags", out);
         pmeth_helper_send(c, out, len, NULL, 0);
         break;
     case MALFORMED:
@@ -516,6 +548,10 @@ static void client(void)
     rc = ask(REFUSE, fd, why, sizeof(why), &flags);
     CHECK(rc == -EPERM && fd[0] == -1 && strstr(why, "interface eth1 is not allowed") != NULL,
           "a refusal comes back as -EPERM quoting the helper (%s)", why);
+    rc = ask(REFUSE_AS_MALFORMED, fd, why, sizeof(why), &flags);
+    CHECK(rc == -EBADMSG && fd[0] == -1 && strstr(why, "unknown flags") != NULL,
+          "a refusal as malformed comes back as -EBADMSG, so that the job may ask without "
+          "a new flag (%s)", why);
     rc = ask(MALFORMED, fd, why, sizeof(why), &flags);
     CHECK(rc == -EPROTO && strstr(why, "malformed") != NULL, "a malformed reply (%s)", why);
     rc = ask(HANG_UP, fd, why, sizeof(why), &flags);
@@ -576,7 +612,9 @@ static void client(void)
 
     probe = socket(AF_PACKET, SOCK_RAW, 0);
     if (probe < 0) {
-        printf("ok %d - a granted AF_PACKET socket is taken # SKIP no CAP_NET_RAW here\n", ++tap_n);
+        for (int i = 0; i < 5; i++) {
+            printf("ok %d - granted AF_PACKET sockets # SKIP no CAP_NET_RAW here\n", ++tap_n);
+        }
     } else {
         close(probe);
         rc = ask(GRANT_PACKET, fd, why, sizeof(why), &flags);
@@ -585,6 +623,26 @@ static void client(void)
         if (fd[0] >= 0) {
             close(fd[0]);
         }
+        /* op 1 with the send socket asked for: two AF_PACKET sockets, no fewer */
+        struct pmeth_helper_request two = sample;
+        two.packet_flags = PMETH_HELPER_PACKET_SEND_SOCKET;
+        rc = ask_as(&two, GRANT_PACKET, fd, why, sizeof(why), &flags);
+        CHECK(rc == -EPROTO && strstr(why, "too few descriptors") != NULL && open_fds() == before,
+              "the send socket asked for, one socket granted: refused, closed (%s)", why);
+        rc = ask_as(&two, GRANT_PACKET_AND_PIPE, fd, why, sizeof(why), &flags);
+        CHECK(rc == -EPROTO && strstr(why, "other than an AF_PACKET") != NULL
+                  && open_fds() == before,
+              "a packet socket and a pipe for the send socket: refused, both closed (%s)", why);
+        rc = ask_as(&two, GRANT_PACKET_PAIR, fd, why, sizeof(why), &flags);
+        CHECK(rc == 0 && fd[0] >= 0 && fd[1] >= 0,
+              "the packet socket and the send socket are taken, in order");
+        for (int i = 0; rc == 0 && i < 2; i++) {
+            close(fd[i]);
+        }
+        rc = ask(GRANT_PACKET_PAIR, fd, why, sizeof(why), &flags);
+        CHECK(rc == -EPROTO && strstr(why, "more descriptors than a grant carries") != NULL
+                  && open_fds() == before,
+              "two sockets where one was asked for: refused, both closed (%s)", why);
     }
     CHECK(open_fds() == before, "no descriptor left open by any of it");
     unlink(sock_path);
