@@ -333,6 +333,14 @@ static bool same_netns(pid_t pid)
            && mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev;
 }
 
+/* A socket being set up failed (errno says how): closed; -errno. */
+static int close_failed(int fd)
+{
+    int e = errno;
+    close(fd);
+    return -e;
+}
+
 /* The socket for RQ on interface IFINDEX, configured as the policy says; -errno. */
 static int open_packet_socket(const struct policy *p, const struct pmeth_helper_request *rq,
                               int ifindex, const char **step)
@@ -362,10 +370,8 @@ static int open_packet_socket(const struct policy *p, const struct pmeth_helper_
         goto fail;
     }
     return fd;
-fail:;
-    int e = errno;
-    close(fd);
-    return -e;
+fail:
+    return close_failed(fd);
 }
 
 /* Op 1's send socket (PMETH_HELPER_PACKET_SEND_SOCKET), for frames sent past
@@ -402,10 +408,8 @@ static int open_send_socket(const struct policy *p, int ifindex, const char **st
         goto fail;
     }
     return fd;
-fail:;
-    int e = errno;
-    close(fd);
-    return -e;
+fail:
+    return close_failed(fd);
 }
 
 static void reply(int conn, enum pmeth_helper_status status, uint16_t flags, const int *fds,

@@ -83,22 +83,29 @@ static void xdp_escape(int fd)
     printf("add a send ring: %s\n", rc == 0 ? "possible" : strerror(errno));
 }
 
+/* Try to replace FD's receive filter with one that takes everything, then to
+ * detach it; say how each went, each line after PREFIX. */
+static void widen_filter(int fd, const char *prefix)
+{
+    struct sock_filter accept_all[] = {BPF_STMT(BPF_RET | BPF_K, 0x40000)};
+    struct sock_fprog prog = {.len = 1, .filter = accept_all};
+    int rc = setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
+    printf("%sreplace filter: %s\n", prefix, rc == 0 ? "possible" : strerror(errno));
+    int dummy = 0;
+    rc = setsockopt(fd, SOL_SOCKET, SO_DETACH_FILTER, &dummy, sizeof(dummy));
+    printf("%sdetach filter: %s\n", prefix, rc == 0 ? "possible" : strerror(errno));
+}
+
 /* The send socket (SEND) receives nothing, whatever its holder tries: the helper
  * locked a filter that takes nothing.  RING, the first socket, sends a frame on
  * IFNAME that a socket bound to every EtherType there would otherwise see. */
 static void send_escape(int ring, int send, const char *ifname)
 {
-    struct sock_filter accept_all[] = {BPF_STMT(BPF_RET | BPF_K, 0x40000)};
-    struct sock_fprog prog = {.len = 1, .filter = accept_all};
-    int rc = setsockopt(send, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
-    printf("send socket: replace filter: %s\n", rc == 0 ? "possible" : strerror(errno));
-    int dummy = 0;
-    rc = setsockopt(send, SOL_SOCKET, SO_DETACH_FILTER, &dummy, sizeof(dummy));
-    printf("send socket: detach filter: %s\n", rc == 0 ? "possible" : strerror(errno));
+    widen_filter(send, "send socket: ");
     int ifindex = (int) if_nametoindex(ifname);
     struct sockaddr_ll all = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
                               .sll_ifindex = ifindex};
-    rc = bind(send, (struct sockaddr *) &all, sizeof(all));
+    int rc = bind(send, (struct sockaddr *) &all, sizeof(all));
     printf("send socket: bind to every EtherType: %s\n", rc == 0 ? "possible" : strerror(errno));
     uint8_t frame[64] = {0};
     memset(frame, 0xff, 6);     /* broadcast, from nobody, our EtherType */
@@ -123,16 +130,10 @@ static void send_escape(int ring, int send, const char *ifname)
 /* What the holder of the socket can do: replace the filter, bind to all EtherTypes. */
 static void escape(int fd)
 {
-    struct sock_filter accept_all[] = {BPF_STMT(BPF_RET | BPF_K, 0x40000)};
-    struct sock_fprog prog = {.len = 1, .filter = accept_all};
-    int rc = setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
-    printf("replace filter: %s\n", rc == 0 ? "possible" : strerror(errno));
-    int dummy = 0;
-    rc = setsockopt(fd, SOL_SOCKET, SO_DETACH_FILTER, &dummy, sizeof(dummy));
-    printf("detach filter: %s\n", rc == 0 ? "possible" : strerror(errno));
+    widen_filter(fd, "");
     struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
                               .sll_ifindex = 0};
-    rc = bind(fd, (struct sockaddr *) &sll, sizeof(sll));
+    int rc = bind(fd, (struct sockaddr *) &sll, sizeof(sll));
     printf("bind to every EtherType on every interface: %s\n", rc == 0 ? "possible" : strerror(errno));
 }
 
