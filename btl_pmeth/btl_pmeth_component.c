@@ -220,9 +220,10 @@ static int pmeth_component_register(void)
         "reference and is copied into a fresh page when received on the same host (veth), "
         "which made a small frame's half round trip ~0.4 us longer here; the copy send() "
         "makes costs little at these sizes.  The frame's bytes are kept as its retransmit "
-        "copy (up to this many bytes per frame in flight).  Needs CAP_NET_RAW for the "
-        "second socket: a job served by pmeth-helperd sends everything through the ring.  "
-        "0: every frame through the ring", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->direct_max,
+        "copy (up to this many bytes per frame in flight).  The second socket needs "
+        "CAP_NET_RAW; a job served by pmeth-helperd gets it from the helper (one from before "
+        "this parameter gives none: then every frame takes the ring).  0: every frame "
+        "through the ring", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->direct_max,
         OPAL_INFO_LVL_6);
     c->poll_budget = 64;
     reg("poll_budget", "Frames taken from one link's receive ring per progress call (at "

@@ -13,7 +13,10 @@
  * the site's egress rules can match.  What it does not confine: a packet socket
  * can send any frame on any interface of this namespace (sendto with another
  * sll_ifindex).  btl_pmeth/README.md, "Running as an ordinary user", says what
- * that means for a site.
+ * that means for a site.  Asked for (PMETH_HELPER_PACKET_SEND_SOCKET), a second
+ * socket comes with it, for the frames the job sends past its ring: it can
+ * send no more than the first, and receives nothing (a locked filter that
+ * takes nothing, whatever lock_filter says).
  *
  * Where the site turns on "xdp", it also hands out AF_XDP sockets (op 2): it
  * runs the ring layer's own AF_XDP open (pmeth_ring_xdp.c) with the UMEM in a
