@@ -2084,7 +2084,10 @@ bool rsm_verbs_init(bool job_on_one_host)
             return false;
         }
         if (c->verbs == 2) {
-            /* asked for RDMA to every peer: without it rsm reaches nobody */
+            /* asked for RDMA to every peer: without it rsm reaches nobody (the
+             * verbose line too: mpirun now and then loses a rank's help text) */
+            RSM_VERBOSE(1, "btl_rsm_verbs is 2 but no RDMA port can be used (%s): rsm "
+                        "reaches no peer", err);
             opal_show_help("help-btl-rsm.txt", "verbs-forced-none", true,
                            opal_process_info.nodename, err);
             return false;
