@@ -212,7 +212,7 @@ static int pmeth_component_register(void)
         "queueing discipline (faster, but traffic shaping and the kernel's delivery of our own "
         "frames to other processes on this host are lost)", MCA_BASE_VAR_TYPE_BOOL,
         &c->qdisc_bypass, OPAL_INFO_LVL_6);
-    c->direct_max = 2048;
+    c->direct_max = PMETH_RING_DIRECT_MAX_DEFAULT;
     reg("direct_max", "AF_PACKET: a frame of up to this many bytes (Ethernet header included) "
         "that finds nothing of its link waiting to be sent (a message start, an ack: the "
         "latency-bound ones) is sent at once with send() on a second socket without rings, "

@@ -65,6 +65,10 @@
 
 enum pmeth_io_mode { PMETH_IO_PACKET, PMETH_IO_XDP };
 
+/* Lone frames up to this many bytes go past the send ring unless told otherwise
+ * (the BTL's default, and the raw floor's, which sends as the BTL does) */
+#define PMETH_RING_DIRECT_MAX_DEFAULT 2048u
+
 /* An AF_XDP socket set up by a privileged process (pmeth-helperd) for one that
  * may not: bound to its interface, its UMEM registered, our XDP program
  * attached and feeding it.  The receiving process maps the UMEM and the
@@ -91,7 +95,7 @@ struct pmeth_ring_config {
     /* AF_PACKET: frames up to this many bytes that find nothing of the ring
      * waiting go out through a second socket (pmeth_ring_tx_post_now); 0: off.
      * The layer opens it itself, or with fd below takes direct_fd's. */
-    uint32_t direct_max;
+    uint32_t direct_max;                /* btl_pmeth_direct_max: PMETH_RING_DIRECT_MAX_DEFAULT */
     int fd;                             /* -1, or an AF_PACKET socket opened for us */
     /* with fd: NULL, or the send socket opened for us with it (bound with
      * protocol 0, taking nothing): the ring's from here on, closed with it or

@@ -168,7 +168,7 @@ static inline void parse_opts(int argc, char **argv, struct opts *o)
     o->seconds = 1.0;
     o->window = 64;
     o->timeout = 30;
-    o->direct_max = 2048;       /* btl_pmeth_direct_max's default */
+    o->direct_max = PMETH_RING_DIRECT_MAX_DEFAULT;     /* as the BTL sends */
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
