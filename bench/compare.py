@@ -570,16 +570,21 @@ def merge_samples(dirs, benches, names, samples):
 def placement_split(samples):
     """The probe value separating near from far placements, or None for one placement.
 
-    On this kind of virtual machine the probe is bimodal (about 30-45 ns when the two
-    vCPUs share a last-level cache, 150-170 ns when they do not); a run keeps its
-    placement, so rows are compared only with rows of the same placement.  Split at
-    the geometric mean of the low and high tenth when they are clearly apart."""
+    On this kind of virtual machine the probe is bimodal (about 30-75 ns when the two
+    vCPUs share a last-level cache, 150-250 ns when they do not); a run keeps its
+    placement, so rows are compared only with rows of the same placement.  Split in the
+    widest gap between two probes next to each other in value, at its geometric mean,
+    when one is more than twice the other.  Not between the low and the high tenth: on
+    a day when the host gave the far placement to fewer than a tenth of the runs, both
+    tenths were near, nothing was split, and a median of 5 runs of which 2 were far
+    stood beside another transport's of 1 far (1 B latency: rsm 1.58x ucx, where the
+    near runs alone gave 0.93x)."""
     probes = sorted(x for per in samples.values() for ms in per.values() for vs in ms.values()
                     for _, pr in vs if pr for x in pr if x > 0)
-    if len(probes) < 10:
+    if len(probes) < 2:
         return None
-    lo, hi = probes[len(probes) // 10], probes[len(probes) * 9 // 10]
-    return (lo * hi) ** 0.5 if hi > 2.5 * lo else None
+    ratio, lo, hi = max((b / a, a, b) for a, b in zip(probes, probes[1:]))
+    return (lo * hi) ** 0.5 if ratio > 2.0 else None
 
 
 def classify(probe, split):

@@ -68,4 +68,20 @@ check "far compares far runs: rsm/vader 0.37/0.405 = 0.91" \
     bash -c "grep -A2 'cores not sharing a cache' '$work/bo/table.txt' | grep -qE '^ +8 .* 0\.91\$'"
 check "a row whose probes disagree is left out (vader: 2 near runs, 2 far)" \
     bash -c "grep -A2 'cores sharing a cache' '$work/bo/table.txt' | grep -qE '^ +8 +0\.205 \(2\)'"
+
+# Far runs a minority (1 of 11, 2 of 22 probes): still split, so the one far run of vader
+# does not move its near median (unsplit, vader's median of 6 would be 0.215, and rsm/vader 0.93)
+mkdir -p "$work/m"
+$PY - "$work/m/samples.json" <<'PYEOF'
+import json, sys
+near = [[0.20, [60, 62]], [0.21, [66, 64]], [0.20, [70, 71]], [0.22, [58, 60]], [0.23, [74, 73]]]
+s = {"latency/vader": {"8": {"latency_us": near + [[0.45, [235, 240]]]}},
+     "latency/rsm":   {"8": {"latency_us": [[v - 0.01, p] for v, p in near]}}}
+json.dump({"repeats": 6, "samples": s}, open(sys.argv[1], "w"))
+PYEOF
+$PY "$CMP" --merge "$work/m" --bench latency --transports vader,rsm --no-plots --out "$work/mo" > "$work/m.log" 2>&1
+check "far runs a minority (2 of 22 probes): still a near and a far table" \
+    bash -c "grep -q 'cores sharing a cache' '$work/mo/table.txt' && grep -q 'cores not sharing a cache' '$work/mo/table.txt'"
+check "far runs a minority: near compares the 5 near runs alone (vader 0.21 (5), rsm/vader 0.95)" \
+    bash -c "grep -A2 'cores sharing a cache' '$work/mo/table.txt' | grep -qE '^ +8 +0\.21 \(5\) .* 0\.95\$'"
 tap_done
