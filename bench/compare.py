@@ -23,6 +23,7 @@ examples:
 import argparse
 import datetime
 import json
+import math
 import os
 import shlex
 import statistics
@@ -572,19 +573,28 @@ def placement_split(samples):
 
     On this kind of virtual machine the probe is bimodal (about 30-75 ns when the two
     vCPUs share a last-level cache, 150-250 ns when they do not); a run keeps its
-    placement, so rows are compared only with rows of the same placement.  Split in the
-    widest gap between two probes next to each other in value, at its geometric mean,
-    when one is more than twice the other.  Not between the low and the high tenth: on
-    a day when the host gave the far placement to fewer than a tenth of the runs, both
-    tenths were near, nothing was split, and a median of 5 runs of which 2 were far
-    stood beside another transport's of 1 far (1 B latency: rsm 1.58x ucx, where the
-    near runs alone gave 0.93x)."""
+    placement, so rows are compared only with rows of the same placement.  The probes
+    are cut in two where the cut best separates their logarithms (Otsu's rule: the most
+    variance between the two groups), and split there when the two groups' medians are
+    clearly apart.  Not between the low and the high tenth, as before: on a day when the
+    host gave the far placement to fewer than a tenth of the runs, both tenths were
+    near, nothing was split, and a median of 5 runs of which 2 were far stood beside
+    another transport's of 1 far (1 B latency: rsm 1.58x ucx, where the near runs alone
+    gave 0.93x).  Nor in the widest gap alone: one probe half-way between the groups
+    would hide it."""
     probes = sorted(x for per in samples.values() for ms in per.values() for vs in ms.values()
                     for _, pr in vs if pr for x in pr if x > 0)
     if len(probes) < 2:
         return None
-    ratio, lo, hi = max((b / a, a, b) for a, b in zip(probes, probes[1:]))
-    return (lo * hi) ** 0.5 if ratio > 2.0 else None
+    logs = [math.log(x) for x in probes]
+    total, n, below, best, cut = sum(logs), len(logs), 0.0, -1.0, 1
+    for k in range(1, n):
+        below += logs[k - 1]
+        between = k * (n - k) * (below / k - (total - below) / (n - k)) ** 2
+        if between > best:
+            best, cut = between, k
+    lo, hi = statistics.median(probes[:cut]), statistics.median(probes[cut:])
+    return (probes[cut - 1] * probes[cut]) ** 0.5 if hi > 2.5 * lo else None
 
 
 def classify(probe, split):
