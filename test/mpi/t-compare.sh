@@ -52,14 +52,20 @@ PYEOF
 
 # Bimodal probes: vader and rsm each have runs at ~35 ns and at ~160 ns, with latencies
 # that differ by placement; the report must keep them apart and compare like with like.
-mkdir -p "$work/b"
-$PY - "$work/b/samples.json" <<'PYEOF'
+# report NAME: compare.py's report (--merge) of the latency samples S, with R repeats, that
+# the Python on stdin sets; the table in $work/NAME/table.txt
+report() {
+    mkdir -p "$work/$1.in"
+    { cat; echo 'json.dump({"repeats": R, "samples": S}, open(sys.argv[1], "w"))'; } |
+        $PY - "$work/$1.in/samples.json"
+    $PY "$CMP" --merge "$work/$1.in" --bench latency --transports vader,rsm --no-plots --out "$work/$1" > "$work/$1.log" 2>&1
+}
+report bo <<'PYEOF'
 import json, sys
-s = {"latency/vader": {"8": {"latency_us": [[0.20, [35, 36]], [0.21, [34, 35]], [0.40, [160, 158]], [0.41, [161, 162]], [0.30, [35, 160]]]}},
+R = 2
+S = {"latency/vader": {"8": {"latency_us": [[0.20, [35, 36]], [0.21, [34, 35]], [0.40, [160, 158]], [0.41, [161, 162]], [0.30, [35, 160]]]}},
      "latency/rsm":   {"8": {"latency_us": [[0.18, [36, 35]], [0.19, [35, 34]], [0.38, [159, 160]], [0.36, [158, 161]]]}}}
-json.dump({"repeats": 2, "samples": s}, open(sys.argv[1], "w"))
 PYEOF
-$PY "$CMP" --merge "$work/b" --bench latency --transports vader,rsm --no-plots --out "$work/bo" > "$work/b.log" 2>&1
 check "bimodal probes give a near and a far table" \
     bash -c "grep -q 'cores sharing a cache' '$work/bo/table.txt' && grep -q 'cores not sharing a cache' '$work/bo/table.txt'"
 check "near compares near runs: rsm/vader 0.185/0.205 = 0.90" \
@@ -71,15 +77,13 @@ check "a row whose probes disagree is left out (vader: 2 near runs, 2 far)" \
 
 # Far runs a minority (1 of 11, 2 of 22 probes): still split, so the one far run of vader
 # does not move its near median (unsplit, vader's median of 6 would be 0.215, and rsm/vader 0.93)
-mkdir -p "$work/m"
-$PY - "$work/m/samples.json" <<'PYEOF'
+report mo <<'PYEOF'
 import json, sys
+R = 6
 near = [[0.20, [60, 62]], [0.21, [66, 64]], [0.20, [70, 71]], [0.22, [58, 60]], [0.23, [74, 73]]]
-s = {"latency/vader": {"8": {"latency_us": near + [[0.45, [235, 240]]]}},
+S = {"latency/vader": {"8": {"latency_us": near + [[0.45, [235, 240]]]}},
      "latency/rsm":   {"8": {"latency_us": [[v - 0.01, p] for v, p in near]}}}
-json.dump({"repeats": 6, "samples": s}, open(sys.argv[1], "w"))
 PYEOF
-$PY "$CMP" --merge "$work/m" --bench latency --transports vader,rsm --no-plots --out "$work/mo" > "$work/m.log" 2>&1
 check "far runs a minority (2 of 22 probes): still a near and a far table" \
     bash -c "grep -q 'cores sharing a cache' '$work/mo/table.txt' && grep -q 'cores not sharing a cache' '$work/mo/table.txt'"
 check "far runs a minority: near compares the 5 near runs alone (vader 0.21 (5), rsm/vader 0.95)" \

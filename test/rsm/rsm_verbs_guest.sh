@@ -525,17 +525,20 @@ fi
 xh1_up
 
 # --- 7b. mpi4py's own suite, the part that fits in bounded time under emulation: point to
-# point (buffers and pickled objects), collectives on buffers, message specifications; 1 rank
-# on each host, the peer over verbs.  (The whole suite does not end in 15 minutes here; one
-# python start and MPI_Init cost ~30 s under TCG, so the modules share one job.)
+# point (buffers and pickled objects) and collectives on buffers; 1 rank on each host, the
+# peer over verbs.  (The whole suite does not end in 15 minutes here; one python start and
+# MPI_Init cost ~30 s under TCG, so the modules share one job.)  Not test_msgspec, though it
+# ran here until 2026-11-29: its 148 tests of how a message is specified were the largest
+# module (1.8 s of the four's 3.5 s on the host), and with it this job took 264 s of the
+# guest's 900 on a slower machine, the whole test 816 s
 M4PY=$B/ext/mpi4py-3.1.4
 if [ -f "$M4PY/test/runtests.py" ]; then
-    L="2 hosts x 1 rank, self,rsm, mpi4py 3.1.4 test_p2p_obj, test_p2p_buf, test_cco_buf, test_msgspec"
+    L="2 hosts x 1 rank, self,rsm, mpi4py 3.1.4 test_p2p_obj, test_p2p_buf, test_cco_buf"
     # each rank's output to a file of its own ($W/m4py.rankR): the ranks' lines cannot mix
     rm -f "$W"/m4py.rank*
     job m4py 420 -np 2 --host h0:1,h1:1 "${RSM[@]}" --wdir "$M4PY" /bin/sh -c \
         'exec /usr/bin/python3 test/runtests.py --no-builddir -i test_p2p_obj -i test_p2p_buf \
-         -i test_cco_buf -i test_msgspec > "$0.rank$OMPI_COMM_WORLD_RANK" 2>&1' "$W/m4py"
+         -i test_cco_buf > "$0.rank$OMPI_COMM_WORLD_RANK" 2>&1' "$W/m4py"
     ran=$(cat "$W"/m4py.rank* 2>/dev/null | grep -oE '^Ran [0-9]+ tests' | awk '{ print $2 }' | sort -u | paste -sd,)
     oks=$(grep -lE '^OK( \(skipped=[0-9]+\))?$' "$W"/m4py.rank* 2>/dev/null | wc -l)
     bad=$(cat "$W"/m4py.rank* 2>/dev/null | grep -cE '^(FAILED|ERROR:|FAIL:)')
