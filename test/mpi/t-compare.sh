@@ -50,8 +50,6 @@ a, m = count(sys.argv[1]), count(sys.argv[2])
 sys.exit(0 if a > 0 and m == 2 * a else 1)
 PYEOF
 
-# Bimodal probes: vader and rsm each have runs at ~35 ns and at ~160 ns, with latencies
-# that differ by placement; the report must keep them apart and compare like with like.
 # report NAME: compare.py's report (--merge) of the latency samples S, with R repeats, that
 # the Python on stdin sets; the table in $work/NAME/table.txt
 report() {
@@ -60,6 +58,9 @@ report() {
         $PY - "$work/$1.in/samples.json"
     $PY "$CMP" --merge "$work/$1.in" --bench latency --transports vader,rsm --no-plots --out "$work/$1" > "$work/$1.log" 2>&1
 }
+
+# Bimodal probes: vader and rsm each have runs at ~35 ns and at ~160 ns, with latencies
+# that differ by placement; the report must keep them apart and compare like with like.
 report bo <<'PYEOF'
 import json, sys
 R = 2
@@ -77,15 +78,21 @@ check "a row whose probes disagree is left out (vader: 2 near runs, 2 far)" \
 
 # Far runs a minority (1 of 11, 2 of 22 probes): still split, so the one far run of vader
 # does not move its near median (unsplit, vader's median of 6 would be 0.215, and rsm/vader 0.93)
-report mo <<'PYEOF'
-import json, sys
+MINORITY='import json, sys
 R = 6
 near = [[0.20, [60, 62]], [0.21, [66, 64]], [0.20, [70, 71]], [0.22, [58, 60]], [0.23, [74, 73]]]
 S = {"latency/vader": {"8": {"latency_us": near + [[0.45, [235, 240]]]}},
-     "latency/rsm":   {"8": {"latency_us": [[v - 0.01, p] for v, p in near]}}}
-PYEOF
+     "latency/rsm":   {"8": {"latency_us": [[v - 0.01, p] for v, p in near]}}}'
+report mo <<< "$MINORITY"
 check "far runs a minority (2 of 22 probes): still a near and a far table" \
     bash -c "grep -q 'cores sharing a cache' '$work/mo/table.txt' && grep -q 'cores not sharing a cache' '$work/mo/table.txt'"
 check "far runs a minority: near compares the 5 near runs alone (vader 0.21 (5), rsm/vader 0.95)" \
     bash -c "grep -A2 'cores sharing a cache' '$work/mo/table.txt' | grep -qE '^ +8 +0\.21 \(5\) .* 0\.95\$'"
+
+# The same with one more run of rsm's whose probes (120, 125 ns) lie between the groups: no
+# gap between neighbouring probes is then wider than 1.9x, and the split must hold all the same
+report go <<< "$MINORITY
+S[\"latency/rsm\"][\"8\"][\"latency_us\"].append([0.30, [120, 125]])"
+check "a run half-way between the placements does not hide the split (vader near 0.21 (5), rsm/vader 0.95)" \
+    bash -c "grep -A2 'cores sharing a cache' '$work/go/table.txt' | grep -qE '^ +8 +0\.21 \(5\) .* 0\.95\$'"
 tap_done
