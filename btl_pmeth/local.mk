@@ -23,7 +23,8 @@ btl_pmeth_mca_btl_pmeth_la_SOURCES = \
 	btl_pmeth/btl_pmeth_keeper.c \
 	btl_pmeth/btl_pmeth_pvar.c
 btl_pmeth_mca_btl_pmeth_la_CPPFLAGS = $(XBTL_COMPONENT_CPPFLAGS) -I$(top_srcdir)/apm
-btl_pmeth_mca_btl_pmeth_la_CFLAGS = $(XBTL_COMPONENT_CFLAGS) $(XBTL_WARN_CFLAGS) -O3
+# optimised as CFLAGS say (-g -O2 by default; see btl_rsm/local.mk)
+btl_pmeth_mca_btl_pmeth_la_CFLAGS = $(XBTL_COMPONENT_CFLAGS) $(XBTL_WARN_CFLAGS)
 btl_pmeth_mca_btl_pmeth_la_LDFLAGS = -module -avoid-version $(XBTL_COMPONENT_LDFLAGS)
 btl_pmeth_mca_btl_pmeth_la_LIBADD = common/libxbtl_common.la apm/libapm.la $(OPAL_LIBS) -lpthread
 ompihelp_DATA += btl_pmeth/help-btl-pmeth.txt
