@@ -525,6 +525,7 @@ def main():
                         r = med[n] / med[args.baseline] if med[n] and med[args.baseline] else None
                         line += f"{(f'{r:.2f}' if r is not None else '-'):>{rw[n]}}"
                     report.append(line)
+                report.extend(paired_rows(samples, b, m, sizes, ratio_of, args.baseline, split, place))
     for (b, n), why in failed.items():
         report.append(f"# {n} failed in {b}: {why}")
     text = "\n".join(report)
@@ -607,6 +608,37 @@ def classify(probe, split):
     if min(probe) >= split:
         return "far"
     return "mixed"
+
+
+def paired_rows(samples, bench, metric, sizes, ratio_of, baseline, split, place):
+    """The ratios of runs paired by repeat, as lines under a median table.
+
+    Repeat i of every transport runs back to back (the order rotates), so run i of a
+    transport and run i of the baseline saw the host in the same state.  The host changes
+    speed now and then (every transport's 1-64 B ping-pong moved from ~0.20 to ~0.145 us
+    within one invocation, 2026-11-29), and then two medians can come from different
+    periods: a median ratio read 0.65 where each pair read 0.88-0.95.  Pairs with both runs
+    in this placement only; nothing when a transport's runs cannot be lined up (a --merge
+    of directories with different repeats)."""
+    rows = []
+    for s in sizes:
+        base = samples[(bench, baseline)].get(s, {}).get(metric, [])
+        cells = []
+        for n in ratio_of:
+            mine = samples[(bench, n)].get(s, {}).get(metric, [])
+            pairs = [v / bv for (v, pr), (bv, bpr) in zip(mine, base)
+                     if bv and classify(pr, split) == place and classify(bpr, split) == place] \
+                if len(mine) == len(base) else []
+            cells.append(f"{statistics.median(pairs):.2f} ({len(pairs)})" if pairs else "-")
+        if any(c != "-" for c in cells):
+            rows.append(f"{s:>9}" + "".join(f"{c:>{max(14, len(n) + len(baseline) + 3)}}"
+                                            for n, c in zip(ratio_of, cells)))
+    if not rows:
+        return []
+    head = f"{'paired':>9}" + "".join(f"{n + '/' + baseline:>{max(14, len(n) + len(baseline) + 3)}}"
+                                     for n in ratio_of)
+    return ["  the same, run by run: median of the ratios of runs that ran back to back, both in this "
+            "placement (pairs)", head] + rows
 
 
 def probe_floor(samples, split, place):

@@ -95,4 +95,17 @@ report go <<< "$MINORITY
 S[\"latency/rsm\"][\"8\"][\"latency_us\"].append([0.30, [120, 125]])"
 check "a run half-way between the placements does not hide the split (vader near 0.21 (5), rsm/vader 0.95)" \
     bash -c "grep -A2 'cores sharing a cache' '$work/go/table.txt' | grep -qE '^ +8 +0\.21 \(5\) .* 0\.95\$'"
+# The host changes speed between repeats: run 1 slow, runs 2-3 fast, and rsm's run 2 far.  The
+# near medians then come from different periods (vader 0.20 of 3, rsm 0.225 of 2: 1.12), while
+# each pair of runs that ran back to back reads 0.90; the table shows both
+report sp <<'PYEOF'
+import json, sys
+R = 3
+S = {"latency/vader": {"8": {"latency_us": [[0.30, [60, 61]], [0.20, [60, 62]], [0.20, [61, 60]]]}},
+     "latency/rsm":   {"8": {"latency_us": [[0.27, [60, 61]], [0.45, [240, 238]], [0.18, [62, 60]]]}}}
+PYEOF
+check "a speed change between repeats: the near medians read rsm/vader 1.12" \
+    bash -c "grep -A2 'cores sharing a cache' '$work/sp/table.txt' | grep -qE '^ +8 .* 1\.12\$'"
+check "... and the run-by-run ratio under them 0.90 from 2 pairs (the far run of rsm has no partner)" \
+    bash -c "grep -A5 'cores sharing a cache' '$work/sp/table.txt' | grep -qE '^ +8 +0\.90 \(2\)\$'"
 tap_done
