@@ -232,11 +232,13 @@ typedef struct mca_btl_rsm_component_t {
     size_t nt_min;                  /* fragments this large are streamed into the pool ... */
     unsigned int nt_far_ns;         /* ... for receivers whose acks take this long to arrive */
     uint32_t nt_far_cycles;         /* the same in time-stamp-counter cycles (0: always far) */
+    unsigned int two_copy_ns;       /* rendezvous by the pool below this distance, else get */
+    uint32_t two_copy_cycles;       /* the same in cycles (0: never two copies) */
     unsigned int stripes;
     bool single_copy;
     size_t single_copy_min;         /* smallest message sent by RDMA get */
     bool pool_next_fit;             /* node pools: next fit, not first fit (rsm_pool.c) */
-    bool single_copy_near;          /* also to receivers measured near */
+    bool single_copy_near;          /* also to receivers under two_copy_ns */
     size_t single_copy_split;       /* smallest get split with the sender (0: never) */
     bool numa_place;
     unsigned int poll_budget;

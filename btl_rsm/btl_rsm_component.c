@@ -199,14 +199,23 @@ static int rsm_component_register(void)
         "faster when the two cores share no cache (other CCD or socket).  SIZE_MAX "
         "(18446744073709551615): never",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->nt_min, OPAL_INFO_LVL_5);
-    c->nt_far_ns = 100;
+    c->nt_far_ns = 130;
     reg("nt_far_ns", "Stream (btl_rsm_nt_min) only to receivers whose core is far from ours: "
         "the median time a cache line the receiver wrote (its acks) takes to reach us, over "
         "15 samples, is at least this many ns.  Near receivers get ordinary stores, which "
         "are faster where the two cores share a cache.  Measured continuously; a receiver "
-        "counts as far until measured.  Here: ~30-50 ns for cores sharing a last-level "
-        "cache, ~150-170 ns across dies.  0: stream to every receiver",
+        "counts as far until measured.  Measured: 30-50 ns for cores sharing a last-level "
+        "cache, 70-115 ns for cores of one large mesh die, 150-170 ns across dies.  "
+        "0: stream to every receiver",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->nt_far_ns, OPAL_INFO_LVL_5);
+    c->two_copy_ns = 60;
+    reg("two_copy_ns", "With btl_rsm_single_copy on: rendezvous messages to receivers whose "
+        "cache lines reach us in less than this many ns (the same measurement as "
+        "btl_rsm_nt_far_ns) take the pipelined two-copy path, which is the faster one where "
+        "the cores pass lines quickly (30-50 ns: the pool stays in the cache they share); "
+        "the others, and receivers not yet measured, are read by single copy, which won from "
+        "128 KiB where lines took 70-115 ns.  0: single copy for every receiver",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->two_copy_ns, OPAL_INFO_LVL_5);
     c->stripes = 1;
     reg("stripes", "Segments each area's pool is striped over (1..8); long fragments of "
         "contiguous data are cut into one piece per stripe", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->stripes,
@@ -218,12 +227,12 @@ static int rsm_component_register(void)
         "(btl_rsm_verbs_single_copy_min).  Off: every message takes the pipelined two-copy path",
         MCA_BASE_VAR_TYPE_BOOL, &c->single_copy,
         OPAL_INFO_LVL_4);
-    /* Every rendezvous message to a far receiver goes by get by default, and from
-     * single_copy_split on the get is shared with the sender (btl_rsm_get.c); to a
-     * near one (rsm_distance.h) by the pipelined two-copy path.  Why (README, "Single
-     * copy"): the two-copy path with ordinary stores is the faster one where the
-     * cores share a last-level cache (the pool stays in it), and streaming two-copy
-     * or the split get where they do not. */
+    /* Every rendezvous message goes by get by default, and from single_copy_split
+     * on the get is shared with the sender (btl_rsm_get.c), except to a receiver
+     * closer than two_copy_ns (rsm_distance.h), which gets the pipelined two-copy
+     * path.  Why (README, "Single copy" and "Three distances"): the two-copy path
+     * with ordinary stores is the faster one where the cores pass lines in 30-50 ns
+     * (the pool stays in the cache they share), the split get where they do not. */
     c->single_copy_min = 0;
     reg("single_copy_min", "With btl_rsm_single_copy on: contiguous messages past the eager limit "
         "of at least this many bytes are read by the receiver straight from the sender's memory "
@@ -241,10 +250,10 @@ static int rsm_component_register(void)
         "Pools to other hosts (verbs) always use first fit",
         MCA_BASE_VAR_TYPE_BOOL, &c->pool_next_fit, OPAL_INFO_LVL_5);
     c->single_copy_near = false;
-    reg("single_copy_near", "Use single copy also for receivers measured near (their core shares "
-        "a cache with ours, btl_rsm_nt_far_ns).  Off: those get the pipelined two-copy path with "
-        "ordinary stores, which is faster there (the pool stays in the shared cache); single copy "
-        "is used for far and not yet measured receivers",
+    reg("single_copy_near", "Use single copy also for receivers measured closer than "
+        "btl_rsm_two_copy_ns.  Off: those get the pipelined two-copy path with ordinary "
+        "stores, which is faster there (the pool stays in the shared cache); single copy is "
+        "used for the others and for receivers not yet measured",
         MCA_BASE_VAR_TYPE_BOOL, &c->single_copy_near, OPAL_INFO_LVL_5);
     c->single_copy_split = 64 * 1024;
     reg("single_copy_split", "Single-copy reads of at least this many bytes are split in two: the "
@@ -583,7 +592,9 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
         return NULL;
     }
     c->numa_node = my_numa_node();
-    c->nt_far_cycles = rsm_cycles_for_ns(c->nt_far_ns);   /* ~200 us, once */
+    const uint32_t cycles_per_us = rsm_cycles_for_ns(1000);    /* ~200 us, once */
+    c->nt_far_cycles = rsm_cycles_scale(cycles_per_us, c->nt_far_ns);
+    c->two_copy_cycles = rsm_cycles_scale(cycles_per_us, c->two_copy_ns);
 
     c->local_postboxes = c->postboxes ? c->postboxes : rsm_queue_len_auto(c->nlocal);
     c->remote_postboxes = c->postboxes ? c->postboxes : RSM_QUEUE_AUTO_MIN;

@@ -300,9 +300,9 @@ int rsm_accept_connections(void)
 static void distance_sample(mca_btl_base_endpoint_t *ep, uint64_t cycles)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
-    bool was_near = ep->dist.near;
+    const bool was_near = ep->dist.near, was_two_copy = ep->dist.two_copy;
     if (!rsm_distance_add(&ep->dist, cycles > UINT32_MAX ? UINT32_MAX : (uint32_t) cycles,
-                          c->nt_far_cycles)) {
+                          c->nt_far_cycles, c->two_copy_cycles)) {
         return;
     }
     if (ep->dist.near) {
@@ -310,13 +310,15 @@ static void distance_sample(mca_btl_base_endpoint_t *ep, uint64_t cycles)
     } else {
         c->far_decisions++;
     }
-    if (ep->dist.near != was_near || ep->dist.decisions == 1) {
+    if (ep->dist.near != was_near || ep->dist.two_copy != was_two_copy
+        || ep->dist.decisions == 1) {
         RSM_VERBOSE(20, "local rank %u is %s: its cache lines arrive in %u cycles (median of %d; "
-                    "far from %u): %s stores into the pool, %s", ep->local_rank,
-                    ep->dist.near ? "near" : "far", ep->dist.median, RSM_DIST_SAMPLES,
-                    c->nt_far_cycles, ep->dist.near ? "ordinary" : "streaming",
+                    "far from %u, two copies below %u): %s stores into the pool, %s",
+                    ep->local_rank, ep->dist.near ? "near" : "far", ep->dist.median,
+                    RSM_DIST_SAMPLES, c->nt_far_cycles, c->two_copy_cycles,
+                    ep->dist.near ? "ordinary" : "streaming",
                     !c->single_copy_on ? "no single copy"
-                    : ep->dist.near && !c->single_copy_near ? "two copies" : "single copy");
+                    : ep->dist.two_copy && !c->single_copy_near ? "two copies" : "single copy");
     }
 }
 

@@ -313,8 +313,8 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
     if (!c->single_copy_on || size < c->single_copy_min) {
         return NULL;
     }
-    if (ep != NULL && ep->dist.near && !mca_btl_rsm_component.single_copy_near) {
-        return NULL;    /* near receiver: the two-copy pipeline is faster (rsm_distance.h) */
+    if (ep != NULL && ep->dist.two_copy && !mca_btl_rsm_component.single_copy_near) {
+        return NULL;    /* a receiver this close: the two-copy pipeline is faster (rsm_distance.h) */
     }
     rsm_reg_t *r = malloc(sizeof(*r));
     if (r == NULL) {

@@ -17,7 +17,17 @@
  * makes the other way.  Every RSM_DIST_SAMPLES samples, their median decides:
  * near below the threshold, far at or above it.  Until the first decision a
  * receiver counts as far, so an unmeasured peer gets the choice that never
- * collapses.  Plain C, no MPI: test/unit/t_rsm_distance.c.
+ * collapses.
+ *
+ * The same median also picks the path of rendezvous messages, by a second,
+ * lower threshold: two copies through the pool only for receivers whose lines
+ * arrive faster than that, single copy for the rest.  One bit for both was
+ * wrong on a machine whose two cores share a cache but pass a line in ~90 ns
+ * (a large mesh): there ordinary stores beat streaming at 4-64 KiB and single
+ * copy beat the two-copy pipeline from 128 KiB, and with one threshold at
+ * 100 ns the decision flipped between the two paths hundreds of times a run
+ * (btl_rsm/README.md, "Three distances").  Plain C, no MPI:
+ * test/unit/t_rsm_distance.c.
  */
 #ifndef RSM_DISTANCE_H
 #define RSM_DISTANCE_H
@@ -36,14 +46,18 @@
 typedef struct rsm_distance {
     uint32_t sample[RSM_DIST_SAMPLES];  /* cycles */
     uint8_t n;
-    bool near;                          /* zeroed: far */
+    bool near;                          /* ordinary stores; zeroed: far (streaming) */
+    bool two_copy;                      /* rendezvous by the pool; zeroed: single copy */
     uint32_t decisions;
     uint32_t median;                    /* of the last decision, cycles */
 } rsm_distance_t;
 
-/* Record one sample; FAR_CYCLES 0 means "always far".  Returns true when this
- * sample completed a set and a decision was taken (d->near, d->median). */
-static inline bool rsm_distance_add(rsm_distance_t *d, uint32_t cycles, uint32_t far_cycles)
+/* Record one sample.  Near when the median is below FAR_CYCLES (0: always
+ * far), two copies when it is below TWO_COPY_CYCLES (0: never).  Returns true
+ * when this sample completed a set and a decision was taken (d->near,
+ * d->two_copy, d->median). */
+static inline bool rsm_distance_add(rsm_distance_t *d, uint32_t cycles, uint32_t far_cycles,
+                                    uint32_t two_copy_cycles)
 {
     d->sample[d->n++] = cycles;
     if (d->n < RSM_DIST_SAMPLES) {
@@ -60,6 +74,7 @@ static inline bool rsm_distance_add(rsm_distance_t *d, uint32_t cycles, uint32_t
     }
     d->median = d->sample[RSM_DIST_SAMPLES / 2];
     d->near = far_cycles != 0 && d->median < far_cycles;
+    d->two_copy = two_copy_cycles != 0 && d->median < two_copy_cycles;
     d->decisions++;
     return true;
 }
@@ -99,6 +114,17 @@ static inline uint32_t rsm_cycles_for_ns(uint32_t ns)
         dt = (b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec);
     } while (dt < 200000);
     uint64_t cycles = (c1 - c0) * ns / (uint64_t) dt;
+    return cycles > UINT32_MAX ? UINT32_MAX : (cycles > 0 ? (uint32_t) cycles : 1);
+}
+
+/* NS nanoseconds in cycles, given PER_US = rsm_cycles_for_ns(1000) (one
+ * calibration serves every threshold); 0 when NS or PER_US is 0. */
+static inline uint32_t rsm_cycles_scale(uint32_t per_us, uint32_t ns)
+{
+    if (per_us == 0 || ns == 0) {
+        return 0;
+    }
+    uint64_t cycles = (uint64_t) per_us * ns / 1000;
     return cycles > UINT32_MAX ? UINT32_MAX : (cycles > 0 ? (uint32_t) cycles : 1);
 }
 

@@ -93,9 +93,11 @@ distance() { # label extra want(near|far)
         not_ok "rsm streaming decision: $1 ($n decisions, $other not $3, rc $rc)"; tail -20 <<< "$out" | diag
     fi
 }
-# With single copy on, the decision also picks the path: far receivers (and unmeasured ones) are
-# read by single copy, near ones get the two-copy pipeline, so the same one-way traffic makes
-# fewer gets (only those before the first decision) when every receiver is near.
+# With single copy on, the same measurement also picks the path, by a second threshold
+# (two_copy_ns): receivers closer than it get the two-copy pipeline, the others (and unmeasured
+# ones) are read by single copy, so the same one-way traffic makes fewer gets (only those before
+# the first decision) when every receiver is that close.  Between the two thresholds a receiver
+# gets ordinary stores and single copy.
 sc_gets() { # extra -> "gets decision-word" for rank 0, the sender
     out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 20 $1" -- "$bw" -m 64K:1M -i 20 2>&1); rc=$?
     grep -q 'all payloads verified' <<< "$out" && [ "$rc" -eq 0 ] || { echo "failed rc $rc"; return; }
@@ -112,13 +114,20 @@ if [ -x "$bw" ]; then
         sh -c "[ $rc -eq 0 ] && [ $n -eq 2 ]"
     distance "nt_far_ns 4294967295: every receiver near" "--mca btl_rsm_nt_far_ns 4294967295" near
     distance "nt_far_ns 1: every receiver far" "--mca btl_rsm_nt_far_ns 1" far
-    read -r near_gets near_path <<< "$(sc_gets "--mca btl_rsm_nt_far_ns 4294967295")"
+    read -r near_gets near_path <<< "$(sc_gets "--mca btl_rsm_nt_far_ns 4294967295 --mca btl_rsm_two_copy_ns 4294967295")"
+    read -r mid_gets mid_path <<< "$(sc_gets "--mca btl_rsm_nt_far_ns 4294967295 --mca btl_rsm_two_copy_ns 1")"
     read -r far_gets far_path <<< "$(sc_gets "--mca btl_rsm_nt_far_ns 1")"
     if [ "$near_path" = "two copies/" ] && [ "$far_path" = "single copy/" ] \
         && [ "$far_gets" -gt 0 ] 2>/dev/null && [ "$near_gets" -lt "$far_gets" ]; then
-        ok "rsm single copy to far receivers only: $far_gets gets all far, $near_gets all near (before the decision)"
+        ok "rsm two copies to the closest receivers only: $far_gets gets all far, $near_gets all closest (before the decision)"
     else
-        not_ok "rsm single copy to far receivers only: near '$near_gets $near_path', far '$far_gets $far_path'"
+        not_ok "rsm two copies to the closest receivers only: closest '$near_gets $near_path', far '$far_gets $far_path'"
+    fi
+    # near for stores, not close enough for two copies: every message past the eager limit a get
+    if [ "$mid_path" = "single copy/" ] && [ "$mid_gets" -eq "$far_gets" ] 2>/dev/null; then
+        ok "rsm ordinary stores and single copy between the thresholds: $mid_gets gets, as far"
+    else
+        not_ok "rsm ordinary stores and single copy between the thresholds: '$mid_gets $mid_path' (far: $far_gets)"
     fi
 else
     skip "rsm streaming decision" "$bw not built"

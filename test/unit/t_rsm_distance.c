@@ -1,18 +1,31 @@
 /* The near/far decision from ack-load times (rsm_distance.h): one decision per
  * 15 samples, by their median, so a few slow loads (preemption, a contended
  * line) or fast ones do not flip it; far until measured; threshold 0 = always
- * far; and the cycle counter calibration against the clock. */
+ * far; the second, lower threshold that keeps two copies for the closest
+ * receivers only (near for stores, single copy in between); and the cycle
+ * counter calibration against the clock. */
 #include <string.h>
 #include <time.h>
 
 #include "rsm_distance.h"
 #include "tap.h"
 
+static bool feed2(rsm_distance_t *d, const uint32_t *v, unsigned n, uint32_t far,
+                  uint32_t two_copy)
+{
+    bool decided = false;
+    for (unsigned i = 0; i < n; i++) {
+        decided = rsm_distance_add(d, v[i], far, two_copy);
+    }
+    return decided;
+}
+
+/* the two-copy threshold at the far one: near is also two copies */
 static bool feed(rsm_distance_t *d, const uint32_t *v, unsigned n, uint32_t far)
 {
     bool decided = false;
     for (unsigned i = 0; i < n; i++) {
-        decided = rsm_distance_add(d, v[i], far);
+        decided = rsm_distance_add(d, v[i], far, far);
     }
     return decided;
 }
@@ -21,7 +34,8 @@ int main(void)
 {
     rsm_distance_t d;
     memset(&d, 0, sizeof(d));
-    CHECK(!d.near && d.decisions == 0, "a zeroed (unmeasured) receiver counts as far");
+    CHECK(!d.near && !d.two_copy && d.decisions == 0,
+          "a zeroed (unmeasured) receiver counts as far, single copy");
 
     /* near: 100-cycle loads with 7 outliers of 5000 (under half of 15) */
     uint32_t mostly_near[RSM_DIST_SAMPLES];
@@ -30,7 +44,7 @@ int main(void)
     }
     CHECK(!feed(&d, mostly_near, RSM_DIST_SAMPLES - 1, 300) && d.decisions == 0 && !d.near,
           "no decision before %d samples", RSM_DIST_SAMPLES);
-    CHECK(rsm_distance_add(&d, mostly_near[RSM_DIST_SAMPLES - 1], 300) && d.decisions == 1,
+    CHECK(rsm_distance_add(&d, mostly_near[RSM_DIST_SAMPLES - 1], 300, 300) && d.decisions == 1,
           "the %dth sample decides", RSM_DIST_SAMPLES);
     CHECK(d.near && d.median == 114, "7 slow outliers of 15 do not make it far (median %u)",
           d.median);
@@ -44,6 +58,30 @@ int main(void)
           "8 of 15 at the threshold: far (median %u)", d.median);
     CHECK(feed(&d, mostly_near, RSM_DIST_SAMPLES, 300) && d.near && d.decisions == 3,
           "and back to near when the peer moves closer");
+
+    /* three distances: two copies below 60, ordinary stores below 130, else far */
+    uint32_t at[RSM_DIST_SAMPLES];
+    const struct {
+        uint32_t cycles;
+        bool near, two_copy;
+        const char *what;
+    } band[] = {{40, true, true, "40 (shared cache, fast): ordinary stores, two copies"},
+                {59, true, true, "59: still two copies"},
+                {60, true, false, "60: ordinary stores, single copy"},
+                {95, true, false, "95 (one large die): ordinary stores, single copy"},
+                {130, false, false, "130: streaming, single copy"},
+                {160, false, false, "160 (across dies): streaming, single copy"},
+                {40, true, true, "and back to 40: two copies again"}};
+    for (unsigned b = 0; b < sizeof(band) / sizeof(band[0]); b++) {
+        for (unsigned i = 0; i < RSM_DIST_SAMPLES; i++) {
+            at[i] = band[b].cycles;
+        }
+        CHECK(feed2(&d, at, RSM_DIST_SAMPLES, 130, 60) && d.near == band[b].near
+                  && d.two_copy == band[b].two_copy,
+              "%s (near %d, two copies %d)", band[b].what, d.near, d.two_copy);
+    }
+    CHECK(feed2(&d, at, RSM_DIST_SAMPLES, 130, 0) && d.near && !d.two_copy,
+          "two-copy threshold 0: single copy even for the closest");
 
     /* threshold 0: never near */
     CHECK(feed(&d, mostly_near, RSM_DIST_SAMPLES, 0) && !d.near, "threshold 0: always far");
@@ -65,5 +103,10 @@ int main(void)
         CHECK(per_us == 0, "no cycle counter: calibration gives 0 (receivers stay far)");
     }
     CHECK(rsm_cycles_for_ns(0) == 0, "0 ns: 0 cycles (the 'always far' setting)");
+    CHECK(rsm_cycles_scale(2600, 100) == 260 && rsm_cycles_scale(2600, 0) == 0
+              && rsm_cycles_scale(0, 100) == 0 && rsm_cycles_scale(2600, 4294967295u) == UINT32_MAX
+              && rsm_cycles_scale(1, 1) == 1,
+          "thresholds scaled from one calibration (260 cycles for 100 ns at 2.6 GHz; 0 stays 0; "
+          "clamped; never rounded to 0)");
     return tap_done();
 }
