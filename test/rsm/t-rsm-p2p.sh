@@ -116,7 +116,9 @@ if [ -x "$bw" ]; then
     distance "nt_far_ns 1: every receiver far" "--mca btl_rsm_nt_far_ns 1" far
     read -r near_gets near_path <<< "$(sc_gets "--mca btl_rsm_nt_far_ns 4294967295 --mca btl_rsm_two_copy_ns 4294967295")"
     read -r mid_gets mid_path <<< "$(sc_gets "--mca btl_rsm_nt_far_ns 4294967295 --mca btl_rsm_two_copy_ns 1")"
-    read -r far_gets far_path <<< "$(sc_gets "--mca btl_rsm_nt_far_ns 1")"
+    # (two_copy_ns 0 as well: on a machine whose cores pass lines in under 60 ns the default
+    # would keep two copies for a receiver that nt_far_ns 1 only makes "far" for the stores)
+    read -r far_gets far_path <<< "$(sc_gets "--mca btl_rsm_nt_far_ns 1 --mca btl_rsm_two_copy_ns 0")"
     if [ "$near_path" = "two copies/" ] && [ "$far_path" = "single copy/" ] \
         && [ "$far_gets" -gt 0 ] 2>/dev/null && [ "$near_gets" -lt "$far_gets" ]; then
         ok "rsm two copies to the closest receivers only: $far_gets gets all far, $near_gets all closest (before the decision)"
