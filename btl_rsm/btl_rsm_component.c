@@ -199,14 +199,14 @@ static int rsm_component_register(void)
         "faster when the two cores share no cache (other CCD or socket).  SIZE_MAX "
         "(18446744073709551615): never",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->nt_min, OPAL_INFO_LVL_5);
-    c->nt_far_ns = 130;
+    c->nt_far_ns = 110;
     reg("nt_far_ns", "Stream (btl_rsm_nt_min) only to receivers whose core is far from ours: "
         "the median time a cache line the receiver wrote (its acks) takes to reach us, over "
         "15 samples, is at least this many ns.  Near receivers get ordinary stores, which "
         "are faster where the two cores share a cache.  Measured continuously; a receiver "
         "counts as far until measured.  Measured: 30-50 ns for cores sharing a last-level "
-        "cache, 70-115 ns for cores of one large mesh die, 150-170 ns across dies.  "
-        "0: stream to every receiver",
+        "cache; 70-116 ns, most of them 85-104, for the cores of one large mesh die (ordinary "
+        "stores win there); 115-154 ns across dies.  0: stream to every receiver",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->nt_far_ns, OPAL_INFO_LVL_5);
     c->two_copy_ns = 60;
     reg("two_copy_ns", "With btl_rsm_single_copy on: rendezvous messages to receivers whose "
