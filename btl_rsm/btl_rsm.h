@@ -192,6 +192,7 @@ struct mca_btl_base_endpoint_t {
     struct mca_btl_rsm_frag_t *pending_head, *pending_tail;
     rsm_distance_t dist;            /* its core near ours? streaming, single copy (rsm_distance.h) */
     uint8_t dist_skip;              /* reclaims with new acks until the next timed one */
+    bool short_eager;               /* counted in short_eager_peers (rsm_distance_short_eager) */
     bool answered;                  /* a message came from it since our last pool allocation */
 
     /* inbound: peer -> us */
@@ -234,6 +235,11 @@ typedef struct mca_btl_rsm_component_t {
     uint32_t nt_far_cycles;         /* the same in time-stamp-counter cycles (0: always far) */
     unsigned int two_copy_ns;       /* rendezvous by the pool below this distance, else get */
     uint32_t two_copy_cycles;       /* the same in cycles (0: never two copies) */
+    unsigned int short_eager_ns;    /* single-copy receivers nearer than this lower ... */
+    uint32_t short_eager_cycles;    /* (the same in cycles; 0: never) ... */
+    size_t eager_full, eager_short; /* ... the module's eager limit from full to short */
+    uint32_t short_eager_peers;     /* endpoints measured in that band now */
+    uint64_t eager_lowered;         /* times the limit went down to eager_short (MPI_T) */
     unsigned int stripes;
     bool single_copy;
     size_t single_copy_min;         /* smallest message sent by RDMA get */

@@ -216,6 +216,17 @@ static int rsm_component_register(void)
         "the others, and receivers not yet measured, are read by single copy, which won from "
         "128 KiB where lines took 70-115 ns.  0: single copy for every receiver",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->two_copy_ns, OPAL_INFO_LVL_5);
+    c->short_eager_ns = 130;
+    reg("short_eager_ns", "In a job all on this host, with btl_rsm_eager_limit and "
+        "btl_rsm_one_host_eager_limit at their defaults: while any receiver is read by single "
+        "copy (not nearer than btl_rsm_two_copy_ns) and its cache lines reach us in less than "
+        "this many ns (the same measurement as btl_rsm_nt_far_ns), the eager limit is "
+        "btl_rsm_eager_limit's default (16 KiB), not the one-host limit: there two copies of "
+        "16-64 KiB took 2-3x as long as a rendezvous read by single copy (lines in 100-120 ns), "
+        "where closer cores (two copies) and cores sharing no cache (streaming stores) measured "
+        "eager up to 64 KiB better.  Raised again when no receiver is in that band.  The "
+        "MPI_T variable btl_rsm_eager_limit_lowered counts the changes.  0: never lowered",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->short_eager_ns, OPAL_INFO_LVL_5);
     c->stripes = 1;
     reg("stripes", "Segments each area's pool is striped over (1..8); long fragments of "
         "contiguous data are cut into one piece per stripe", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->stripes,
@@ -595,6 +606,7 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     const uint32_t cycles_per_us = rsm_cycles_for_ns(1000);    /* ~200 us, once */
     c->nt_far_cycles = rsm_cycles_scale(cycles_per_us, c->nt_far_ns);
     c->two_copy_cycles = rsm_cycles_scale(cycles_per_us, c->two_copy_ns);
+    c->short_eager_cycles = rsm_cycles_scale(cycles_per_us, c->short_eager_ns);
 
     c->local_postboxes = c->postboxes ? c->postboxes : rsm_queue_len_auto(c->nlocal);
     c->remote_postboxes = c->postboxes ? c->postboxes : RSM_QUEUE_AUTO_MIN;
@@ -605,6 +617,7 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
 
     const bool one_host = job_on_one_host();
     const bool eager_default = param_default("eager_limit");
+    c->eager_short = m->btl_eager_limit;        /* the limit of jobs that span hosts */
     if (eager_default && one_host) {
         /* as if the verbs back end will open; raised below when it does not */
         m->btl_eager_limit = one_host_eager_limit(c, m->btl_eager_limit, c->verbs != 0);
@@ -640,6 +653,10 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
                                 ? "the whole job on this host, btl_rsm_one_host_eager_limit is lower"
                             : have_verbs ? "the whole job on this host, less for the verbs pools"
                                          : "the whole job on this host, less for the pool's size";
+    c->eager_full = m->btl_eager_limit;
+    if (!eager_default || !one_host || !param_default("one_host_eager_limit")) {
+        c->eager_short = c->eager_full;         /* a limit the user chose stays put */
+    }
     c->params = rsm_layout_fingerprint(&c->layout);
     c->verbs_single_copy_on = have_verbs && c->single_copy && c->verbs_single_copy_min != SIZE_MAX;
     if (!have_local && !have_verbs) {
@@ -706,6 +723,9 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     if (!c->single_copy_on && !c->verbs_single_copy_on) {
         m->btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_GET;
     }
+    if (!c->single_copy_on || c->single_copy_min > c->eager_short || c->short_eager_cycles == 0) {
+        c->eager_short = c->eager_full;   /* the shorter limit pays only with single copy */
+    }
     c->probe_word = RSM_CTL_MAGIC;
     if (c->single_copy_on) {
         /* Yama (ptrace_scope 1) lets only a declared tracer read us */
@@ -730,10 +750,12 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     }
     RSM_VERBOSE(10, "local rank %u of %u, NUMA node %d, control segment %s (%zu bytes), "
                 "%u-byte areas, queues of %u postboxes, inline up to %u bytes, eager up to %zu "
-                "bytes (%s), cleanup at job end %s", c->my_local_rank, c->nlocal, c->numa_node,
+                "bytes (%s%s), cleanup at job end %s", c->my_local_rank, c->nlocal, c->numa_node,
                 name, rsm_ctl_size(&c->layout), (unsigned) rsm_layout_seg_size(&c->layout, 0),
                 c->layout.queue_len, c->layout.max_inline, m->btl_eager_limit,
-                eager_why,
+                eager_why, c->eager_short < c->eager_full
+                    ? "; its default while a receiver is at the middle distance, "
+                      "btl_rsm_short_eager_ns" : "",
                 c->cleanup_registered ? "registered" : "NOT registered");
 modules:;
     /* the BTL base frees this array */

@@ -297,6 +297,38 @@ int rsm_accept_connections(void)
     return accepted;
 }
 
+/* The module's eager limit after a distance decision about EP: the short one
+ * while any receiver is in rsm_distance_short_eager's band, else the full one.
+ * One limit serves every peer (ob1 reads btl_eager_limit at each send), and a
+ * 16-64 KiB message sent eager to such a receiver costs 2-3x what a rendezvous
+ * does, where one sent by rendezvous to a receiver that would take it eager
+ * costs a round trip more (~10-20%): so any receiver in the band lowers it.
+ * Messages already sent eager are unaffected; every size the full limit allows
+ * still fits the pool. */
+static void eager_follows(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    if (c->eager_short >= c->eager_full) {
+        return;
+    }
+    const bool in_band = rsm_distance_short_eager(&ep->dist, c->short_eager_cycles);
+    if (in_band == ep->short_eager) {
+        return;
+    }
+    ep->short_eager = in_band;
+    c->short_eager_peers += in_band ? 1 : (uint32_t) -1;
+    const size_t limit = c->short_eager_peers > 0 ? c->eager_short : c->eager_full;
+    if (limit != mca_btl_rsm.btl_eager_limit) {
+        c->eager_lowered += limit == c->eager_short;
+        mca_btl_rsm.btl_eager_limit = limit;
+        RSM_VERBOSE(20, "eager limit %zu bytes: local rank %u %s (its lines in %u cycles; "
+                    "short eager from %u up to %u)", limit, ep->local_rank,
+                    in_band ? "is read by single copy and not far" : "left the middle band, "
+                    "and no other receiver is in it", ep->dist.median, c->two_copy_cycles,
+                    c->short_eager_cycles);
+    }
+}
+
 static void distance_sample(mca_btl_base_endpoint_t *ep, uint64_t cycles)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
@@ -310,6 +342,7 @@ static void distance_sample(mca_btl_base_endpoint_t *ep, uint64_t cycles)
     } else {
         c->far_decisions++;
     }
+    eager_follows(ep);
     if (ep->dist.near != was_near || ep->dist.two_copy != was_two_copy
         || ep->dist.decisions == 1) {
         RSM_VERBOSE(20, "local rank %u is %s: its cache lines arrive in %u cycles (median of %d; "

@@ -117,6 +117,22 @@ static inline uint32_t rsm_cycles_for_ns(uint32_t ns)
     return cycles > UINT32_MAX ? UINT32_MAX : (cycles > 0 ? (uint32_t) cycles : 1);
 }
 
+/* Whether eager messages to this receiver should stop at the shorter (multi-host)
+ * limit: it was measured, it is read by single copy (not two copies), and its
+ * lines arrive in under SHORT_EAGER_CYCLES (0: never).  Why: there the two
+ * serial copies of an eager message each move every line across the slow path
+ * (the sender's stores must take back lines the receiver read a lap ago), while
+ * a rendezvous reads it once, split between both cores.  On a machine whose
+ * lines took 100-120 ns, latency at 16 / 32 / 64 KiB was 3.2 / 5.1 / 8.4 us
+ * eager and 1.6 / 2.5 / 3.1 by rendezvous.  Where the cores pass lines in
+ * 30-50 ns (two copies) or share no cache at all (streaming stores, 115-154 ns
+ * on an earlier machine), eager up to 64 KiB measured better (README, "Three
+ * distances"). */
+static inline bool rsm_distance_short_eager(const rsm_distance_t *d, uint32_t short_eager_cycles)
+{
+    return d->decisions > 0 && !d->two_copy && d->median < short_eager_cycles;
+}
+
 /* NS nanoseconds in cycles, given PER_US = rsm_cycles_for_ns(1000) (one
  * calibration serves every threshold); 0 when NS or PER_US is 0. */
 static inline uint32_t rsm_cycles_scale(uint32_t per_us, uint32_t ns)

@@ -70,10 +70,10 @@ static const char *names[] = {
     "parked_starts", "single_copy_gets", "single_copy_bytes", "split_gets",
     "split_halves_written", "split_halves_written_bytes", "split_halves_taken_back",
     "near_decisions", "far_decisions", "dropped_malformed", "dropped_unknown_tag",
-    "dropped_bad_help", "pool_full", "paired_messages",
+    "dropped_bad_help", "pool_full", "paired_messages", "eager_limit_lowered",
 };
 enum { INL, INL_B, POOL, POOL_B, STAGED, PARKED, GETS, GET_B, SPLITS, HALVES, HALF_B, TAKEN,
-       NEAR, FAR, DROP_M, DROP_T, DROP_H, POOL_FULL, PAIRED, NVARS };
+       NEAR, FAR, DROP_M, DROP_T, DROP_H, POOL_FULL, PAIRED, EAGER_LOWERED, NVARS };
 
 static MPI_T_pvar_session session;
 static MPI_T_pvar_handle handle[NVARS];
@@ -311,6 +311,39 @@ static void mode_poolfull(void)
           "every message still went through the pool in the end: pool_messages +%llu "
           "(expected %d), parked_starts +%llu (expected 0)", (unsigned long long) d[POOL], n,
           (unsigned long long) d[PARKED]);
+}
+
+/* The eager limit follows the distance (btl_rsm_short_eager_ns): the job puts
+ * every receiver in the middle band (nt_far_ns and short_eager_ns at their
+ * maximum, two_copy_ns 1), so once the sender has measured its receiver,
+ * 32 KiB messages, eager at the one-host limit, go by rendezvous and are read
+ * by single copy.  ON false: the job also sets short_eager_ns 0, and they stay
+ * eager. */
+static void mode_eager(bool on)
+{
+    phase_t p;
+    run_phase(&p, 4000, 1024, 64, 30);      /* a stream the sender measures */
+    check(p.bad == 0 && p.d[NEAR] >= 1 && p.d[FAR] == 0,
+          "a stream of 1 KiB messages verified; the sender measured its receiver near "
+          "(near +%llu, far +%llu)", (unsigned long long) p.d[NEAR], (unsigned long long) p.d[FAR]);
+    const uint64_t lowered = p.a[EAGER_LOWERED];
+    check(on ? lowered == 1 : lowered == 0, "eager_limit_lowered %llu on the sender (expected %d)",
+          (unsigned long long) lowered, on ? 1 : 0);
+    const int n = 200;
+    const size_t len = 32768;
+    run_phase(&p, n, len, 8, 31);
+    check(p.bad == 0, "%d messages of %zu B in windows of 8 verified", n, len);
+    if (on) {
+        check(p.peer[GETS] == (uint64_t) n && p.d[POOL] == 0,
+              "all by rendezvous: the receiver's single_copy_gets +%llu (expected %d), the "
+              "sender's pool_messages +%llu (expected 0)", (unsigned long long) p.peer[GETS], n,
+              (unsigned long long) p.d[POOL]);
+    } else {
+        check(p.peer[GETS] == 0 && p.d[POOL] == (uint64_t) n,
+              "all eager: the receiver's single_copy_gets +%llu (expected 0), the sender's "
+              "pool_messages +%llu (expected %d)", (unsigned long long) p.peer[GETS],
+              (unsigned long long) p.d[POOL], n);
+    }
 }
 
 static void mode_used(bool have)
@@ -752,6 +785,8 @@ int main(int argc, char **argv)
               NVARS);
         if (have && strcmp(mode, "poolfull") == 0) {
             mode_poolfull();
+        } else if (have && strncmp(mode, "eager", 5) == 0) {
+            mode_eager(strcmp(mode, "eager-off") != 0);
         } else if (have && strncmp(mode, "pairs", 5) == 0) {
             mode_pairs(strcmp(mode, "pairs-off") != 0);
         } else if (have) {

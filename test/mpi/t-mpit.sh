@@ -22,4 +22,10 @@ run "small pool: " --mca btl_rsm_pool_size 65536 "$READER" poolfull
 # two tiny messages per postbox to a receiver measured far (every receiver, with nt_far_ns 1)
 run "pairs: " --mca btl_rsm_nt_far_ns 1 "$READER" pairs
 run "pairs off: " --mca btl_rsm_nt_far_ns 1 --mca btl_rsm_pair_tiny 0 "$READER" pairs-off
+# the eager limit lowered while a receiver is in the middle band (all of them, forced), or not
+MIDDLE="--mca btl_rsm_nt_far_ns 4294967295 --mca btl_rsm_two_copy_ns 1"
+run "short eager: " $MIDDLE --mca btl_rsm_short_eager_ns 4294967295 "$READER" eager
+run "short eager off: " $MIDDLE --mca btl_rsm_short_eager_ns 0 "$READER" eager-off
+run "one-host limit set: " $MIDDLE --mca btl_rsm_short_eager_ns 4294967295 \
+    --mca btl_rsm_one_host_eager_limit 65600 "$READER" eager-off
 tap_done

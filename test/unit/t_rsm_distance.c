@@ -83,6 +83,33 @@ int main(void)
     CHECK(feed2(&d, at, RSM_DIST_SAMPLES, 130, 0) && d.near && !d.two_copy,
           "two-copy threshold 0: single copy even for the closest");
 
+    /* the shorter eager limit: measured, single copy, lines under its threshold */
+    rsm_distance_t e;
+    memset(&e, 0, sizeof(e));
+    CHECK(!rsm_distance_short_eager(&e, 130), "an unmeasured receiver keeps the full eager limit");
+    const struct {
+        uint32_t cycles;
+        bool short_eager;
+        const char *what;
+    } eager[] = {{40, false, "40 (two copies): full eager limit"},
+                 {60, true, "60 (single copy, ordinary stores): short"},
+                 {115, true, "115 (single copy, streaming): short below the threshold"},
+                 {130, false, "130: full again at the threshold"},
+                 {160, false, "160 (across dies): full"}};
+    for (unsigned b = 0; b < sizeof(eager) / sizeof(eager[0]); b++) {
+        for (unsigned i = 0; i < RSM_DIST_SAMPLES; i++) {
+            at[i] = eager[b].cycles;
+        }
+        CHECK(feed2(&e, at, RSM_DIST_SAMPLES, 110, 60)
+                  && rsm_distance_short_eager(&e, 130) == eager[b].short_eager,
+              "%s", eager[b].what);
+    }
+    for (unsigned i = 0; i < RSM_DIST_SAMPLES; i++) {
+        at[i] = 95;
+    }
+    CHECK(feed2(&e, at, RSM_DIST_SAMPLES, 110, 60) && !rsm_distance_short_eager(&e, 0),
+          "threshold 0: never short");
+
     /* threshold 0: never near */
     CHECK(feed(&d, mostly_near, RSM_DIST_SAMPLES, 0) && !d.near, "threshold 0: always far");
 
