@@ -189,8 +189,10 @@ static int rsm_component_register(void)
         "hosts).  Two copies through the pool beat ob1's rendezvous up to ~64 KiB on one host.  "
         "Lowered to 32832 (32 KiB + ob1's header) where a pool cannot hold it: a small "
         "btl_rsm_pool_size, or, when an RDMA port is open, the verbs pools "
-        "(btl_rsm_verbs_pool_size).  At or below btl_rsm_eager_limit: no raise.  The "
-        "btl_base_verbose 10 start-up line gives the limit in use and why",
+        "(btl_rsm_verbs_pool_size).  At or below btl_rsm_eager_limit: no raise.  Lowered to "
+        "btl_rsm_eager_limit while a receiver is at the middle distance "
+        "(btl_rsm_short_eager_ns), unless set.  The btl_base_verbose 10 start-up line gives "
+        "the limit in use and why",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->one_host_eager, OPAL_INFO_LVL_5);
     c->nt_min = 4096;
     reg("nt_min", "Contiguous data of at least this many bytes is copied into the pool with "

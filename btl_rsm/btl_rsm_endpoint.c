@@ -301,8 +301,8 @@ int rsm_accept_connections(void)
  * while any receiver is in rsm_distance_short_eager's band, else the full one.
  * One limit serves every peer (ob1 reads btl_eager_limit at each send), and a
  * 16-64 KiB message sent eager to such a receiver costs 2-3x what a rendezvous
- * does, where one sent by rendezvous to a receiver that would take it eager
- * costs a round trip more (~10-20%): so any receiver in the band lowers it.
+ * does, where one sent by rendezvous to a receiver under two_copy_ns costs a
+ * round trip more (10-15% at 64 KiB): so any receiver in the band lowers it.
  * Messages already sent eager are unaffected; every size the full limit allows
  * still fits the pool. */
 static void eager_follows(mca_btl_base_endpoint_t *ep)
