@@ -311,7 +311,8 @@ static void eager_follows(mca_btl_base_endpoint_t *ep)
     if (c->eager_short >= c->eager_full) {
         return;
     }
-    const bool in_band = rsm_distance_short_eager(&ep->dist, c->short_eager_cycles);
+    const bool in_band = rsm_distance_short_eager(&ep->dist, c->short_eager_cycles,
+                                                  ep->short_eager);
     if (in_band == ep->short_eager) {
         return;
     }

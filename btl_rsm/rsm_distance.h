@@ -15,7 +15,8 @@
  * had not seen yet: the receiver wrote that line after we last read it, so the
  * load had to fetch the line from the receiver's cache, the same trip a pool line
  * makes the other way.  Every RSM_DIST_SAMPLES samples, their median decides:
- * near below the threshold, far at or above it.  Until the first decision a
+ * near below the threshold, far at or above it (from near: at or above it and
+ * an eighth, RSM_DIST_STAY_NEAR).  Until the first decision a
  * receiver counts as far, so an unmeasured peer gets the choice that never
  * collapses.
  *
@@ -43,17 +44,39 @@
  * is seen within 15 x 8 reclaims. */
 #define RSM_DIST_EVERY 8
 
+/* A receiver measured near turns far only when the median reaches the
+ * threshold by an eighth more (far to near: at the threshold).  Why: a machine
+ * whose medians spread over 89-119 ns flipped between the two store kinds on
+ * the 110 ns threshold several times a run, and streaming lost there at every
+ * eager size (bi-directional 4 / 8 KiB: 7459 / 9017 MB/s flipping, 10529 /
+ * 12052 with ordinary stores throughout).  The eighth (124 ns at 110) is above
+ * that spread; far placements of an earlier machine read 115-154 ns, so one
+ * that the host moves there from a near placement, and that reads under 124,
+ * keeps ordinary stores: the cost of the margin. */
+#define RSM_DIST_STAY_NEAR 8
+
+/* Two in a row: after the first decision a choice changes only when two
+ * medians in a row say so.  Why: under bi-directional traffic of 32-64 KiB the same machine's
+ * medians ranged over 118-418 cycles (45-160 ns) from one set of 15 samples to
+ * the next, alternating, so each choice flipped at nearly every decision (in
+ * one run the eager limit changed 16 times, rendezvous went to two copies and
+ * back); a real move of the cores is followed one decision later. */
+
 typedef struct rsm_distance {
     uint32_t sample[RSM_DIST_SAMPLES];  /* cycles */
     uint8_t n;
     bool near;                          /* ordinary stores; zeroed: far (streaming) */
     bool two_copy;                      /* rendezvous by the pool; zeroed: single copy */
+    bool said_near, said_two_copy;      /* the last median's own verdicts (two in a row) */
     uint32_t decisions;
     uint32_t median;                    /* of the last decision, cycles */
+    uint32_t prev_median;               /* of the one before */
 } rsm_distance_t;
 
 /* Record one sample.  Near when the median is below FAR_CYCLES (0: always
- * far), two copies when it is below TWO_COPY_CYCLES (0: never).  Returns true
+ * far; a receiver already near: below FAR_CYCLES and an eighth), two copies
+ * when it is below TWO_COPY_CYCLES (0: never); after the first decision each
+ * only when the median before said the same (two in a row).  Returns true
  * when this sample completed a set and a decision was taken (d->near,
  * d->two_copy, d->median). */
 static inline bool rsm_distance_add(rsm_distance_t *d, uint32_t cycles, uint32_t far_cycles,
@@ -72,9 +95,20 @@ static inline bool rsm_distance_add(rsm_distance_t *d, uint32_t cycles, uint32_t
         }
         d->sample[j] = v;
     }
+    d->prev_median = d->median;
     d->median = d->sample[RSM_DIST_SAMPLES / 2];
-    d->near = far_cycles != 0 && d->median < far_cycles;
-    d->two_copy = two_copy_cycles != 0 && d->median < two_copy_cycles;
+    const uint64_t far_at = d->near ? (uint64_t) far_cycles + far_cycles / RSM_DIST_STAY_NEAR
+                                    : far_cycles;
+    const bool near = far_cycles != 0 && d->median < far_at;
+    const bool two_copy = two_copy_cycles != 0 && d->median < two_copy_cycles;
+    if (d->decisions == 0 || near == d->said_near) {
+        d->near = near;
+    }
+    if (d->decisions == 0 || two_copy == d->said_two_copy) {
+        d->two_copy = two_copy;
+    }
+    d->said_near = near;
+    d->said_two_copy = two_copy;
     d->decisions++;
     return true;
 }
@@ -119,7 +153,8 @@ static inline uint32_t rsm_cycles_for_ns(uint32_t ns)
 
 /* Whether eager messages to this receiver should stop at the shorter (multi-host)
  * limit: it was measured, it is read by single copy (not two copies), and its
- * lines arrive in under SHORT_EAGER_CYCLES (0: never).  Why: there the two
+ * lines arrive in under SHORT_EAGER_CYCLES (0: never; NOW, the answer so far,
+ * stays unless the last two medians both disagree with it).  Why: there the two
  * serial copies of an eager message each move every line across the slow path
  * (the sender's stores must take back lines the receiver read a lap ago), while
  * a rendezvous reads it once, split between both cores.  On a machine whose
@@ -128,9 +163,15 @@ static inline uint32_t rsm_cycles_for_ns(uint32_t ns)
  * 30-50 ns (two copies) or share no cache at all (streaming stores, 115-154 ns
  * on an earlier machine), eager up to 64 KiB measured better (README, "Three
  * distances"). */
-static inline bool rsm_distance_short_eager(const rsm_distance_t *d, uint32_t short_eager_cycles)
+static inline bool rsm_distance_short_eager(const rsm_distance_t *d, uint32_t short_eager_cycles,
+                                            bool now)
 {
-    return d->decisions > 0 && !d->two_copy && d->median < short_eager_cycles;
+    if (d->decisions == 0 || d->two_copy || short_eager_cycles == 0) {
+        return false;
+    }
+    /* NOW: the answer so far; it changes when two medians in a row say so */
+    const bool below = d->median < short_eager_cycles;
+    return d->decisions == 1 || below == (d->prev_median < short_eager_cycles) ? below : now;
 }
 
 /* NS nanoseconds in cycles, given PER_US = rsm_cycles_for_ns(1000) (one

@@ -2,8 +2,10 @@
  * 15 samples, by their median, so a few slow loads (preemption, a contended
  * line) or fast ones do not flip it; far until measured; threshold 0 = always
  * far; the second, lower threshold that keeps two copies for the closest
- * receivers only (near for stores, single copy in between); and the cycle
- * counter calibration against the clock. */
+ * receivers only (near for stores, single copy in between); the margin that
+ * keeps a near receiver near an eighth past the threshold; a change only on two
+ * medians in a row; the shorter eager limit's band; and the cycle counter
+ * calibration against the clock. */
 #include <string.h>
 #include <time.h>
 
@@ -30,6 +32,22 @@ static bool feed(rsm_distance_t *d, const uint32_t *v, unsigned n, uint32_t far)
     return decided;
 }
 
+/* 8 of 15 samples at V + i (i = 0..7, the median V), the rest fast */
+static uint32_t *fill(uint32_t *v, uint32_t at)
+{
+    for (unsigned i = 0; i < RSM_DIST_SAMPLES; i++) {
+        v[i] = i < 8 ? at + i : 50;
+    }
+    return v;
+}
+
+static void fill_all(uint32_t *v, uint32_t at)
+{
+    for (unsigned i = 0; i < RSM_DIST_SAMPLES; i++) {
+        v[i] = at;
+    }
+}
+
 int main(void)
 {
     rsm_distance_t d;
@@ -49,17 +67,40 @@ int main(void)
     CHECK(d.near && d.median == 114, "7 slow outliers of 15 do not make it far (median %u)",
           d.median);
 
-    /* far: 8 of 15 at or above the threshold */
+    /* a near receiver turns far an eighth past the threshold (300 + 300 / 8 =
+     * 337), and only when two medians in a row say so */
     uint32_t mostly_far[RSM_DIST_SAMPLES];
+    CHECK(feed(&d, fill(mostly_far, 300), RSM_DIST_SAMPLES, 300) && d.near && d.median == 300,
+          "near, then 8 of 15 at the threshold: still near (median %u)", d.median);
+    CHECK(feed(&d, fill(mostly_far, 336), RSM_DIST_SAMPLES, 300) && d.near && d.median == 336,
+          "near, then a median of 336 (under 300 and an eighth): still near");
+    CHECK(feed(&d, fill(mostly_far, 337), RSM_DIST_SAMPLES, 300) && d.near && d.median == 337,
+          "near, then one median of 337: still near (two in a row needed)");
+    CHECK(feed(&d, mostly_far, RSM_DIST_SAMPLES, 300) && !d.near,
+          "and a second one: far (median %u)", d.median);
+    CHECK(feed(&d, fill(mostly_far, 300), RSM_DIST_SAMPLES, 300) && !d.near,
+          "far, then 8 of 15 at the threshold: stays far (median %u)", d.median);
+    CHECK(feed(&d, mostly_near, RSM_DIST_SAMPLES, 300) && !d.near,
+          "one near median after far: still far");
+    CHECK(feed(&d, mostly_near, RSM_DIST_SAMPLES, 300) && d.near && d.decisions == 8,
+          "and a second one: near again (the peer moved closer)");
+    memset(&d, 0, sizeof(d));
+    CHECK(feed(&d, fill(mostly_far, 300), RSM_DIST_SAMPLES, 300) && !d.near,
+          "an unmeasured receiver at the threshold: far at the first decision (the margin "
+          "only keeps a near one)");
+    memset(&d, 0, sizeof(d));
+    CHECK(feed(&d, mostly_near, RSM_DIST_SAMPLES, 300) && d.near,
+          "an unmeasured receiver below it: near at the first decision");
+    memset(&d, 0, sizeof(d));
     for (unsigned i = 0; i < RSM_DIST_SAMPLES; i++) {
-        mostly_far[i] = i < 8 ? 300 + i : 50;
+        mostly_far[i] = UINT32_MAX - 1;
     }
-    CHECK(feed(&d, mostly_far, RSM_DIST_SAMPLES, 300) && !d.near && d.median == 300,
-          "8 of 15 at the threshold: far (median %u)", d.median);
-    CHECK(feed(&d, mostly_near, RSM_DIST_SAMPLES, 300) && d.near && d.decisions == 3,
-          "and back to near when the peer moves closer");
+    CHECK(feed(&d, mostly_far, RSM_DIST_SAMPLES, UINT32_MAX) && d.near
+              && feed(&d, mostly_far, RSM_DIST_SAMPLES, UINT32_MAX) && d.near,
+          "the largest threshold does not wrap with its eighth");
 
-    /* three distances: two copies below 60, ordinary stores below 130, else far */
+    /* three distances: two copies below 60, ordinary stores below 130, else far;
+     * each value held for two decisions */
     uint32_t at[RSM_DIST_SAMPLES];
     const struct {
         uint32_t cycles;
@@ -69,49 +110,73 @@ int main(void)
                 {59, true, true, "59: still two copies"},
                 {60, true, false, "60: ordinary stores, single copy"},
                 {95, true, false, "95 (one large die): ordinary stores, single copy"},
-                {130, false, false, "130: streaming, single copy"},
+                {145, true, false, "145 after near: ordinary stores still (under 130 + 130 / 8)"},
+                {146, false, false, "146: streaming, single copy"},
+                {130, false, false, "130 after far: streaming"},
                 {160, false, false, "160 (across dies): streaming, single copy"},
                 {40, true, true, "and back to 40: two copies again"}};
     for (unsigned b = 0; b < sizeof(band) / sizeof(band[0]); b++) {
-        for (unsigned i = 0; i < RSM_DIST_SAMPLES; i++) {
-            at[i] = band[b].cycles;
-        }
-        CHECK(feed2(&d, at, RSM_DIST_SAMPLES, 130, 60) && d.near == band[b].near
-                  && d.two_copy == band[b].two_copy,
+        fill_all(at, band[b].cycles);
+        CHECK(feed2(&d, at, RSM_DIST_SAMPLES, 130, 60) && feed2(&d, at, RSM_DIST_SAMPLES, 130, 60)
+                  && d.near == band[b].near && d.two_copy == band[b].two_copy,
               "%s (near %d, two copies %d)", band[b].what, d.near, d.two_copy);
     }
-    CHECK(feed2(&d, at, RSM_DIST_SAMPLES, 130, 0) && d.near && !d.two_copy,
+    bool kept = true;
+    for (unsigned k = 0; k < 12; k++) {     /* 40, 160, 40, 160, ...: never two alike in a row */
+        fill_all(at, k % 2 ? 160 : 40);
+        kept = feed2(&d, at, RSM_DIST_SAMPLES, 130, 60) && d.near && d.two_copy && kept;
+    }
+    CHECK(kept, "medians alternating between 40 and 160 change nothing (still two copies)");
+    fill_all(at, 40);
+    CHECK(feed2(&d, at, RSM_DIST_SAMPLES, 130, 0) && feed2(&d, at, RSM_DIST_SAMPLES, 130, 0)
+              && d.near && !d.two_copy,
           "two-copy threshold 0: single copy even for the closest");
 
-    /* the shorter eager limit: measured, single copy, lines under its threshold */
+    /* the shorter eager limit: measured, single copy, lines under its threshold;
+     * the answer too changes on two medians in a row */
     rsm_distance_t e;
     memset(&e, 0, sizeof(e));
-    CHECK(!rsm_distance_short_eager(&e, 130), "an unmeasured receiver keeps the full eager limit");
+    bool short_eager = rsm_distance_short_eager(&e, 130, false);
+    CHECK(!short_eager, "an unmeasured receiver keeps the full eager limit");
     const struct {
         uint32_t cycles;
         bool short_eager;
         const char *what;
     } eager[] = {{40, false, "40 (two copies): full eager limit"},
                  {60, true, "60 (single copy, ordinary stores): short"},
-                 {115, true, "115 (single copy, streaming): short below the threshold"},
+                 {115, true, "115 (single copy): short below the threshold"},
                  {130, false, "130: full again at the threshold"},
                  {160, false, "160 (across dies): full"}};
     for (unsigned b = 0; b < sizeof(eager) / sizeof(eager[0]); b++) {
-        for (unsigned i = 0; i < RSM_DIST_SAMPLES; i++) {
-            at[i] = eager[b].cycles;
-        }
-        CHECK(feed2(&e, at, RSM_DIST_SAMPLES, 110, 60)
-                  && rsm_distance_short_eager(&e, 130) == eager[b].short_eager,
-              "%s", eager[b].what);
+        fill_all(at, eager[b].cycles);
+        bool once = feed2(&e, at, RSM_DIST_SAMPLES, 110, 60);
+        short_eager = rsm_distance_short_eager(&e, 130, short_eager);
+        once = once && feed2(&e, at, RSM_DIST_SAMPLES, 110, 60);
+        short_eager = rsm_distance_short_eager(&e, 130, short_eager);
+        CHECK(once && short_eager == eager[b].short_eager, "%s", eager[b].what);
     }
-    for (unsigned i = 0; i < RSM_DIST_SAMPLES; i++) {
-        at[i] = 95;
+    fill_all(at, 95);
+    (void) feed2(&e, at, RSM_DIST_SAMPLES, 110, 60);
+    short_eager = rsm_distance_short_eager(&e, 130, short_eager);
+    CHECK(!short_eager, "one median of 95 after 160: still the full limit");
+    (void) feed2(&e, at, RSM_DIST_SAMPLES, 110, 60);
+    short_eager = rsm_distance_short_eager(&e, 130, short_eager);
+    CHECK(short_eager, "a second one: short");
+    kept = true;
+    for (unsigned k = 0; k < 12; k++) {     /* 95, 140, 95, 140, ...: short stays */
+        fill_all(at, k % 2 ? 95 : 140);
+        (void) feed2(&e, at, RSM_DIST_SAMPLES, 110, 60);
+        short_eager = rsm_distance_short_eager(&e, 130, short_eager);
+        kept = kept && short_eager;
     }
-    CHECK(feed2(&e, at, RSM_DIST_SAMPLES, 110, 60) && !rsm_distance_short_eager(&e, 0),
-          "threshold 0: never short");
+    CHECK(kept, "medians alternating between 95 and 140 keep the short limit");
+    CHECK(!rsm_distance_short_eager(&e, 0, true), "threshold 0: never short");
 
     /* threshold 0: never near */
-    CHECK(feed(&d, mostly_near, RSM_DIST_SAMPLES, 0) && !d.near, "threshold 0: always far");
+    memset(&d, 0, sizeof(d));
+    CHECK(feed(&d, mostly_near, RSM_DIST_SAMPLES, 0) && !d.near
+              && feed(&d, mostly_near, RSM_DIST_SAMPLES, 0) && !d.near,
+          "threshold 0: always far");
 
     /* calibration: cycles per 1000 ns is the counter's rate, checked over 20 ms */
     uint32_t per_us = rsm_cycles_for_ns(1000);
