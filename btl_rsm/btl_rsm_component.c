@@ -206,8 +206,8 @@ static int rsm_component_register(void)
         "the median time a cache line the receiver wrote (its acks) takes to reach us, over "
         "15 samples, is at least this many ns (a receiver measured near: this and an eighth "
         "more, so medians spread about the threshold do not flip the stores).  Near "
-        "receivers get ordinary stores, which are faster where the two cores share a cache.  Measured continuously; a receiver "
-        "counts as far until measured.  Measured: 30-50 ns for cores sharing a last-level "
+        "receivers get ordinary stores, which are faster where the two cores share a cache.  "
+        "Measured continuously; a receiver counts as far until measured.  Measured: 30-50 ns for cores sharing a last-level "
         "cache; 70-116 ns, most of them 85-104, for the cores of one large mesh die (ordinary "
         "stores win there); 115-154 ns across dies.  0: stream to every receiver",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->nt_far_ns, OPAL_INFO_LVL_5);

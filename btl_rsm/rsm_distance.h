@@ -56,11 +56,13 @@
 #define RSM_DIST_STAY_NEAR 8
 
 /* Two in a row: after the first decision a choice changes only when two
- * medians in a row say so.  Why: under bi-directional traffic of 32-64 KiB the same machine's
- * medians ranged over 118-418 cycles (45-160 ns) from one set of 15 samples to
- * the next, alternating, so each choice flipped at nearly every decision (in
- * one run the eager limit changed 16 times, rendezvous went to two copies and
- * back); a real move of the cores is followed one decision later. */
+ * medians in a row say so.  Why: on the same machine the medians often
+ * alternated between the two sides of a threshold from one set of 15 samples
+ * to the next (about 110 ns in streams of 1-16 KiB; 45-160 ns under
+ * bi-directional traffic), and each choice followed them.  A real move of the
+ * cores is followed one decision later.  Runs of several medians on one side
+ * (streams of 32 KiB-1 MiB, whose single copies evict the ack lines) still
+ * move the choices: btl_rsm/README.md, "A margin and two in a row". */
 
 typedef struct rsm_distance {
     uint32_t sample[RSM_DIST_SAMPLES];  /* cycles */
