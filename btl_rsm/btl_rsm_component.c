@@ -751,14 +751,17 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     if (rc != OPAL_SUCCESS) {
         goto fail;
     }
+    char short_eager[96] = "";
+    if (c->eager_short < c->eager_full) {
+        snprintf(short_eager, sizeof(short_eager), "; %zu while a receiver is at the middle "
+                 "distance, btl_rsm_short_eager_ns", c->eager_short);
+    }
     RSM_VERBOSE(10, "local rank %u of %u, NUMA node %d, control segment %s (%zu bytes), "
                 "%u-byte areas, queues of %u postboxes, inline up to %u bytes, eager up to %zu "
                 "bytes (%s%s), cleanup at job end %s", c->my_local_rank, c->nlocal, c->numa_node,
                 name, rsm_ctl_size(&c->layout), (unsigned) rsm_layout_seg_size(&c->layout, 0),
-                c->layout.queue_len, c->layout.max_inline, m->btl_eager_limit,
-                eager_why, c->eager_short < c->eager_full
-                    ? "; its default while a receiver is at the middle distance, "
-                      "btl_rsm_short_eager_ns" : "",
+                c->layout.queue_len, c->layout.max_inline, m->btl_eager_limit, eager_why,
+                short_eager,
                 c->cleanup_registered ? "registered" : "NOT registered");
 modules:;
     /* the BTL base frees this array */
