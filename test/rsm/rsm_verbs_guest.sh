@@ -164,7 +164,7 @@ L="1 host x 2 ranks, self,rsm, btl_rsm_verbs 2, btl_rsm_verbs_direct 0, mpi_p2p 
 job one 180 -np 2 --host h0:2 "${RSM[@]}" --mca btl_rsm_verbs 2 --mca btl_rsm_verbs_direct 0 \
     "${VERBOSE[@]}" "$B/test/mpi/mpi_p2p" -M "$MAX4"
 p2p one "$L"
-n=$(cat "$W/one" "$W/one.err" | grep -c 'eager up to 32832 bytes (the whole job on this host, less for the verbs pools)')
+n=$(cat "$W/one" "$W/one.err" | grep -c 'eager up to 32832 bytes (the whole job on this host, less for the verbs pools')
 check "$L: the verbs pools cap the one-host eager limit at 32 KiB + 64 ($n of 2 ranks say so)" [ "$n" -eq 2 ]
 
 # --- 4. btl_rsm_verbs 0: the other host is unreachable, the job fails at once
