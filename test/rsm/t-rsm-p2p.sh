@@ -97,9 +97,10 @@ distance() { # label extra want(near|far)
 # (two_copy_ns): receivers closer than it get the two-copy pipeline, the others (and unmeasured
 # ones) are read by single copy, so the same one-way traffic makes fewer gets (only those before
 # the first decision) when every receiver is that close.  Between the two thresholds a receiver
-# gets ordinary stores and single copy.
+# gets ordinary stores and single copy.  The eager limit stays put (short_eager_ns 0): it follows
+# the same median (t-mpit checks that), and with it 64 KiB would go eager or not by timing.
 sc_gets() { # extra -> "gets decision-word" for rank 0, the sender
-    out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 20 $1" -- "$bw" -m 64K:1M -i 20 2>&1); rc=$?
+    out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 20 --mca btl_rsm_short_eager_ns 0 $1" -- "$bw" -m 64K:1M -i 20 2>&1); rc=$?
     grep -q 'all payloads verified' <<< "$out" && [ "$rc" -eq 0 ] || { echo "failed rc $rc"; return; }
     echo "$(grep -o '[0-9]* single-copy gets' <<< "$out" | awk '{s += $1} END {print s + 0}')" \
          "$(grep -o 'into the pool, [a-z ]*' <<< "$out" | sed 's/into the pool, //' | sort -u | tr '\n' '/')"
