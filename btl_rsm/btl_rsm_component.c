@@ -147,8 +147,10 @@ static int rsm_component_register(void)
     c->postboxes = 0;
     reg("postboxes", "Postboxes (64 bytes each) in each queue, one queue per (sender, receiver); "
         "a power of two.  Bounds how many messages a sender may have unacknowledged per "
-        "receiver.  0 (default): on a node, as many as make a sender's queues 256 KiB together "
-        "(2048 with 2 local ranks, halved each time the local ranks double, never below 128); "
+        "receiver.  0 (default): on a node, 4096 with up to 4 local ranks (a ring long enough "
+        "that a streaming sender stays ahead of its receiver); with more, as many as make a "
+        "sender's queues 256 KiB together (512 with 5-8 local ranks, halved each time they "
+        "double, never below 128); "
         "to a rank on another host (verbs), 128",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->postboxes, OPAL_INFO_LVL_5);
     c->pool_size = 4 * 1024 * 1024;

@@ -144,19 +144,34 @@ typedef struct rsm_layout {
                                  * by the receivers there; each queue is per connection) */
 } rsm_layout_t;
 
-/* The queue length a node's shared-memory layout takes when none is set: a
- * sender's queues (one per local rank) together take 256 KiB, so 2048
- * postboxes with 2 local ranks, half as many each time the ranks double, never
- * fewer than RSM_QUEUE_AUTO_MIN.  A deep queue keeps a streaming sender from
- * waiting on acks (a 1 KiB message is a group of 17 postboxes: 7 fit in 128);
- * on a full node the queues stay small, as the N^2 term they are. */
+/* The queue length a node's shared-memory layout takes when none is set.
+ *
+ * Up to RSM_QUEUE_DEEP_RANKS local ranks, RSM_QUEUE_DEEP postboxes (256 KiB) a
+ * queue.  Why: a sender that rewrites a slot its receiver read less than ~160
+ * KiB of ring ago falls into step with the receiver (its lead 1-2 messages
+ * instead of 4-16) and both stream at half speed; from ~192 KiB of ring on the
+ * sender stays ahead (Intel guest of the Sapphire Rapids class: 1 KiB messages
+ * 2.9 M a second with 2048 postboxes, 7.0 M with 4096; a ring of plain C steps
+ * at the same length; btl_rsm/README.md).  The node pays N x N x 256 KiB: 4 MiB
+ * at 4 ranks.
+ *
+ * From there on, a sender's queues (one per local rank) together take 256 KiB,
+ * half as many postboxes each time the ranks double, never fewer than
+ * RSM_QUEUE_AUTO_MIN: still deep enough that a streaming sender seldom waits
+ * for acks (a 1 KiB message is a group of 17 postboxes: 7 fit in 128), small
+ * where a full node makes the N^2 term count, and in a container's 64 MiB
+ * /dev/shm. */
+#define RSM_QUEUE_DEEP 4096u
+#define RSM_QUEUE_DEEP_RANKS 4u
 #define RSM_QUEUE_AUTO_BYTES (256u * 1024)
 #define RSM_QUEUE_AUTO_MIN 128u
-#define RSM_QUEUE_AUTO_MAX 2048u
 static inline uint32_t rsm_queue_len_auto(uint32_t nqueues)
 {
-    uint32_t want = RSM_QUEUE_AUTO_BYTES / RSM_POSTBOX_SIZE / (nqueues ? nqueues : 1);
-    uint32_t len = RSM_QUEUE_AUTO_MAX;
+    if (nqueues <= RSM_QUEUE_DEEP_RANKS) {
+        return RSM_QUEUE_DEEP;
+    }
+    uint32_t want = RSM_QUEUE_AUTO_BYTES / RSM_POSTBOX_SIZE / nqueues;
+    uint32_t len = RSM_QUEUE_DEEP;
     while (len > RSM_QUEUE_AUTO_MIN && len > want) {
         len >>= 1;
     }

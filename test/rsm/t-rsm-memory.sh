@@ -43,7 +43,7 @@ for np in 2 4 8 16; do
         [ "$rc" -eq 0 ] && [ "$measured" -eq "$formula" ]
     eval "m$np=$measured"
 done
-# the default queue length follows the node: 4 ranks, a sender's queues 256 KiB together
+# the default queue length follows the node: 4 ranks, 4096 postboxes a queue (past the knee)
 rm -f "$work/go"
 mpirun_np 4 300 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_pool_size $P" \
     -- "$prog" hold "$work/go" >"$work/log" 2>&1 &
@@ -53,12 +53,12 @@ sleep 0.5
 files=$(rsm_leftovers "$work/log" | sed 's|^|/dev/shm/|')
 measured=$( [ -n "$files" ] && stat -c %s $files | awk '{s += $1} END {print s + 0}')
 touch "$work/go"; wait "$pid"; rc=$?
-Q=1024
+Q=4096
 C=$(page $((128 + $(r64 4) + 4 * $(r64 $Q) + 8 * 64)))
 A=$(( $(page $((4 * Q * 64))) + S * $(pool_bytes) ))
-check "defaults, np 4: queues of 1024 postboxes, inline up to 2112 B, eager up to 64 KiB + 64 (one host; 16 KiB for a receiver at the middle distance), /dev/shm holds ${measured:-0} B = $((4 * C + 4 * A)) B (job rc $rc)" \
+check "defaults, np 4: queues of 4096 postboxes, inline up to 2112 B, eager up to 64 KiB + 64 (one host; 16 KiB for a receiver at the middle distance), /dev/shm holds ${measured:-0} B = $((4 * C + 4 * A)) B (job rc $rc)" \
     sh -c "[ $rc -eq 0 ] && [ '${measured:-0}' -eq $((4 * C + 4 * A)) ] \
-           && [ \$(grep -c 'queues of 1024 postboxes, inline up to 2112 bytes, eager up to 65600 bytes (the whole job on this host; 16384 while a receiver is at the middle distance, btl_rsm_short_eager_ns)' '$work/log') -eq 4 ]"
+           && [ \$(grep -c 'queues of 4096 postboxes, inline up to 2112 bytes, eager up to 65600 bytes (the whole job on this host; 16384 while a receiver is at the middle distance, btl_rsm_short_eager_ns)' '$work/log') -eq 4 ]"
 Q=64
 
 check "an eager limit the user set is kept: $eager_set of 30 ranks say 16384 B" [ "$eager_set" -eq 30 ]
@@ -82,7 +82,7 @@ done
 
 # Memory is given to an area as it is needed (fallocate, so that a full /dev/shm is an error,
 # not a SIGBUS: t-rsm-shm-room.sh): the queues at the first send, the pool a 64 KiB chunk at a
-# time where messages land.  2 ranks, defaults: queues of 2048 postboxes (256 KiB a sender).
+# time where messages land.  2 ranks, defaults: queues of 4096 postboxes (512 KiB a sender).
 for len in 0 8192; do
     rm -f "$work/go"
     mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10" -- "$prog" hold "$work/go" "$len" >"$work/log" 2>&1 &
@@ -92,7 +92,7 @@ for len in 0 8192; do
     areas=$(rsm_leftovers "$work/log" | grep -- '-a0s0$' | sed 's|^|/dev/shm/|')
     touched=$( [ -n "$areas" ] && du -B1 -c $areas | tail -1 | awk '{print $1}')
     touch "$work/go"; wait "$pid"; rc=$?
-    want=$((2 * 262144 + (len > 0 ? 2 * 65536 : 0)))
+    want=$((2 * 524288 + (len > 0 ? 2 * 65536 : 0)))
     what=$([ "$len" -eq 0 ] && echo "only 100 B messages (inline): no pool page has memory" \
            || echo "one 8 KiB message each way: one 64 KiB chunk of each pool has memory")
     check "np 2, $what: the 2 areas hold ${touched:-0} B = $want B (job rc $rc)" \

@@ -58,14 +58,16 @@ int main(void)
     CHECK(rsm_layout_init(&bad, 4, 64, 1, 1 << 14, 2048, 4096, 512, 32768, &why) != 0,
           "pool smaller than the largest message refused: %s", why);
 
-    CHECK(rsm_queue_len_auto(1) == 2048 && rsm_queue_len_auto(2) == 2048
-          && rsm_queue_len_auto(3) == 1024 && rsm_queue_len_auto(4) == 1024
-          && rsm_queue_len_auto(8) == 512 && rsm_queue_len_auto(16) == 256
-          && rsm_queue_len_auto(32) == 128 && rsm_queue_len_auto(256) == 128,
-          "queues sized to the node: a sender's together 256 KiB, 128..2048 postboxes each");
-    for (uint32_t n = 1; n <= 300; n++) {
+    CHECK(rsm_queue_len_auto(1) == 4096 && rsm_queue_len_auto(2) == 4096
+          && rsm_queue_len_auto(3) == 4096 && rsm_queue_len_auto(4) == 4096
+          && rsm_queue_len_auto(5) == 512 && rsm_queue_len_auto(8) == 512
+          && rsm_queue_len_auto(16) == 256 && rsm_queue_len_auto(32) == 128
+          && rsm_queue_len_auto(256) == 128,
+          "queues sized to the node: 4096 postboxes up to 4 ranks, then a sender's together "
+          "256 KiB, 128..512 each");
+    for (uint32_t n = RSM_QUEUE_DEEP_RANKS + 1; n <= 300; n++) {
         uint32_t q = rsm_queue_len_auto(n);
-        if ((q & (q - 1)) != 0 || (q > 128 && (size_t) n * q * RSM_POSTBOX_SIZE > 256 * 1024)) {
+        if ((q & (q - 1)) != 0 || (q > 128 && (size_t) n * q * RSM_POSTBOX_SIZE > RSM_QUEUE_AUTO_BYTES)) {
             CHECK(0, "auto queue length %u for %u local ranks", q, n);
             break;
         }
