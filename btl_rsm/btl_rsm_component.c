@@ -271,7 +271,12 @@ static int rsm_component_register(void)
         "stores, which is faster there (the pool stays in the shared cache); single copy is "
         "used for the others and for receivers not yet measured",
         MCA_BASE_VAR_TYPE_BOOL, &c->single_copy_near, OPAL_INFO_LVL_5);
-    c->single_copy_split = 64 * 1024;
+    /* 32 KiB since the eager limit falls to 16 KiB for receivers at the middle
+     * distance (short_eager_ns): 32-64 KiB then go by get, and unsplit they kept
+     * the sender idle (2026-12-02: bw 32 KiB 7,400-8,400 MB/s unsplit, 10,600-11,100
+     * split; latency 2.44-2.76 us, 2.34-2.51).  Not 16 KiB: a 16 KiB message
+     * split took 2.02-2.07 us a turn instead of 1.61-1.80. */
+    c->single_copy_split = 32 * 1024;
     reg("single_copy_split", "Single-copy reads of at least this many bytes are split in two: the "
         "receiver reads the first half while the sender writes the second (process_vm_writev), so "
         "both cores copy.  Each byte is still copied once.  If the sender is busy the receiver "

@@ -211,7 +211,7 @@ static void mode_traffic(void)
           n2, s2, (unsigned long long) (extra / n2));
 
     /* 3. single copy (the job sets btl_rsm_single_copy_near 1: every
-     * rendezvous message is read by the receiver, split from 64 KiB) */
+     * rendezvous message is read by the receiver, split from 32 KiB) */
     const int n3 = 8;
     const size_t s3 = 1 << 20;
     run_phase(&p, n3, s3, 1, 3);

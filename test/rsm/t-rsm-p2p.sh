@@ -22,7 +22,7 @@ run() {  # NP LABEL MCA-ARGS [PROGRAM-ARGS]: the suite's verdicts; its output st
 }
 for np in 5 6 7 8; do run "$np" "" ""; done
 run 2 "single copy off" "--mca btl_rsm_single_copy 0"
-# by default every rendezvous message is a get, split with the sender from 64 KiB: also
+# by default every rendezvous message is a get, split with the sender from 32 KiB: also
 # unsplit, split from 4 KiB, thresholds with sizes on both sides, and no get at all
 run 2 "single copy, never split" "--mca btl_rsm_single_copy_split 0 --mca btl_rsm_single_copy_near 1"
 run 3 "single copy, split from 4 KiB" "--mca btl_rsm_single_copy_split 4096 --mca btl_rsm_single_copy_near 1"
