@@ -61,23 +61,28 @@ gets() { # label expected-total-per-rank extra
 gets "65536 B below 65537 B threshold: two-copy" "0 single-copy gets, 0 bytes" "--mca btl_rsm_single_copy_min 65537" 65536
 gets "65537 B at 65537 B threshold: get" "2 single-copy gets, 131074 bytes" "--mca btl_rsm_single_copy_min 65537" 65537
 gets "single_copy_min SIZE_MAX: no get up to 16 MiB" "0 single-copy gets, 0 bytes" "--mca btl_rsm_single_copy_min 18446744073709551615" $((16 << 20))
-# The split is used: by default, one-way gets of 256 KiB..1 MiB have their second half written
-# by the sender (counted on its finalize line), verified by xb-bw; with btl_rsm_single_copy_split 0
-# never.  (A receiver that is itself sending by single copy does not split: mpi_p2p above.)
+# The split is used: by default, one-way gets from 32 KiB (single_copy_split) have their second
+# half written by the sender (counted on its finalize line), verified by xb-bw; shorter gets
+# and btl_rsm_single_copy_split 0 never.  (A receiver that is itself sending by single copy does
+# not split: mpi_p2p above.)  btl_rsm_eager_limit 16384 fixes the eager limit (otherwise it
+# follows the receiver's distance), so that 16 KiB and 32 KiB are both read by gets.
 bw=$TOP_BUILDDIR/bench/xb-bw
-halves() { # label extra want-nonzero(1|0)
-    out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_single_copy_near 1 $2" -- "$bw" -m 256K:1M -i 20 2>&1); rc=$?
+halves() { # label extra sizes want-nonzero(1|0)
+    out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_single_copy_near 1 $2" -- "$bw" -m "$3" -i 20 2>&1); rc=$?
     n=$(grep -o '[0-9]* halves written' <<< "$out" | awk '{s += $1} END {print s + 0}')
-    if [ "$rc" -eq 0 ] && grep -q 'all payloads verified' <<< "$out" \
-        && { { [ "$3" = 1 ] && [ "$n" -gt 0 ]; } || { [ "$3" = 0 ] && [ "$n" -eq 0 ]; }; }; then
-        ok "rsm split get: $1 ($n halves written by the sender, payloads verified)"
+    gets=$(grep -o '[0-9]* single-copy gets' <<< "$out" | awk '{s += $1} END {print s + 0}')
+    if [ "$rc" -eq 0 ] && grep -q 'all payloads verified' <<< "$out" && [ "$gets" -gt 0 ] \
+        && { { [ "$4" = 1 ] && [ "$n" -gt 0 ]; } || { [ "$4" = 0 ] && [ "$n" -eq 0 ]; }; }; then
+        ok "rsm split get: $1 ($gets gets, $n halves written by the sender, payloads verified)"
     else
-        not_ok "rsm split get: $1 ($n halves written by the sender, rc $rc)"; tail -20 <<< "$out" | diag
+        not_ok "rsm split get: $1 ($gets gets, $n halves written by the sender, rc $rc)"; tail -20 <<< "$out" | diag
     fi
 }
 if [ -x "$bw" ]; then
-    halves "default, one-way 256 KiB..1 MiB" "" 1
-    halves "btl_rsm_single_copy_split 0" "--mca btl_rsm_single_copy_split 0" 0
+    halves "default, one-way 256 KiB..1 MiB" "" 256K:1M 1
+    halves "default, one-way 32 KiB (the threshold)" "--mca btl_rsm_eager_limit 16384" 32K:32K 1
+    halves "default, one-way 16 KiB (below it)" "--mca btl_rsm_eager_limit 16384" 16K:16K 0
+    halves "btl_rsm_single_copy_split 0" "--mca btl_rsm_single_copy_split 0" 256K:1M 0
 else
     skip "rsm split get" "$bw not built"
 fi
