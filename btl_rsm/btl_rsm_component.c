@@ -232,6 +232,16 @@ static int rsm_component_register(void)
         "eager up to 64 KiB better.  Raised again when no receiver is in that band.  The "
         "MPI_T variable btl_rsm_eager_limit_lowered counts the changes.  0: never lowered",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->short_eager_ns, OPAL_INFO_LVL_5);
+    c->distance_load_holds = true;
+    reg("distance_load_holds", "Receiver distances (btl_rsm_nt_far_ns, btl_rsm_two_copy_ns, "
+        "btl_rsm_short_eager_ns) are measured from the time our loads of a receiver's acks "
+        "take.  When on, a set of those samples taken mostly while this rank took in bulk "
+        "data (pool messages or single-copy reads: traffic both ways) decides nothing once a "
+        "set taken without such load has decided: under load both ways the loads queue "
+        "behind both cores' copies and read up to 2.5x the placement's time, and the choices "
+        "followed the load (bi-directional 16-64 KiB lost up to 40%).  The MPI_T variable "
+        "btl_rsm_distance_sets_loaded counts the sets held.  Off: every set decides",
+        MCA_BASE_VAR_TYPE_BOOL, &c->distance_load_holds, OPAL_INFO_LVL_6);
     c->stripes = 1;
     reg("stripes", "Segments each area's pool is striped over (1..8); long fragments of "
         "contiguous data are cut into one piece per stripe", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->stripes,

@@ -334,8 +334,13 @@ static void distance_sample(mca_btl_base_endpoint_t *ep, uint64_t cycles)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     const bool was_near = ep->dist.near, was_two_copy = ep->dist.two_copy;
+    const uint32_t loaded_sets = ep->dist.loaded_sets;
+    /* loaded: we took in bulk data since our last sample (rsm_distance.h, "Load") */
+    const bool loaded = c->distance_load_holds && c->bulk_in != ep->dist_bulk_mark;
+    ep->dist_bulk_mark = c->bulk_in;
     if (!rsm_distance_add(&ep->dist, cycles > UINT32_MAX ? UINT32_MAX : (uint32_t) cycles,
-                          c->nt_far_cycles, c->two_copy_cycles)) {
+                          loaded, c->nt_far_cycles, c->two_copy_cycles)) {
+        c->distance_loaded += ep->dist.loaded_sets - loaded_sets;
         return;
     }
     if (ep->dist.near) {

@@ -64,31 +64,57 @@
  * (streams of 32 KiB-1 MiB, whose single copies evict the ack lines) still
  * move the choices: btl_rsm/README.md, "A margin and two in a row". */
 
+/* Load: a sample is LOADED when this rank took in bulk data (pool messages or
+ * single-copy reads, from any peer) since its previous sample; a set with more
+ * loaded samples than not decides nothing once a set without load has decided.
+ * Why: under traffic both ways the ack loads queue behind both cores' copies.
+ * At one placement of a Sapphire Rapids guest whose quiet medians read 220-280
+ * cycles (ping-pong, one-way streams, bi-directional inline traffic), sets
+ * taken in a bi-directional exchange of 16 KiB-1 MiB read 126-620, and the
+ * choices followed them (bibw 16 KiB 8.3-14.1 GB/s with the defaults, 13.6-14.1
+ * with the quiet choices held): the load, not the placement.  A one-way
+ * stream's sender takes in only small control messages, so its samples keep
+ * moving the choices, the host moving the cores included; the receiver of such
+ * a stream, or ranks exchanging both ways, keep what the last quiet set said
+ * (btl_rsm/README.md, "Load decides nothing"). */
+
 typedef struct rsm_distance {
     uint32_t sample[RSM_DIST_SAMPLES];  /* cycles */
     uint8_t n;
+    uint8_t n_loaded;                   /* of the n, taken while bulk data came in */
     bool near;                          /* ordinary stores; zeroed: far (streaming) */
     bool two_copy;                      /* rendezvous by the pool; zeroed: single copy */
     bool said_near, said_two_copy;      /* the last median's own verdicts (two in a row) */
     uint32_t decisions;
     uint32_t median;                    /* of the last decision, cycles */
     uint32_t prev_median;               /* of the one before */
+    uint32_t quiet_decisions;           /* decisions by sets taken without load */
+    uint32_t loaded_sets;               /* sets ignored: loaded, after a quiet decision */
 } rsm_distance_t;
 
-/* Record one sample.  Near when the median is below FAR_CYCLES (0: always
- * far; a receiver already near: below FAR_CYCLES and an eighth), two copies
- * when it is below TWO_COPY_CYCLES (0: never); after the first decision each
- * only when the median before said the same (two in a row).  Returns true
- * when this sample completed a set and a decision was taken (d->near,
- * d->two_copy, d->median). */
-static inline bool rsm_distance_add(rsm_distance_t *d, uint32_t cycles, uint32_t far_cycles,
-                                    uint32_t two_copy_cycles)
+/* Record one sample, LOADED when bulk data came in since the last one.  Near
+ * when the median is below FAR_CYCLES (0: always far; a receiver already near:
+ * below FAR_CYCLES and an eighth), two copies when it is below TWO_COPY_CYCLES
+ * (0: never); after the first decision each only when the median before said
+ * the same (two in a row).  A set mostly loaded decides only while no quiet
+ * set has (d->loaded_sets counts the others).  Returns true when this sample
+ * completed a set and a decision was taken (d->near, d->two_copy, d->median). */
+static inline bool rsm_distance_add(rsm_distance_t *d, uint32_t cycles, bool loaded,
+                                    uint32_t far_cycles, uint32_t two_copy_cycles)
 {
     d->sample[d->n++] = cycles;
+    d->n_loaded += loaded;
     if (d->n < RSM_DIST_SAMPLES) {
         return false;
     }
+    const bool set_loaded = d->n_loaded > RSM_DIST_SAMPLES / 2;
     d->n = 0;
+    d->n_loaded = 0;
+    if (set_loaded && d->quiet_decisions > 0) {
+        d->loaded_sets++;               /* the choices and the medians stay the quiet ones */
+        return false;
+    }
+    d->quiet_decisions += !set_loaded;
     for (unsigned i = 1; i < RSM_DIST_SAMPLES; i++) {     /* insertion sort: 15 values */
         uint32_t v = d->sample[i];
         unsigned j = i;

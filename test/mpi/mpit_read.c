@@ -71,9 +71,10 @@ static const char *names[] = {
     "split_halves_written", "split_halves_written_bytes", "split_halves_taken_back",
     "near_decisions", "far_decisions", "dropped_malformed", "dropped_unknown_tag",
     "dropped_bad_help", "pool_full", "paired_messages", "eager_limit_lowered",
+    "distance_sets_loaded",
 };
 enum { INL, INL_B, POOL, POOL_B, STAGED, PARKED, GETS, GET_B, SPLITS, HALVES, HALF_B, TAKEN,
-       NEAR, FAR, DROP_M, DROP_T, DROP_H, POOL_FULL, PAIRED, EAGER_LOWERED, NVARS };
+       NEAR, FAR, DROP_M, DROP_T, DROP_H, POOL_FULL, PAIRED, EAGER_LOWERED, DIST_LOADED, NVARS };
 
 static MPI_T_pvar_session session;
 static MPI_T_pvar_handle handle[NVARS];
@@ -139,6 +140,35 @@ static long transfer(int n, size_t len, int window, int tag)
     return bad;
 }
 
+/* N messages of LEN bytes each way between ranks 0 and 1 (WINDOW outstanding
+ * each way), verified on both. */
+static long exchange(int n, size_t len, int window, int tag)
+{
+    unsigned char *out = malloc(len * (size_t) window + 1), *in = malloc(len * (size_t) window + 1);
+    MPI_Request req[128];
+    const int peer = 1 - rank;
+    long bad = 0;
+    for (int i = 0; i < n; i += window) {
+        int k = n - i < window ? n - i : window;
+        for (int j = 0; j < k; j++) {
+            MPI_Irecv(in + (size_t) j * len, (int) len, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                      &req[k + j]);
+        }
+        for (int j = 0; j < k; j++) {
+            unsigned char *b = out + (size_t) j * len;
+            xb_fill(b, len, xb_seed(rank, (uint64_t) (i + j), tag));
+            MPI_Isend(b, (int) len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &req[j]);
+        }
+        MPI_Waitall(2 * k, req, MPI_STATUSES_IGNORE);
+        for (int j = 0; j < k; j++) {
+            bad += xb_mismatch(in + (size_t) j * len, len, xb_seed(peer, (uint64_t) (i + j), tag)) >= 0;
+        }
+    }
+    free(out);
+    free(in);
+    return bad;
+}
+
 /* Rank 1's bad-payload count and counter changes, at rank 0. */
 static long peer_bad(long bad)
 {
@@ -157,14 +187,15 @@ static void peer_delta(const uint64_t d[NVARS], uint64_t out[NVARS])
 
 /* Counters before; traffic; barrier; counters after (the barrier's own
  * messages are sent after the traffic, and counted in the next phase's
- * "before" only, since each phase starts from a fresh read). */
+ * "before" only, since each phase starts from a fresh read).  A negative
+ * WINDOW: that many each way at once (exchange). */
 typedef struct { uint64_t a[NVARS], d[NVARS], peer[NVARS]; long bad; } phase_t;
 static void run_phase(phase_t *p, int n, size_t len, int window, int tag)
 {
     uint64_t b[NVARS];
     MPI_Barrier(MPI_COMM_WORLD);
     read_all(b);
-    long bad = transfer(n, len, window, tag);
+    long bad = window < 0 ? exchange(n, len, -window, tag) : transfer(n, len, window, tag);
     read_all(p->a);         /* before the barrier: only the phase's own messages */
     for (int i = 0; i < NVARS; i++) {
         p->d[i] = p->a[i] - b[i];
@@ -344,6 +375,34 @@ static void mode_eager(bool on)
               "pool_messages +%llu (expected %d)", (unsigned long long) p.peer[GETS],
               (unsigned long long) p.d[POOL], n);
     }
+}
+
+/* Distance samples taken under load decide nothing once a quiet set has
+ * (rsm_distance.h, "Load"): rank 0 measures its receiver in a one-way stream
+ * of inline messages, then both ranks exchange 8000 B pool messages both ways
+ * at once; rank 0's samples there are taken while its own receives bring bulk
+ * data in, so its sets are counted as loaded and decide nothing (but the one
+ * whose first samples the stream took, which may be mostly quiet). */
+static void mode_load(void)
+{
+    phase_t p;
+    run_phase(&p, 4000, 1024, 64, 40);
+    check(p.bad == 0 && p.d[NEAR] + p.d[FAR] >= 1,
+          "a one-way stream of 1 KiB messages verified; the sender decided (near +%llu, far "
+          "+%llu)", (unsigned long long) p.d[NEAR], (unsigned long long) p.d[FAR]);
+    check(p.d[DIST_LOADED] == 0, "distance_sets_loaded +%llu in the one-way stream (expected 0)",
+          (unsigned long long) p.d[DIST_LOADED]);
+    const int n = 30000;
+    run_phase(&p, n, 8000, -64, 41);
+    check(p.bad == 0 && p.peer[POOL] == (uint64_t) n && p.d[POOL] == (uint64_t) n,
+          "%d messages of 8000 B each way verified, all through the pool (pool_messages +%llu "
+          "and +%llu)", n, (unsigned long long) p.d[POOL], (unsigned long long) p.peer[POOL]);
+    /* one decision may come from the set the stream began, mostly quiet */
+    check(p.d[DIST_LOADED] >= 1 && p.d[NEAR] + p.d[FAR] <= 1,
+          "rank 0 under load both ways: distance_sets_loaded +%llu (expected >= 1), decisions "
+          "near +%llu far +%llu (expected at most the one the stream's last set began)",
+          (unsigned long long) p.d[DIST_LOADED],
+          (unsigned long long) p.d[NEAR], (unsigned long long) p.d[FAR]);
 }
 
 static void mode_used(bool have)
@@ -787,6 +846,8 @@ int main(int argc, char **argv)
             mode_poolfull();
         } else if (have && strncmp(mode, "eager", 5) == 0) {
             mode_eager(strcmp(mode, "eager-off") != 0);
+        } else if (have && strcmp(mode, "load") == 0) {
+            mode_load();
         } else if (have && strncmp(mode, "pairs", 5) == 0) {
             mode_pairs(strcmp(mode, "pairs-off") != 0);
         } else if (have) {

@@ -19,6 +19,8 @@ run() {  # PREFIX ARGS...: the reader's TAP lines, renumbered into ours
 run "" --mca btl_rsm_single_copy_near 1 "$READER" traffic
 # a 64 KiB pool that the sender fills before the receiver starts reading
 run "small pool: " --mca btl_rsm_pool_size 65536 "$READER" poolfull
+# distance samples taken while bulk data comes in both ways decide nothing
+run "load: " "$READER" load
 # two tiny messages per postbox to a receiver measured far (every receiver, with nt_far_ns 1)
 run "pairs: " --mca btl_rsm_nt_far_ns 1 "$READER" pairs
 run "pairs off: " --mca btl_rsm_nt_far_ns 1 --mca btl_rsm_pair_tiny 0 "$READER" pairs-off

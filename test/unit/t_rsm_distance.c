@@ -4,8 +4,9 @@
  * far; the second, lower threshold that keeps two copies for the closest
  * receivers only (near for stores, single copy in between); the margin that
  * keeps a near receiver near an eighth past the threshold; a change only on two
- * medians in a row; the shorter eager limit's band; and the cycle counter
- * calibration against the clock. */
+ * medians in a row; the shorter eager limit's band; sets taken under load,
+ * which decide only until a quiet one has; and the cycle counter calibration
+ * against the clock. */
 #include <string.h>
 #include <time.h>
 
@@ -17,7 +18,7 @@ static bool feed2(rsm_distance_t *d, const uint32_t *v, unsigned n, uint32_t far
 {
     bool decided = false;
     for (unsigned i = 0; i < n; i++) {
-        decided = rsm_distance_add(d, v[i], far, two_copy);
+        decided = rsm_distance_add(d, v[i], false, far, two_copy);
     }
     return decided;
 }
@@ -27,7 +28,17 @@ static bool feed(rsm_distance_t *d, const uint32_t *v, unsigned n, uint32_t far)
 {
     bool decided = false;
     for (unsigned i = 0; i < n; i++) {
-        decided = rsm_distance_add(d, v[i], far, far);
+        decided = rsm_distance_add(d, v[i], false, far, far);
+    }
+    return decided;
+}
+
+/* N samples at V, the first LOADED of them taken under load */
+static bool feed_load(rsm_distance_t *d, uint32_t v, unsigned n, unsigned loaded)
+{
+    bool decided = false;
+    for (unsigned i = 0; i < n; i++) {
+        decided = rsm_distance_add(d, v, i < loaded, 110, 60);
     }
     return decided;
 }
@@ -62,7 +73,7 @@ int main(void)
     }
     CHECK(!feed(&d, mostly_near, RSM_DIST_SAMPLES - 1, 300) && d.decisions == 0 && !d.near,
           "no decision before %d samples", RSM_DIST_SAMPLES);
-    CHECK(rsm_distance_add(&d, mostly_near[RSM_DIST_SAMPLES - 1], 300, 300) && d.decisions == 1,
+    CHECK(rsm_distance_add(&d, mostly_near[RSM_DIST_SAMPLES - 1], false, 300, 300) && d.decisions == 1,
           "the %dth sample decides", RSM_DIST_SAMPLES);
     CHECK(d.near && d.median == 114, "7 slow outliers of 15 do not make it far (median %u)",
           d.median);
@@ -173,6 +184,41 @@ int main(void)
     }
     CHECK(kept, "medians alternating between 95 and 140 keep the short limit");
     CHECK(!rsm_distance_short_eager(&e, 0, true), "threshold 0: never short");
+
+    /* load: thresholds far 110, two copies 60, short eager 130 (as above) */
+    rsm_distance_t l;
+    memset(&l, 0, sizeof(l));
+    CHECK(feed_load(&l, 200, RSM_DIST_SAMPLES, RSM_DIST_SAMPLES) && !l.near
+              && feed_load(&l, 90, RSM_DIST_SAMPLES, RSM_DIST_SAMPLES) && !l.near
+              && feed_load(&l, 90, RSM_DIST_SAMPLES, RSM_DIST_SAMPLES) && l.near
+              && l.loaded_sets == 0 && l.quiet_decisions == 0,
+          "before any quiet set, loaded sets decide as quiet ones (far at 200, near after two "
+          "at 90)");
+    CHECK(feed_load(&l, 90, RSM_DIST_SAMPLES, RSM_DIST_SAMPLES / 2) && l.quiet_decisions == 1,
+          "a set with %d of %d samples loaded is quiet, and decides", RSM_DIST_SAMPLES / 2,
+          RSM_DIST_SAMPLES);
+    bool still = true;
+    for (unsigned k = 0; k < 6; k++) {      /* far, far, far, ...: each set mostly loaded */
+        still = !feed_load(&l, k % 2 ? 400 : 200, RSM_DIST_SAMPLES, RSM_DIST_SAMPLES / 2 + 1)
+                && still && l.near && !l.two_copy && l.median == 90;
+    }
+    CHECK(still && l.loaded_sets == 6 && l.decisions == 4,
+          "after a quiet decision, 6 loaded sets at 200-400 decide nothing (near, median 90; "
+          "loaded_sets %u, decisions %u)", l.loaded_sets, l.decisions);
+    bool se = rsm_distance_short_eager(&l, 130, true);
+    CHECK(se, "and the short eager limit stays (quiet median 90)");
+    still = true;
+    for (unsigned k = 0; k < 2; k++) {      /* nor do loaded ones that read near */
+        still = !feed_load(&l, 40, RSM_DIST_SAMPLES, RSM_DIST_SAMPLES) && still && !l.two_copy;
+    }
+    CHECK(still && l.loaded_sets == 8, "loaded sets at 40 do not turn it to two copies either");
+    CHECK(feed_load(&l, 200, RSM_DIST_SAMPLES, 0) && l.near
+              && feed_load(&l, 200, RSM_DIST_SAMPLES, 0) && !l.near && l.median == 200,
+          "quiet sets still move it: far after two at 200 (the host moved the cores)");
+    memset(&l, 0, sizeof(l));
+    CHECK(!feed_load(&l, 90, RSM_DIST_SAMPLES - 3, 0) && feed_load(&l, 90, 3, 3)
+              && l.quiet_decisions == 1,
+          "the samples of one set count together: 12 quiet and 3 loaded make a quiet set");
 
     /* threshold 0: never near */
     memset(&d, 0, sizeof(d));
