@@ -242,6 +242,11 @@ typedef struct mca_btl_rsm_component_t {
     size_t eager_full, eager_short; /* ... the module's eager limit from full to short */
     uint32_t short_eager_peers;     /* endpoints measured in that band now */
     uint64_t eager_lowered;         /* times the limit went down to eager_short (MPI_T) */
+    size_t loaded_eager;            /* ... and to this while we also take in bulk data (0: never) */
+    size_t eager_loaded;            /* in effect: loaded_eager, or eager_short where it is lower */
+    uint8_t load_bits;              /* the last distance samples' load bits (rsm_load_add) */
+    bool under_load;                /* two in a row said so */
+    uint64_t eager_load_lowered;    /* times the limit went down to eager_loaded (MPI_T) */
     unsigned int stripes;
     bool single_copy;
     size_t single_copy_min;         /* smallest message sent by RDMA get */

@@ -232,6 +232,18 @@ static int rsm_component_register(void)
         "eager up to 64 KiB better.  Raised again when no receiver is in that band.  The "
         "MPI_T variable btl_rsm_eager_limit_lowered counts the changes.  0: never lowered",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->short_eager_ns, OPAL_INFO_LVL_5);
+    c->loaded_eager = 4096 + 64;
+    reg("loaded_eager_limit", "With the shorter eager limit in effect (a receiver in the middle "
+        "band, btl_rsm_short_eager_ns): while this rank also takes in bulk data (pool "
+        "messages or single-copy reads: ping-pong, traffic both ways), the eager limit is this "
+        "(bytes, ob1's header included), and longer messages go by rendezvous, read by single "
+        "copy.  Why: there each core then copies a message once instead of twice, and two "
+        "copies of 8 KiB took longer than one read (ping-pong 8 KiB 1.66 us eager, 1.16 by "
+        "rendezvous), while a one-way stream's sender, which takes in only small replies, "
+        "keeps the longer limit that streams best (bw 8 KiB 15.3 GB/s eager, 10.7 by "
+        "rendezvous).  Judged from the distance samples, two in a row.  The MPI_T variable "
+        "btl_rsm_eager_limit_load_lowered counts the changes.  0: never",
+        MCA_BASE_VAR_TYPE_SIZE_T, &c->loaded_eager, OPAL_INFO_LVL_5);
     c->distance_load_holds = true;
     reg("distance_load_holds", "Receiver distances (btl_rsm_nt_far_ns, btl_rsm_two_copy_ns, "
         "btl_rsm_short_eager_ns) are measured from the time our loads of a receiver's acks "
@@ -746,6 +758,10 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     if (!c->single_copy_on || c->single_copy_min > c->eager_short || c->short_eager_cycles == 0) {
         c->eager_short = c->eager_full;   /* the shorter limit pays only with single copy */
     }
+    /* the limit under load: only below the shorter one, and only where single copy
+     * takes what it leaves (a shorter limit with the two-copy pipeline loses) */
+    c->eager_loaded = c->loaded_eager != 0 && c->loaded_eager < c->eager_short
+                      && c->single_copy_min < c->loaded_eager ? c->loaded_eager : c->eager_short;
     c->probe_word = RSM_CTL_MAGIC;
     if (c->single_copy_on) {
         /* Yama (ptrace_scope 1) lets only a declared tracer read us */
@@ -768,10 +784,11 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     if (rc != OPAL_SUCCESS) {
         goto fail;
     }
-    char short_eager[96] = "";
+    char short_eager[192] = "";
     if (c->eager_short < c->eager_full) {
         snprintf(short_eager, sizeof(short_eager), "; %zu while a receiver is at the middle "
-                 "distance, btl_rsm_short_eager_ns", c->eager_short);
+                 "distance, btl_rsm_short_eager_ns, %zu if this rank also takes in bulk data, "
+                 "btl_rsm_loaded_eager_limit", c->eager_short, c->eager_loaded);
     }
     RSM_VERBOSE(10, "local rank %u of %u, NUMA node %d, control segment %s (%zu bytes), "
                 "%u-byte areas, queues of %u postboxes, inline up to %u bytes, eager up to %zu "

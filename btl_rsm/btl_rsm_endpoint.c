@@ -297,14 +297,30 @@ int rsm_accept_connections(void)
     return accepted;
 }
 
-/* The module's eager limit after a distance decision about EP: the short one
- * while any receiver is in rsm_distance_short_eager's band, else the full one.
- * One limit serves every peer (ob1 reads btl_eager_limit at each send), and a
- * 16-64 KiB message sent eager to such a receiver costs 2-3x what a rendezvous
- * does, where one sent by rendezvous to a receiver under two_copy_ns costs a
- * round trip more (10-15% at 64 KiB): so any receiver in the band lowers it.
- * Messages already sent eager are unaffected; every size the full limit allows
- * still fits the pool. */
+/* The module's eager limit: the full one; the short one while any receiver is
+ * in rsm_distance_short_eager's band; and, while in addition this rank takes
+ * in bulk data (c->under_load), the one under load.  One limit serves every
+ * peer (ob1 reads btl_eager_limit at each send), and a 16-64 KiB message sent
+ * eager to such a receiver costs 2-3x what a rendezvous does, where one sent
+ * by rendezvous to a receiver under two_copy_ns costs a round trip more
+ * (10-15% at 64 KiB): so any receiver in the band lowers it.  Messages already
+ * sent eager are unaffected; every size the full limit allows still fits the
+ * pool.  Returns the old limit. */
+static size_t eager_set(void)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    const size_t old = mca_btl_rsm.btl_eager_limit;
+    const size_t limit = c->short_eager_peers == 0 ? c->eager_full
+                         : c->under_load ? c->eager_loaded : c->eager_short;
+    if (limit != old) {
+        c->eager_lowered += old == c->eager_full;
+        c->eager_load_lowered += limit == c->eager_loaded && c->eager_loaded < c->eager_short;
+        mca_btl_rsm.btl_eager_limit = limit;
+    }
+    return old;
+}
+
+/* After a distance decision about EP: is it in the band of the short limit? */
 static void eager_follows(mca_btl_base_endpoint_t *ep)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
@@ -318,15 +334,30 @@ static void eager_follows(mca_btl_base_endpoint_t *ep)
     }
     ep->short_eager = in_band;
     c->short_eager_peers += in_band ? 1 : (uint32_t) -1;
-    const size_t limit = c->short_eager_peers > 0 ? c->eager_short : c->eager_full;
-    if (limit != mca_btl_rsm.btl_eager_limit) {
-        c->eager_lowered += limit == c->eager_short;
-        mca_btl_rsm.btl_eager_limit = limit;
+    if (eager_set() != mca_btl_rsm.btl_eager_limit) {
         RSM_VERBOSE(20, "eager limit %zu bytes: local rank %u %s (its lines in %u cycles; "
-                    "short eager from %u up to %u)", limit, ep->local_rank,
+                    "short eager from %u up to %u)", mca_btl_rsm.btl_eager_limit, ep->local_rank,
                     in_band ? "is read by single copy and not far" : "left the middle band, "
                     "and no other receiver is in it", ep->dist.median, c->two_copy_cycles,
                     c->short_eager_cycles);
+    }
+}
+
+/* After a distance sample: LOADED says whether this rank took in bulk data
+ * since its previous one; two in a row change c->under_load, and with it the
+ * eager limit while a receiver is in the band (btl_rsm_loaded_eager_limit). */
+static void eager_load(bool loaded)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    const bool now = rsm_load_add(&c->load_bits, loaded, c->under_load);
+    if (now == c->under_load) {
+        return;
+    }
+    c->under_load = now;
+    if (c->eager_loaded < c->eager_short && c->short_eager_peers > 0
+        && eager_set() != mca_btl_rsm.btl_eager_limit) {
+        RSM_VERBOSE(20, "eager limit %zu bytes: this rank %s bulk data", mca_btl_rsm.btl_eager_limit,
+                    now ? "takes in" : "no longer takes in");
     }
 }
 
@@ -336,8 +367,10 @@ static void distance_sample(mca_btl_base_endpoint_t *ep, uint64_t cycles)
     const bool was_near = ep->dist.near, was_two_copy = ep->dist.two_copy;
     const uint32_t loaded_sets = ep->dist.loaded_sets;
     /* loaded: we took in bulk data since our last sample (rsm_distance.h, "Load") */
-    const bool loaded = c->distance_load_holds && c->bulk_in != ep->dist_bulk_mark;
+    const bool took_in = c->bulk_in != ep->dist_bulk_mark;
+    const bool loaded = c->distance_load_holds && took_in;
     ep->dist_bulk_mark = c->bulk_in;
+    eager_load(took_in);
     if (!rsm_distance_add(&ep->dist, cycles > UINT32_MAX ? UINT32_MAX : (uint32_t) cycles,
                           loaded, c->nt_far_cycles, c->two_copy_cycles)) {
         c->distance_loaded += ep->dist.loaded_sets - loaded_sets;

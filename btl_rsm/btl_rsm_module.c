@@ -39,6 +39,7 @@ static void single_copy_off(const char *why)
     }
     c->single_copy_on = false;
     c->eager_short = c->eager_full;     /* rendezvous would now take the two-copy pipeline */
+    c->eager_loaded = c->eager_full;
     mca_btl_rsm.btl_eager_limit = c->eager_full;
     if (!c->verbs_single_copy_on) {     /* RDMA reads for other hosts are another matter */
         mca_btl_rsm.btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_GET;

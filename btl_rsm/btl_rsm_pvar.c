@@ -16,7 +16,7 @@
 enum {
     PV_INLINE, PV_INLINE_BYTES, PV_POOL, PV_POOL_BYTES, PV_PAIRED, PV_STAGED, PV_PARKED,
     PV_GETS, PV_GET_BYTES, PV_SPLITS, PV_HALVES, PV_HALF_BYTES, PV_TAKEN_BACK,
-    PV_NEAR, PV_FAR, PV_DIST_LOADED, PV_EAGER_LOWERED, PV_DROP_MALFORMED, PV_DROP_TAG, PV_DROP_HELP, PV_POOL_FULL,
+    PV_NEAR, PV_FAR, PV_DIST_LOADED, PV_EAGER_LOWERED, PV_EAGER_LOAD_LOWERED, PV_DROP_MALFORMED, PV_DROP_TAG, PV_DROP_HELP, PV_POOL_FULL,
     PV_V_CONNECTS, PV_V_ACCEPTS, PV_V_WRITES, PV_V_WRITE_BYTES, PV_V_ACK_WRITES, PV_V_ACKS_PIGGYBACKED, PV_V_DIRECT,
     PV_V_REGISTERED, PV_V_REGISTERED_SHARED, PV_V_POOL_GROWS, PV_V_BAD_HANDSHAKES,
     PV_V_READS, PV_V_READ_BYTES, PV_V_USER_REGISTERED, PV_V_USER_REGISTRATIONS,
@@ -64,6 +64,10 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
     [PV_EAGER_LOWERED] = {"eager_limit_lowered", "Times the eager limit went down from the "
                           "one-host limit to btl_rsm_eager_limit's default because a receiver "
                           "was measured in the middle band (btl_rsm_short_eager_ns)"},
+    [PV_EAGER_LOAD_LOWERED] = {"eager_limit_load_lowered", "Times the eager limit went down "
+                               "to btl_rsm_loaded_eager_limit: a receiver in the middle band, "
+                               "and this rank taking in bulk data too (two distance samples in "
+                               "a row)"},
     [PV_DROP_MALFORMED] = {"dropped_malformed", "Peer postboxes dropped because they failed "
                            "the parser's checks"},
     [PV_DROP_TAG] = {"dropped_unknown_tag", "Whole messages dropped because no upper layer "
@@ -155,6 +159,7 @@ static void rsm_counters_read(uint64_t *v)
     v[PV_FAR] = c->far_decisions;
     v[PV_DIST_LOADED] = c->distance_loaded;
     v[PV_EAGER_LOWERED] = c->eager_lowered;
+    v[PV_EAGER_LOAD_LOWERED] = c->eager_load_lowered;
     v[PV_DROP_MALFORMED] = c->dropped_malformed;
     v[PV_DROP_TAG] = c->dropped_tag;
     v[PV_DROP_HELP] = c->dropped_help;

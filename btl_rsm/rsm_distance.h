@@ -202,6 +202,19 @@ static inline bool rsm_distance_short_eager(const rsm_distance_t *d, uint32_t sh
     return d->decisions == 1 || below == (d->prev_median < short_eager_cycles) ? below : now;
 }
 
+/* Whether this rank is under load both ways, from the LOADED bit of each
+ * distance sample (any peer's): the answer NOW changes when two samples in a
+ * row say otherwise.  BITS keeps the last samples, newest in bit 0.  Why: the
+ * eager limit that follows it (btl_rsm_endpoint.c, eager_follows) is one
+ * number for the whole module, and a single sample taken across a change of
+ * traffic should not move it. */
+static inline bool rsm_load_add(uint8_t *bits, bool loaded, bool now)
+{
+    *bits = (uint8_t) (*bits << 1 | loaded);
+    const unsigned last2 = *bits & 3u;
+    return last2 == 3u ? true : last2 == 0u ? false : now;
+}
+
 /* NS nanoseconds in cycles, given PER_US = rsm_cycles_for_ns(1000) (one
  * calibration serves every threshold); 0 when NS or PER_US is 0. */
 static inline uint32_t rsm_cycles_scale(uint32_t per_us, uint32_t ns)

@@ -71,10 +71,11 @@ static const char *names[] = {
     "split_halves_written", "split_halves_written_bytes", "split_halves_taken_back",
     "near_decisions", "far_decisions", "dropped_malformed", "dropped_unknown_tag",
     "dropped_bad_help", "pool_full", "paired_messages", "eager_limit_lowered",
-    "distance_sets_loaded",
+    "distance_sets_loaded", "eager_limit_load_lowered",
 };
 enum { INL, INL_B, POOL, POOL_B, STAGED, PARKED, GETS, GET_B, SPLITS, HALVES, HALF_B, TAKEN,
-       NEAR, FAR, DROP_M, DROP_T, DROP_H, POOL_FULL, PAIRED, EAGER_LOWERED, DIST_LOADED, NVARS };
+       NEAR, FAR, DROP_M, DROP_T, DROP_H, POOL_FULL, PAIRED, EAGER_LOWERED, DIST_LOADED, EAGER_LOAD,
+       NVARS };
 
 static MPI_T_pvar_session session;
 static MPI_T_pvar_handle handle[NVARS];
@@ -394,15 +395,49 @@ static void mode_load(void)
           (unsigned long long) p.d[DIST_LOADED]);
     const int n = 30000;
     run_phase(&p, n, 8000, -64, 41);
-    check(p.bad == 0 && p.peer[POOL] == (uint64_t) n && p.d[POOL] == (uint64_t) n,
-          "%d messages of 8000 B each way verified, all through the pool (pool_messages +%llu "
-          "and +%llu)", n, (unsigned long long) p.d[POOL], (unsigned long long) p.peer[POOL]);
+    /* eager through the pool, or (btl_rsm_loaded_eager_limit) read by single copy */
+    check(p.bad == 0 && p.d[POOL] + p.peer[GETS] == (uint64_t) n
+              && p.peer[POOL] + p.d[GETS] == (uint64_t) n,
+          "%d messages of 8000 B each way verified, each through the pool or read by single "
+          "copy (rank 0's: %llu + %llu, rank 1's: %llu + %llu)", n, (unsigned long long) p.d[POOL],
+          (unsigned long long) p.peer[GETS], (unsigned long long) p.peer[POOL],
+          (unsigned long long) p.d[GETS]);
     /* one decision may come from the set the stream began, mostly quiet */
     check(p.d[DIST_LOADED] >= 1 && p.d[NEAR] + p.d[FAR] <= 1,
           "rank 0 under load both ways: distance_sets_loaded +%llu (expected >= 1), decisions "
           "near +%llu far +%llu (expected at most the one the stream's last set began)",
           (unsigned long long) p.d[DIST_LOADED],
           (unsigned long long) p.d[NEAR], (unsigned long long) p.d[FAR]);
+}
+
+/* The eager limit under load (btl_rsm_loaded_eager_limit): the job puts every
+ * receiver in the middle band (as mode_eager), so a stream lowers the limit
+ * to the short one; exchanging 8000 B messages both ways then lowers it to
+ * the one under load (4 KiB + 64), and those messages go by rendezvous, read
+ * by single copy; a one-way stream of them afterwards raises it again, and
+ * most go eager through the pool. */
+static void mode_eager_load(void)
+{
+    phase_t p;
+    run_phase(&p, 4000, 1024, 64, 50);
+    check(p.bad == 0 && p.a[EAGER_LOWERED] == 1 && p.a[EAGER_LOAD] == 0,
+          "a stream of 1 KiB messages verified; the sender's limit went to the short one "
+          "(eager_limit_lowered %llu, expected 1; eager_limit_load_lowered %llu, expected 0)",
+          (unsigned long long) p.a[EAGER_LOWERED], (unsigned long long) p.a[EAGER_LOAD]);
+    const int n = 30000;
+    run_phase(&p, n, 8000, -64, 51);
+    check(p.bad == 0, "%d messages of 8000 B each way verified", n);
+    check(p.d[EAGER_LOAD] >= 1 && p.peer[GETS] >= 1 && p.d[POOL] < (uint64_t) n,
+          "under load both ways: rank 0's eager_limit_load_lowered +%llu (expected >= 1); of its "
+          "messages %llu went eager (pool_messages) and rank 1 read %llu by single copy",
+          (unsigned long long) p.d[EAGER_LOAD], (unsigned long long) p.d[POOL],
+          (unsigned long long) p.peer[GETS]);
+    const int n3 = 10000;
+    run_phase(&p, n3, 8000, 64, 52);
+    check(p.bad == 0 && p.d[POOL] >= (uint64_t) n3 / 2,
+          "a one-way stream of %d messages of 8000 B verified; the limit came back up: %llu of "
+          "them eager (pool_messages; expected at least half), %llu read by single copy", n3,
+          (unsigned long long) p.d[POOL], (unsigned long long) p.peer[GETS]);
 }
 
 static void mode_used(bool have)
@@ -844,8 +879,10 @@ int main(int argc, char **argv)
               NVARS);
         if (have && strcmp(mode, "poolfull") == 0) {
             mode_poolfull();
-        } else if (have && strncmp(mode, "eager", 5) == 0) {
+        } else if (have && (strcmp(mode, "eager") == 0 || strcmp(mode, "eager-off") == 0)) {
             mode_eager(strcmp(mode, "eager-off") != 0);
+        } else if (have && strcmp(mode, "eager-load") == 0) {
+            mode_eager_load();
         } else if (have && strcmp(mode, "load") == 0) {
             mode_load();
         } else if (have && strncmp(mode, "pairs", 5) == 0) {

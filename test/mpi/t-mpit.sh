@@ -28,6 +28,8 @@ run "pairs off: " --mca btl_rsm_nt_far_ns 1 --mca btl_rsm_pair_tiny 0 "$READER" 
 MIDDLE="--mca btl_rsm_nt_far_ns 4294967295 --mca btl_rsm_two_copy_ns 1"
 run "short eager: " $MIDDLE --mca btl_rsm_short_eager_ns 4294967295 "$READER" eager
 run "short eager off: " $MIDDLE --mca btl_rsm_short_eager_ns 0 "$READER" eager-off
+# ... and lowered further while the rank also takes in bulk data, raised when it stops
+run "eager under load: " $MIDDLE --mca btl_rsm_short_eager_ns 4294967295 "$READER" eager-load
 run "one-host limit set: " $MIDDLE --mca btl_rsm_short_eager_ns 4294967295 \
     --mca btl_rsm_one_host_eager_limit 65600 "$READER" eager-off
 tap_done

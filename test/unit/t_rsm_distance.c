@@ -220,6 +220,20 @@ int main(void)
               && l.quiet_decisions == 1,
           "the samples of one set count together: 12 quiet and 3 loaded make a quiet set");
 
+    /* the rank's load, for the eager limit: two samples in a row change it */
+    uint8_t bits = 0;
+    bool under = false;
+    under = rsm_load_add(&bits, true, under);
+    CHECK(!under, "one loaded sample: not under load yet");
+    under = rsm_load_add(&bits, true, under);
+    CHECK(under, "two in a row: under load");
+    under = rsm_load_add(&bits, false, under);
+    under = rsm_load_add(&bits, true, under);
+    under = rsm_load_add(&bits, false, under);
+    CHECK(under, "quiet, loaded, quiet: still under load (never two quiet in a row)");
+    under = rsm_load_add(&bits, false, under);
+    CHECK(!under, "two quiet in a row: no longer");
+
     /* threshold 0: never near */
     memset(&d, 0, sizeof(d));
     CHECK(feed(&d, mostly_near, RSM_DIST_SAMPLES, 0) && !d.near
