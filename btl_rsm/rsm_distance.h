@@ -68,11 +68,11 @@
  * single-copy reads, from any peer) since its previous sample; a set with more
  * loaded samples than not decides nothing once a set without load has decided.
  * Why: under traffic both ways the ack loads queue behind both cores' copies.
- * At one placement of a Sapphire Rapids guest whose quiet medians read 220-280
- * cycles (ping-pong, one-way streams, bi-directional inline traffic), sets
- * taken in a bi-directional exchange of 16 KiB-1 MiB read 126-620, and the
- * choices followed them (bibw 16 KiB 8.3-14.1 GB/s with the defaults, 13.6-14.1
- * with the quiet choices held): the load, not the placement.  A one-way
+ * At one placement of a Sapphire Rapids guest whose quiet medians read 218-312
+ * cycles (ping-pong, one-way streams up to 32 KiB, bi-directional traffic up to
+ * 4 KiB), sets taken in a bi-directional exchange of 8 KiB-1 MiB read 138-648,
+ * and the choices followed them (bibw 16 KiB 8.8-16.8 GB/s in 7 runs letting them
+ * decide, 13.8-16.9 holding the quiet ones): the load, not the placement.  A one-way
  * stream's sender takes in only small control messages, so its samples keep
  * moving the choices, the host moving the cores included; the receiver of such
  * a stream, or ranks exchanging both ways, keep what the last quiet set said
