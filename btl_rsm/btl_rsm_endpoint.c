@@ -356,8 +356,8 @@ static void eager_load(bool loaded)
     c->under_load = now;
     if (c->eager_loaded < c->eager_short && c->short_eager_peers > 0
         && eager_set() != mca_btl_rsm.btl_eager_limit) {
-        RSM_VERBOSE(20, "eager limit %zu bytes: this rank %s bulk data", mca_btl_rsm.btl_eager_limit,
-                    now ? "takes in" : "no longer takes in");
+        RSM_VERBOSE(20, "eager limit %zu bytes: this rank %s bulk data",
+                    mca_btl_rsm.btl_eager_limit, now ? "takes in" : "no longer takes in");
     }
 }
 

@@ -71,12 +71,12 @@
  * At one placement of a Sapphire Rapids guest whose quiet medians read 218-312
  * cycles (ping-pong, one-way streams up to 32 KiB, bi-directional traffic up to
  * 4 KiB), sets taken in a bi-directional exchange of 8 KiB-1 MiB read 138-648,
- * and the choices followed them (bibw 16 KiB 8.8-16.8 GB/s in 7 runs letting them
- * decide, 13.8-16.9 holding the quiet ones): the load, not the placement.  A one-way
- * stream's sender takes in only small control messages, so its samples keep
- * moving the choices, the host moving the cores included; the receiver of such
- * a stream, or ranks exchanging both ways, keep what the last quiet set said
- * (btl_rsm/README.md, "Load decides nothing"). */
+ * and the choices followed them (bibw 16 KiB 8.8-16.8 GB/s in 7 runs letting
+ * them decide, 13.8-16.9 holding the quiet ones): the load, not the placement.
+ * A one-way stream's sender takes in only small control messages, so its
+ * samples keep moving the choices, the host moving the cores included; the
+ * receiver of such a stream, or ranks exchanging both ways, keep what the last
+ * quiet set said (btl_rsm/README.md, "Load decides nothing"). */
 
 typedef struct rsm_distance {
     uint32_t sample[RSM_DIST_SAMPLES];  /* cycles */
@@ -205,9 +205,9 @@ static inline bool rsm_distance_short_eager(const rsm_distance_t *d, uint32_t sh
 /* Whether this rank is under load both ways, from the LOADED bit of each
  * distance sample (any peer's): the answer NOW changes when two samples in a
  * row say otherwise.  BITS keeps the last samples, newest in bit 0.  Why: the
- * eager limit that follows it (btl_rsm_endpoint.c, eager_follows) is one
- * number for the whole module, and a single sample taken across a change of
- * traffic should not move it. */
+ * eager limit that follows it (btl_rsm_endpoint.c, eager_load) is one number
+ * for the whole module, and a single sample taken across a change of traffic
+ * should not move it (btl_rsm/README.md, "The eager limit under load"). */
 static inline bool rsm_load_add(uint8_t *bits, bool loaded, bool now)
 {
     *bits = (uint8_t) (*bits << 1 | loaded);
