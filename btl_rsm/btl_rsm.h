@@ -192,7 +192,7 @@ struct mca_btl_base_endpoint_t {
     struct mca_btl_rsm_frag_t *pending_head, *pending_tail;
     rsm_distance_t dist;            /* its core near ours? streaming, single copy (rsm_distance.h) */
     uint8_t dist_skip;              /* reclaims with new acks until the next timed one */
-    uint64_t dist_bulk_mark;        /* component bulk_in at our last timed sample */
+    uint64_t dist_bulk_mark;        /* bulk_taken_in() at our last timed sample */
     bool short_eager;               /* counted in short_eager_peers (rsm_distance_short_eager) */
     bool answered;                  /* a message came from it since our last pool allocation */
 
@@ -310,8 +310,6 @@ typedef struct mca_btl_rsm_component_t {
     uint64_t splits, taken_back;    /* gets split with the sender; halves we copied after all */
     uint64_t near_decisions, far_decisions;                  /* rsm_distance.h, all peers */
     uint64_t distance_loaded;       /* distance sample sets ignored under load (rsm_distance.h) */
-    uint64_t bulk_in;               /* pool messages delivered and single-copy reads done: */
-                                    /* the load that makes a distance sample decide nothing */
     uint64_t pool_full;             /* new fragments that found the pool full after reclaim */
     uint32_t n_parked;              /* split gets waiting for the sender's half */
     struct rsm_parked_get *parked[RSM_HELP_SLOTS];

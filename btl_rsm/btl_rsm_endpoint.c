@@ -361,15 +361,31 @@ static void eager_load(bool loaded)
     }
 }
 
+/* Bulk data this rank has taken in so far: single-copy reads done and pool
+ * messages delivered by the node's senders (each endpoint counts its own).
+ * Summed here, at a timed sample (one in RSM_DIST_EVERY reclaims), from the
+ * counters the receive and get paths keep anyway, so the receive path writes
+ * nothing more. */
+static uint64_t bulk_taken_in(void)
+{
+    const mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    uint64_t n = c->gets;
+    for (uint32_t i = 0; i < c->n_inbound; i++) {
+        n += c->inbound[i]->in_pool_msgs;
+    }
+    return n;
+}
+
 static void distance_sample(mca_btl_base_endpoint_t *ep, uint64_t cycles)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     const bool was_near = ep->dist.near, was_two_copy = ep->dist.two_copy;
     const uint32_t loaded_sets = ep->dist.loaded_sets;
     /* loaded: we took in bulk data since our last sample (rsm_distance.h, "Load") */
-    const bool took_in = c->bulk_in != ep->dist_bulk_mark;
+    const uint64_t bulk = bulk_taken_in();
+    const bool took_in = bulk != ep->dist_bulk_mark;
     const bool loaded = c->distance_load_holds && took_in;
-    ep->dist_bulk_mark = c->bulk_in;
+    ep->dist_bulk_mark = bulk;
     eager_load(took_in);
     if (!rsm_distance_add(&ep->dist, cycles > UINT32_MAX ? UINT32_MAX : (uint32_t) cycles,
                           loaded, c->nt_far_cycles, c->two_copy_cycles)) {

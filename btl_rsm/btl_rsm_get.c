@@ -159,7 +159,6 @@ int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local
         return get_failed(ep, err);     /* the slot stays POSTED: the job is going down */
     }
     c->gets++;                          /* statistics only: races are harmless */
-    c->bulk_in++;                       /* the distance's load signal: as harmless */
     c->get_bytes += size;
     c->splits += slot >= 0;
     if (slot >= 0) {

@@ -188,7 +188,6 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
          * acked, not before the callback: a send from inside it carries the acks done
          * so far (rsm_vimm_pack), and must not take this message's for done */
         ep->in_pool_msgs += pool;
-        c->bulk_in += pool;
         ep->head = head + n;
         delivered++;
         continue;

@@ -64,8 +64,8 @@
  * (streams of 32 KiB-1 MiB, whose single copies evict the ack lines) still
  * move the choices: btl_rsm/README.md, "A margin and two in a row". */
 
-/* Load: a sample is LOADED when this rank took in bulk data (pool messages or
- * single-copy reads, from any peer) since its previous sample; a set with more
+/* Load: a sample is LOADED when this rank took in bulk data (pool messages from
+ * senders on its node, or single-copy reads) since its previous sample; a set with more
  * loaded samples than not decides nothing once a set without load has decided.
  * Why: under traffic both ways the ack loads queue behind both cores' copies.
  * At one placement of a Sapphire Rapids guest whose quiet medians read 218-312
