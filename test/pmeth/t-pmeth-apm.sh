@@ -13,26 +13,42 @@ vc_setup tpapm
 VC_TMP=$(mktemp -d /tmp/xbvc-tpapm.XXXXXX); LOG=$VC_TMP
 P2P=$TOP_BUILDDIR/test/mpi/mpi_p2p
 SOAK=$TOP_BUILDDIR/test/rsm/rsm_soak
-[ -x "$P2P" ] && [ -x "$SOAK" ] || { echo "# test programs not built"; exit 1; }
+[ -x "$P2P" ] && [ -x "$SOAK" ] && [ -x "$TOP_BUILDDIR/test/pmeth/pmeth_failover" ] || { echo "# test programs not built"; exit 1; }
 
 # pm OUT ARGS...: a job over self,pmeth at verbose 10 (path migration says what it does)
 pm() {
     local out=$1; shift
     vc_mpirun --mca btl_base_verbose 10 "$@" >"$out" 2>"$out.err"
 }
-verified() { [ "$2" -eq 0 ] && grep -q '"verified":true' "$1" && grep -q 'all payloads verified' "$1"; }
+verified() { [ "$2" -eq 0 ] && grep -q '"errors": 0' "$1" && grep -q 'all payloads verified' "$1"; }
 # apm N OUT FIELD: a figure of the path-migration summary, summed over the ranks
 apm() { grep -ho "[0-9]* $2" "$1.err" | awk '{s += $1} END {print s + 0}'; }
 said() { grep -c "$2" "$1.err"; }
-# ITERS (default 1200) pairs of 1 MiB messages: ~3 s unshaped on this host, longer for a
-# fault schedule that must end within the stream
-stream() { pm "$@" -- "$BENCH/xb-bw" -m 1M:1M -i "${ITERS:-1200}" -w 2; }
+# stream OUT ARGS...: windows of 8 x 1 MiB one way, each acknowledged, every byte verified,
+# for STREAM_SECS (default 4) seconds from MPI_Init: bounded by time, not by a count, so a
+# fault scheduled from the job's start lands inside the stream however fast the links are
+# (a count of 1.2 GB, as before, ends around the 2 s mark on a fast host)
+FAILOVER=$TOP_BUILDDIR/test/pmeth/pmeth_failover
+stream() { pm "$@" -- "$FAILOVER" -s 1048576 -w 8 -t "${STREAM_SECS:-4}" -g 100; }
+# paused OUT: the longest pause over 100 ms between two windows of the stream (a window takes
+# ~25 ms unfaulted: a pause is what the fault cost), and the volume verified
+paused() {
+    python3 - "$1" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+stalls = [r["stall"]["to"] - r["stall"]["from"] for r in rows if "stall" in r]
+done = [r for r in rows if "done" in r]
+mb = done[0]["verified_mb"] if done else 0
+print(f"{mb:.0f} MB in the stream, longest pause {max(stalls) * 1e3:.0f} ms" if stalls
+      else f"{mb:.0f} MB in the stream, no pause over 100 ms")
+PY
+}
 
 vc create pair --links 2 --rate 0 --force >/dev/null || { not_ok "create pair"; tap_done; exit; }
 
 # 1. the second link down for good while a stream is striped over both
 stream "$LOG/down" --mca btl self,pmeth --fault 2:down:n0/eth1; rc=$?
-check "link down for good mid-stream: the stream completes on the other link, every byte verified" \
+check "link down for good mid-stream: the stream completes on the other link, every byte verified ($(paused "$LOG/down"))" \
     verified "$LOG/down" $rc
 # n0 hears it from its kernel; n1 from its own (the veth peer loses carrier) or from n0's
 # path-down message, whichever comes first (then its line says "probing", not "down")
@@ -44,8 +60,8 @@ vc fault --clear >/dev/null
 
 # 2. the home link (the one small messages use) down, then back: migration and fail-back
 # (the fail-back comes ~0.1 s after the link is back: the stream must still run then)
-ITERS=2400 stream "$LOG/home" --mca btl self,pmeth --fault 2:down:n0/eth0 --fault 3:up:n0/eth0; rc=$?
-check "home link down and back: the stream completes, every byte verified" verified "$LOG/home" $rc
+STREAM_SECS=5 stream "$LOG/home" --mca btl self,pmeth --fault 2:down:n0/eth0 --fault 3:up:n0/eth0; rc=$?
+check "home link down and back: the stream completes, every byte verified ($(paused "$LOG/home"))" verified "$LOG/home" $rc
 check "the connection migrated on the fault (both ends) and failed back once eth0 passed its probes" \
     sh -c "[ $(apm "$LOG/home" 'on a fault') -ge 2 ] && [ $(apm "$LOG/home" 'fail-backs') -ge 1 ] \
            && grep -q 'path eth0 (back) in the stripe' '$LOG/home.err'"
@@ -53,7 +69,7 @@ vc fault --clear >/dev/null
 
 # 3. silent loss: eth1 drops everything from n0, link up (no kernel event)
 stream "$LOG/silent" --mca btl self,pmeth --fault 2:loss:n0/eth1:1:out; rc=$?
-check "100% silent loss one way on eth1: the stream completes, every byte verified" \
+check "100% silent loss one way on eth1: the stream completes, every byte verified ($(paused "$LOG/silent"))" \
     verified "$LOG/silent" $rc
 check "the sender found eth1 silent and reported it dead ($(grep -ho 'eth1 silent for [0-9.]* ms' "$LOG/silent.err" | head -1))" \
     grep -q 'path eth1 silent for .* reported dead' "$LOG/silent.err"
@@ -61,7 +77,7 @@ vc fault --clear >/dev/null
 
 # 4. a link dead the other way: n1's frames on eth0 (the acks of the stream) are lost
 stream "$LOG/acks" --mca btl self,pmeth --fault 2:loss:n1/eth0:1:out; rc=$?
-check "acks lost on the home link (eth0 dead from n1 to n0 only): the stream completes, verified" \
+check "acks lost on the home link (eth0 dead from n1 to n0 only): the stream completes, verified ($(paused "$LOG/acks"))" \
     verified "$LOG/acks" $rc
 # Two detectors race here, both right: the receiver sees the sender resend what it has
 # acknowledged (its acks do not arrive), or an end finds its own frames on eth0 unanswered
