@@ -195,6 +195,8 @@ struct mca_btl_base_endpoint_t {
     uint64_t dist_bulk_mark;        /* bulk_taken_in() at our last timed sample */
     bool short_eager;               /* counted in short_eager_peers (rsm_distance_short_eager) */
     bool answered;                  /* a message came from it since our last pool allocation */
+    bool streaming_to;              /* counted in streams_out (rsm_sent_to) */
+    uint32_t unanswered;            /* messages sent to it since the last one from it */
 
     /* inbound: peer -> us */
     bool in_connected;
@@ -247,6 +249,8 @@ typedef struct mca_btl_rsm_component_t {
     uint8_t load_bits;              /* the last distance samples' load bits (rsm_load_add) */
     bool under_load;                /* two in a row said so */
     uint64_t eager_load_lowered;    /* times the limit went down to eager_loaded (MPI_T) */
+    unsigned int stream_sends;      /* sends with no answer that make a stream (0: never) */
+    uint32_t streams_out;           /* endpoints we stream to: eager_loaded lifted while > 0 */
     unsigned int stripes;
     bool single_copy;
     size_t single_copy_min;         /* smallest message sent by RDMA get */
@@ -386,6 +390,34 @@ int rsm_ep_list_add(mca_btl_base_endpoint_t ***list, uint32_t *n, mca_btl_base_e
  * which may stop at the last collection's mark (rsm_endpoint_reclaim). */
 void rsm_endpoint_reclaim(mca_btl_base_endpoint_t *ep, bool need);
 int rsm_poll_second_half(mca_btl_base_endpoint_t *ep);
+/* A stream to EP began (ON) or ended; the eager limit follows (btl_rsm_endpoint.c). */
+void rsm_stream_changed(mca_btl_base_endpoint_t *ep, bool on);
+/* ob1 sends EP a message: btl_rsm_stream_sends of them with no message from EP
+ * in between make a stream, until a shorter run (rsm_heard_from).  A
+ * descriptor ob1 asks for after a refused sendi counts again: a full queue is
+ * a stream anyway. */
+static inline void rsm_sent_to(mca_btl_base_endpoint_t *ep)
+{
+    if (OPAL_UNLIKELY(++ep->unanswered == mca_btl_rsm_component.stream_sends)) {
+        rsm_stream_changed(ep, true);
+    }
+}
+/* A message from EP was delivered: our next pool message answers it
+ * (rsm_pool.c), and the run of sends to EP since the last message from it, if
+ * any, has ended: a short run ends a stream to EP (a ping-pong's turn is one
+ * message, or a rendezvous's FIN and the reply), a long one keeps it (windows
+ * both ways).  The fields share the line the receive path writes anyway. */
+static inline void rsm_heard_from(mca_btl_base_endpoint_t *ep)
+{
+    ep->answered = true;
+    if (ep->unanswered != 0) {
+        if (OPAL_UNLIKELY(ep->streaming_to)
+            && ep->unanswered < mca_btl_rsm_component.stream_sends) {
+            rsm_stream_changed(ep, false);
+        }
+        ep->unanswered = 0;
+    }
+}
 /* Connected, or (verbs) connecting with the shadow area ready to pack into. */
 static inline bool rsm_endpoint_can_pack(mca_btl_base_endpoint_t *ep)
 {
@@ -499,7 +531,7 @@ static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
         ep->rx_des.des_segments = ep->rx_segs;
         ep->rx_des.des_segment_count = 1;
         reg->cbfunc(&mca_btl_rsm, h.tag, &ep->rx_des, reg->cbdata);
-        ep->answered = true;            /* our next pool message answers it (rsm_pool.c) */
+        rsm_heard_from(ep);
         delivered++;
         if (pair) {
             ep->pair_wait = true;       /* acked once its second half is settled */

@@ -299,7 +299,8 @@ int rsm_accept_connections(void)
 
 /* The module's eager limit: the full one; the short one while any receiver is
  * in rsm_distance_short_eager's band; and, while in addition this rank takes
- * in bulk data (c->under_load), the one under load.  One limit serves every
+ * in bulk data (c->under_load) and streams to no peer (rsm_sent_to), the one
+ * under load.  One limit serves every
  * peer (ob1 reads btl_eager_limit at each send), and a 16-64 KiB message sent
  * eager to such a receiver costs 2-3x what a rendezvous does, where one sent
  * by rendezvous to a receiver under two_copy_ns costs a round trip more
@@ -311,7 +312,7 @@ static size_t eager_set(void)
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     const size_t old = mca_btl_rsm.btl_eager_limit;
     const size_t limit = c->short_eager_peers == 0 ? c->eager_full
-                         : c->under_load ? c->eager_loaded : c->eager_short;
+                         : c->under_load && c->streams_out == 0 ? c->eager_loaded : c->eager_short;
     if (limit != old) {
         c->eager_lowered += old == c->eager_full;
         c->eager_load_lowered += limit == c->eager_loaded && c->eager_loaded < c->eager_short;
@@ -358,6 +359,25 @@ static void eager_load(bool loaded)
         && eager_set() != mca_btl_rsm.btl_eager_limit) {
         RSM_VERBOSE(20, "eager limit %zu bytes: this rank %s bulk data",
                     mca_btl_rsm.btl_eager_limit, now ? "takes in" : "no longer takes in");
+    }
+}
+
+/* A stream to EP began or ended (rsm_sent_to, rsm_heard_from).  Under load,
+ * a rank that sends several messages to one peer before that peer answers
+ * (windows both ways) does better eager, and the first message after one from
+ * the peer (a ping-pong's reply) by rendezvous: so the limit under load is
+ * lifted while this rank streams to any peer.  The limit changes at most
+ * twice a round of such traffic, and never while it stays one way. */
+void rsm_stream_changed(mca_btl_base_endpoint_t *ep, bool on)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    if (on == ep->streaming_to || (on && c->stream_sends == 0)) {
+        return;
+    }
+    ep->streaming_to = on;
+    c->streams_out += on ? 1 : (uint32_t) -1;
+    if (c->under_load && c->short_eager_peers > 0 && c->eager_loaded < c->eager_short) {
+        eager_set();
     }
 }
 

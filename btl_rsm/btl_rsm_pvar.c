@@ -68,7 +68,7 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
     [PV_EAGER_LOAD_LOWERED] = {"eager_limit_load_lowered", "Times the eager limit went down "
                                "to btl_rsm_loaded_eager_limit: a receiver in the middle band, "
                                "and this rank taking in bulk data too (two distance samples in "
-                               "a row)"},
+                               "a row) and streaming to no peer (btl_rsm_stream_sends)"},
     [PV_DROP_MALFORMED] = {"dropped_malformed", "Peer postboxes dropped because they failed "
                            "the parser's checks"},
     [PV_DROP_TAG] = {"dropped_unknown_tag", "Whole messages dropped because no upper layer "

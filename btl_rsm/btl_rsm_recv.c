@@ -35,9 +35,15 @@ static inline bool deliver_inline(mca_btl_base_endpoint_t *ep, uint8_t tag, void
  * measured far the lines come from memory (it streams them, rsm_copy.h), slower
  * to arrive, and asking for 8 KiB pays: far, 13-16 runs, against 4 KiB, bw
  * 8 / 16 / 32 KiB +16 / +10 / +8%, bibw 8 KiB +8%, latency 8-32 KiB -7 to -8%,
- * 4 KiB and near unchanged (docs/results-2026-11-27-rsm-alloc-8k/). */
+ * 4 KiB and near unchanged (docs/results-2026-11-27-rsm-alloc-8k/).  At the
+ * middle distance (near, but read by single copy: cores of one mesh die) the
+ * core stalls on its 64 prefetches, which wait for fill buffers the peer's
+ * lines hold longer: 1 KiB (16 lines) there, bw 8 KiB +9%, bibw 4 / 8 KiB
+ * +7 / +4%, latency unchanged (docs/results-2026-12-03-rsm-streams/).
+ * Unmeasured peers get the near window. */
 #define RSM_RX_PREFETCH 4096
 #define RSM_RX_PREFETCH_FAR 8192
+#define RSM_RX_PREFETCH_MIDDLE 1024
 
 static bool deliver_runs(mca_btl_base_endpoint_t *ep)
 {
@@ -60,8 +66,9 @@ static bool deliver_runs(mca_btl_base_endpoint_t *ep)
      * them one by one.  ep->dist is how far we measured the peer's core; the
      * peer, which streams to us or not by its own measure, sees the same two
      * cores.  Until measured (or a peer on another host): the near window. */
-    const uint32_t window = ep->dist.decisions > 0 && !ep->dist.near ? RSM_RX_PREFETCH_FAR
-                                                                      : RSM_RX_PREFETCH;
+    const uint32_t window = ep->dist.decisions == 0 ? RSM_RX_PREFETCH
+                            : !ep->dist.near ? RSM_RX_PREFETCH_FAR
+                            : !ep->dist.two_copy ? RSM_RX_PREFETCH_MIDDLE : RSM_RX_PREFETCH;
     for (uint32_t off = 0; off < segs[0].seg_len && off < window; off += 64) {
         __builtin_prefetch((char *) segs[0].seg_addr.pval + off, 0, 3);
     }
@@ -163,7 +170,7 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
             r = RSM_PB_BAD;             /* only a node's queues carry PAIRs */
         }
         bool pool = false;
-        ep->answered = true;
+        rsm_heard_from(ep);
         if (r == RSM_PB_DONE) {
             pool = ep->assembler.type != RSM_PB_INLINE;
             bool ok = !pool ? deliver_inline(ep, ep->assembler.tag, slot->u.data, ep->assembler.total)

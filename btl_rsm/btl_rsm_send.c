@@ -302,6 +302,7 @@ int rsm_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
     mca_btl_rsm_frag_t *frag = (mca_btl_rsm_frag_t *) des;
     int rc = 1;
     RSM_LOCK();
+    rsm_sent_to(ep);
     frag->tag = tag;
     int crc = OPAL_LIKELY(ep->out_connected) ? OPAL_SUCCESS : rsm_endpoint_connect(ep);
     if (OPAL_UNLIKELY(crc == OPAL_ERR_RESOURCE_BUSY)) {
@@ -332,6 +333,7 @@ int rsm_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
         *descriptor = NULL;
     }
     RSM_LOCK();
+    rsm_sent_to(ep);
     if (OPAL_UNLIKELY(!ep->out_connected)) {
         int crc = rsm_endpoint_connect(ep);
         if (crc != OPAL_SUCCESS) {

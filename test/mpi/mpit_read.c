@@ -412,10 +412,11 @@ static void mode_load(void)
 
 /* The eager limit under load (btl_rsm_loaded_eager_limit): the job puts every
  * receiver in the middle band (as mode_eager), so a stream lowers the limit
- * to the short one; exchanging 8000 B messages both ways then lowers it to
- * the one under load (4 KiB + 64), and those messages go by rendezvous, read
- * by single copy; a one-way stream of them afterwards raises it again, and
- * most go eager through the pool. */
+ * to the short one; exchanging 8000 B messages both ways one at a time (each
+ * rank's turn one message, or a FIN and one) then lowers it to the one under
+ * load (4 KiB + 64), and those messages go by rendezvous, read by single copy;
+ * exchanging windows of 64 of them both ways streams (btl_rsm_stream_sends)
+ * and lifts it again, so most go eager; so does a one-way stream of them. */
 static void mode_eager_load(void)
 {
     phase_t p;
@@ -425,13 +426,21 @@ static void mode_eager_load(void)
           "(eager_limit_lowered %llu, expected 1; eager_limit_load_lowered %llu, expected 0)",
           (unsigned long long) p.a[EAGER_LOWERED], (unsigned long long) p.a[EAGER_LOAD]);
     const int n = 30000;
-    run_phase(&p, n, 8000, -64, 51);
-    check(p.bad == 0, "%d messages of 8000 B each way verified", n);
-    check(p.d[EAGER_LOAD] >= 1 && p.peer[GETS] >= 1 && p.d[POOL] < (uint64_t) n,
-          "under load both ways: rank 0's eager_limit_load_lowered +%llu (expected >= 1); of its "
-          "messages %llu went eager (pool_messages) and rank 1 read %llu by single copy",
+    run_phase(&p, n, 8000, -1, 51);
+    check(p.bad == 0, "%d messages of 8000 B each way, one at a time, verified", n);
+    check(p.d[EAGER_LOAD] >= 1 && p.peer[GETS] >= (uint64_t) n / 2,
+          "under load both ways, one message a turn: rank 0's eager_limit_load_lowered +%llu "
+          "(expected >= 1); of its messages %llu went eager (pool_messages) and rank 1 read "
+          "%llu by single copy (expected at least half)",
           (unsigned long long) p.d[EAGER_LOAD], (unsigned long long) p.d[POOL],
           (unsigned long long) p.peer[GETS]);
+    run_phase(&p, n, 8000, -64, 53);
+    check(p.bad == 0, "%d messages of 8000 B each way, in windows of 64, verified", n);
+    check(p.d[POOL] >= (uint64_t) n / 2 && p.peer[POOL] >= (uint64_t) n / 2,
+          "windows both ways stream: the limit under load lifted, %llu of rank 0's messages and "
+          "%llu of rank 1's eager (pool_messages; expected at least half each), %llu and %llu "
+          "read by single copy", (unsigned long long) p.d[POOL], (unsigned long long) p.peer[POOL],
+          (unsigned long long) p.peer[GETS], (unsigned long long) p.d[GETS]);
     const int n3 = 10000;
     run_phase(&p, n3, 8000, 64, 52);
     check(p.bad == 0 && p.d[POOL] >= (uint64_t) n3 / 2,
