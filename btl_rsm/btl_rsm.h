@@ -250,6 +250,8 @@ typedef struct mca_btl_rsm_component_t {
     bool under_load;                /* two in a row said so */
     uint64_t eager_load_lowered;    /* times the limit went down to eager_loaded (MPI_T) */
     unsigned int stream_sends;      /* sends with no answer that make a stream (0: never) */
+    size_t stream_eager;            /* the limit of a one-way stream, as set ... */
+    size_t eager_streaming;         /* ... and in effect (between eager_short and eager_full) */
     uint32_t streams_out;           /* endpoints we stream to: eager_loaded lifted while > 0 */
     unsigned int stripes;
     bool single_copy;

@@ -297,10 +297,11 @@ int rsm_accept_connections(void)
     return accepted;
 }
 
-/* The module's eager limit: the full one; the short one while any receiver is
- * in rsm_distance_short_eager's band; and, while in addition this rank takes
- * in bulk data (c->under_load) and streams to no peer (rsm_sent_to), the one
- * under load.  One limit serves every
+/* The module's eager limit: the full one; while any receiver is in
+ * rsm_distance_short_eager's band, by what this rank does: the short one; the
+ * one under load while it also takes in bulk data (c->under_load) and streams
+ * to no peer (rsm_sent_to: a ping-pong); the stream limit while it streams and
+ * takes in none (a one-way stream's sender).  One limit serves every
  * peer (ob1 reads btl_eager_limit at each send), and a 16-64 KiB message sent
  * eager to such a receiver costs 2-3x what a rendezvous does, where one sent
  * by rendezvous to a receiver under two_copy_ns costs a round trip more
@@ -312,7 +313,8 @@ static size_t eager_set(void)
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     const size_t old = mca_btl_rsm.btl_eager_limit;
     const size_t limit = c->short_eager_peers == 0 ? c->eager_full
-                         : c->under_load && c->streams_out == 0 ? c->eager_loaded : c->eager_short;
+                         : c->streams_out > 0 ? (c->under_load ? c->eager_short : c->eager_streaming)
+                         : c->under_load ? c->eager_loaded : c->eager_short;
     if (limit != old) {
         c->eager_lowered += old == c->eager_full;
         c->eager_load_lowered += limit == c->eager_loaded && c->eager_loaded < c->eager_short;
@@ -355,8 +357,7 @@ static void eager_load(bool loaded)
         return;
     }
     c->under_load = now;
-    if (c->eager_loaded < c->eager_short && c->short_eager_peers > 0
-        && eager_set() != mca_btl_rsm.btl_eager_limit) {
+    if (c->short_eager_peers > 0 && eager_set() != mca_btl_rsm.btl_eager_limit) {
         RSM_VERBOSE(20, "eager limit %zu bytes: this rank %s bulk data",
                     mca_btl_rsm.btl_eager_limit, now ? "takes in" : "no longer takes in");
     }
@@ -366,8 +367,8 @@ static void eager_load(bool loaded)
  * a rank that sends several messages to one peer before that peer answers
  * (windows both ways) does better eager, and the first message after one from
  * the peer (a ping-pong's reply) by rendezvous: so the limit under load is
- * lifted while this rank streams to any peer.  The limit changes at most
- * twice a round of such traffic, and never while it stays one way. */
+ * lifted while this rank streams to any peer, and a one-way stream's sender
+ * takes the stream limit.  Streams start and end once a pattern changes. */
 void rsm_stream_changed(mca_btl_base_endpoint_t *ep, bool on)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
@@ -376,7 +377,7 @@ void rsm_stream_changed(mca_btl_base_endpoint_t *ep, bool on)
     }
     ep->streaming_to = on;
     c->streams_out += on ? 1 : (uint32_t) -1;
-    if (c->under_load && c->short_eager_peers > 0 && c->eager_loaded < c->eager_short) {
+    if (c->short_eager_peers > 0) {
         eager_set();
     }
 }

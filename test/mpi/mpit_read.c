@@ -416,7 +416,9 @@ static void mode_load(void)
  * rank's turn one message, or a FIN and one) then lowers it to the one under
  * load (4 KiB + 64), and those messages go by rendezvous, read by single copy;
  * exchanging windows of 64 of them both ways streams (btl_rsm_stream_sends)
- * and lifts it again, so most go eager; so does a one-way stream of them. */
+ * and lifts it again, so most go eager; so does a one-way stream of them; and
+ * a one-way stream of 16 KiB messages, past the short limit, goes eager under
+ * the stream limit. */
 static void mode_eager_load(void)
 {
     phase_t p;
@@ -446,6 +448,13 @@ static void mode_eager_load(void)
     check(p.bad == 0 && p.d[POOL] >= (uint64_t) n3 / 2,
           "a one-way stream of %d messages of 8000 B verified; the limit came back up: %llu of "
           "them eager (pool_messages; expected at least half), %llu read by single copy", n3,
+          (unsigned long long) p.d[POOL], (unsigned long long) p.peer[GETS]);
+    const int n4 = 4000;
+    run_phase(&p, n4, 16384, 64, 54);
+    check(p.bad == 0 && p.d[POOL] >= (uint64_t) n4 / 2,
+          "a one-way stream of %d messages of 16 KiB verified: above the short limit, but "
+          "within the stream limit (btl_rsm_stream_eager_limit): %llu of them eager "
+          "(pool_messages; expected at least half), %llu read by single copy", n4,
           (unsigned long long) p.d[POOL], (unsigned long long) p.peer[GETS]);
 }
 
