@@ -56,9 +56,9 @@ touch "$work/go"; wait "$pid"; rc=$?
 Q=4096
 C=$(page $((128 + $(r64 4) + 4 * $(r64 $Q) + 8 * 64)))
 A=$(( $(page $((4 * Q * 64))) + S * $(pool_bytes) ))
-check "defaults, np 4: queues of 4096 postboxes, inline up to 2112 B, eager up to 64 KiB + 64 (one host; 16 KiB for a receiver at the middle distance, 4 KiB + 64 under load), /dev/shm holds ${measured:-0} B = $((4 * C + 4 * A)) B (job rc $rc)" \
+check "defaults, np 4: queues of 4096 postboxes, inline up to 2112 B, eager up to 64 KiB + 64 (one host; 16 KiB for a receiver at the middle distance, 4 KiB + 64 under load, 16 KiB + 64 streaming one way), /dev/shm holds ${measured:-0} B = $((4 * C + 4 * A)) B (job rc $rc)" \
     sh -c "[ $rc -eq 0 ] && [ '${measured:-0}' -eq $((4 * C + 4 * A)) ] \
-           && [ \$(grep -c 'queues of 4096 postboxes, inline up to 2112 bytes, eager up to 65600 bytes (the whole job on this host; 16384 while a receiver is at the middle distance, btl_rsm_short_eager_ns, 4160 if this rank also takes in bulk data, btl_rsm_loaded_eager_limit)' '$work/log') -eq 4 ]"
+           && [ \$(grep -c 'queues of 4096 postboxes, inline up to 2112 bytes, eager up to 65600 bytes (the whole job on this host; 16384 while a receiver is at the middle distance, btl_rsm_short_eager_ns, 4160 if this rank also takes in bulk data, btl_rsm_loaded_eager_limit, 16448 while it streams one way, btl_rsm_stream_eager_limit)' '$work/log') -eq 4 ]"
 Q=64
 
 check "an eager limit the user set is kept: $eager_set of 30 ranks say 16384 B" [ "$eager_set" -eq 30 ]
