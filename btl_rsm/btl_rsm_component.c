@@ -24,15 +24,15 @@
 
 /* An inline group, plus the postbox kept in reserve, may use at most half a
  * queue: a short queue lowers the limit. */
-static unsigned int fit_inline(unsigned int want, uint32_t postboxes)
+static unsigned int fit_inline(unsigned int want, uint32_t postboxes, const char *which)
 {
     unsigned int cap = postboxes >= 4 ? RSM_PB_DATA + (postboxes / 2 - 2) * RSM_POSTBOX_SIZE : 0;
     if (cap > 0xffff) {
         cap = 0xffff;
     }
     if (postboxes >= 4 && want > cap) {
-        RSM_VERBOSE(1, "inline limit lowered from %u to %u bytes to fit %u-postbox queues", want,
-                    cap, postboxes);
+        RSM_VERBOSE(1, "inline limit of %s peers lowered from %u to %u bytes to fit %u-postbox "
+                    "queues", which, want, cap, postboxes);
         return cap;
     }
     return want;
@@ -682,9 +682,9 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
      * 2 KiB 0.47 us instead of 0.64) */
     c->local_inline_max = fit_inline(c->inline_max ? c->inline_max
                                      : c->local_postboxes >= 512 ? RSM_INLINE_DEEP : RSM_INLINE_SHALLOW,
-                                     c->local_postboxes);
+                                     c->local_postboxes, "local");
     c->remote_inline_max = fit_inline(c->inline_max ? c->inline_max : RSM_INLINE_SHALLOW,
-                                      c->remote_postboxes);
+                                      c->remote_postboxes, "remote (verbs)");
     c->inline_max = c->local_inline_max > c->remote_inline_max ? c->local_inline_max
                                                                : c->remote_inline_max;
     if (node_layout_init(c, m, &why) != 0) {
