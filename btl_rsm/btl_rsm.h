@@ -259,6 +259,7 @@ typedef struct mca_btl_rsm_component_t {
     bool pool_next_fit;             /* node pools: next fit, not first fit (rsm_pool.c) */
     bool single_copy_near;          /* also to receivers under two_copy_ns */
     size_t single_copy_split;       /* smallest get split with the sender (0: never) */
+    bool rma;                       /* offer put, get and atomics to osc rdma (btl_rsm_rma.c) */
     bool numa_place;
     unsigned int poll_budget;
     bool pair_tiny;                 /* two tiny messages per postbox (rsm_half_t) */
@@ -294,6 +295,7 @@ typedef struct mca_btl_rsm_component_t {
     bool accept_pending;            /* a doorbell rang for a peer we do not know yet */
     volatile uint64_t probe_word;
     bool single_copy_on;            /* CMA gets for peers on this host */
+    bool rma_on;                    /* one-sided put / get / atomics offered (btl_rsm_rma.c) */
     bool verbs_single_copy_on;      /* RDMA-read gets for peers on other hosts */
 
     mca_btl_base_endpoint_t **by_local_rank;
@@ -318,6 +320,11 @@ typedef struct mca_btl_rsm_component_t {
     uint64_t distance_loaded;       /* distance sample sets ignored under load (rsm_distance.h) */
     uint64_t pool_full;             /* new fragments that found the pool full after reclaim */
     uint32_t n_parked;              /* split gets waiting for the sender's half */
+    uint64_t rma_puts, rma_put_bytes;       /* one-sided puts done (CMA writes) */
+    uint64_t amo_sent, amo_served;  /* atomics asked of peers; done for peers */
+    uint64_t amo_refused;           /* of ours, refused by the target (not registered) */
+    uint64_t dropped_amo;           /* peers' atomic requests or replies refused */
+    uint32_t amo_replies_held;      /* replies waiting for room in the origin's queue */
     struct rsm_parked_get *parked[RSM_HELP_SLOTS];
     uint64_t cleanup_registered;
     /* verbs statistics (MPI_T) */
@@ -447,7 +454,7 @@ int rsm_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
               mca_btl_base_descriptor_t **descriptor);
 int rsm_send_pending(mca_btl_base_endpoint_t *ep);
 
-/* btl_rsm_send.c: an internal inline message (tag RSM_TAG_HELP); false if no room */
+/* btl_rsm_send.c: an internal inline message (rsm_tag_internal); false if no room */
 bool rsm_send_internal(mca_btl_base_endpoint_t *ep, uint8_t tag, const void *data, size_t len);
 
 /* btl_rsm_get.c: single copy.  A registration handle; its first
@@ -463,7 +470,16 @@ struct mca_btl_base_registration_handle_t {
     uint32_t kind;                  /* RSM_REG_*; local only, never sent */
 };
 #define RSM_HANDLE_WIRE (RSM_RAILS_MAX * sizeof(uint32_t))
-#define RSM_TAG_HELP MCA_BTL_TAG_MAX    /* never a registered tag: cannot reach ob1 */
+/* rsm's own messages, always inline, handled by rsm and never handed to an
+ * upper layer: tags from the range Open MPI keeps for a BTL's internal use, past
+ * the ones named in btl.h */
+#define RSM_TAG_HELP (MCA_BTL_TAG_BTL + 12)        /* split get: write the second half */
+#define RSM_TAG_AMO (MCA_BTL_TAG_BTL + 13)         /* one-sided atomic: request */
+#define RSM_TAG_AMO_REPLY (MCA_BTL_TAG_BTL + 14)   /* ... and its reply */
+static inline bool rsm_tag_internal(uint8_t tag)
+{
+    return (uint8_t) (tag - RSM_TAG_HELP) <= RSM_TAG_AMO_REPLY - RSM_TAG_HELP;
+}
 int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
             uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
             struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
@@ -474,6 +490,33 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
 int rsm_deregister_mem(mca_btl_base_module_t *btl, struct mca_btl_base_registration_handle_t *handle);
 void rsm_help_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t len);
 int rsm_get_progress(void);
+/* copy LEN bytes between us and PID (write: from our LOCAL); 0 or an errno */
+int rsm_cma_copy(pid_t pid, bool write, void *local, uint64_t remote, size_t len);
+/* may EP (NULL: this process) have a one-sided atomic on [addr, addr + len)? */
+bool rsm_rma_atomic_allowed(const mca_btl_base_endpoint_t *ep, uint64_t addr, uint64_t len);
+
+/* btl_rsm_rma.c: what Open MPI's osc rdma needs on one host */
+int rsm_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
+            uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
+            struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
+            int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+int rsm_atomic_op(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, uint64_t remote_address,
+                  struct mca_btl_base_registration_handle_t *remote_handle,
+                  mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                  mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+int rsm_atomic_fop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
+                   uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
+                   struct mca_btl_base_registration_handle_t *remote_handle,
+                   mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                   mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+int rsm_atomic_cswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
+                     uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
+                     struct mca_btl_base_registration_handle_t *remote_handle, uint64_t compare,
+                     uint64_t value, int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+                     void *cbcontext, void *cbdata);
+void rsm_rma_deliver(mca_btl_base_endpoint_t *ep, uint8_t tag, const void *data, uint32_t len);
+int rsm_rma_progress(void);         /* replies held for room; call while amo_replies_held */
+void rsm_rma_finalize(void);
 
 /* btl_rsm_pvar.c: the statistics as MPI_T performance variables */
 void rsm_pvar_register(void);
@@ -520,7 +563,7 @@ static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
         if (OPAL_UNLIKELY((h.kind != (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST)
                            && !(pair && h.nbytes <= RSM_PB_HALF_DATA && !ep->remote))
                           || ep->assembler.active || h.nbytes > ep->inline_max
-                          || k > qlen - index || h.tag >= MCA_BTL_TAG_MAX
+                          || k > qlen - index || h.tag >= MCA_BTL_TAG_MAX || rsm_tag_internal(h.tag)
                           || (reg = &mca_btl_base_active_message_trigger[h.tag])->cbfunc == NULL)) {
             return (int) delivered + rsm_poll_endpoint(ep, budget - delivered);
         }

@@ -326,6 +326,15 @@ static int rsm_component_register(void)
         "both cores copy.  Each byte is still copied once.  If the sender is busy the receiver "
         "takes the second half back.  0: never split",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->single_copy_split, OPAL_INFO_LVL_5);
+    c->rma = true;
+    reg("rma", "Offer Open MPI's one-sided component (osc rdma) put, get and atomics between "
+        "the ranks of this host, so that MPI_Win_create and MPI_Win_create_dynamic windows work "
+        "over rsm (Debian's configuration turns osc pt2pt, the other way, off): put and get by "
+        "CMA (process_vm_writev / process_vm_readv, probed at start; without it, off with one "
+        "verbose line), atomics applied by the target process with its CPU's atomics when it "
+        "next makes progress.  Not offered when the RDMA back end serves peers on other hosts "
+        "(btl_rsm_verbs): it has no put or atomics, and windows then need osc pt2pt",
+        MCA_BASE_VAR_TYPE_BOOL, &c->rma, OPAL_INFO_LVL_5);
     c->numa_place = true;
     reg("numa_place", "Place each sender's area on the NUMA node of the receivers it serves",
         MCA_BASE_VAR_TYPE_BOOL, &c->numa_place, OPAL_INFO_LVL_6);
@@ -777,6 +786,28 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     if (!c->single_copy_on && !c->verbs_single_copy_on) {
         m->btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_GET;
     }
+    /* one-sided (btl_rsm_rma.c): osc rdma wants put, get and atomics to every rank
+     * of a window.  The get stays ob1's too: whether ob1 reads a message is still
+     * decided by registration (rsm_register_mem), and the put pipeline stays off
+     * (btl_min_rdma_pipeline_size, above). */
+    c->rma_on = c->rma && !have_verbs;
+    if (c->rma_on) {
+        m->btl_flags |= MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET | MCA_BTL_FLAGS_ATOMIC_OPS
+                        | MCA_BTL_FLAGS_ATOMIC_FOPS;
+        m->btl_atomic_flags = MCA_BTL_ATOMIC_SUPPORTS_ADD | MCA_BTL_ATOMIC_SUPPORTS_AND
+            | MCA_BTL_ATOMIC_SUPPORTS_OR | MCA_BTL_ATOMIC_SUPPORTS_XOR | MCA_BTL_ATOMIC_SUPPORTS_LAND
+            | MCA_BTL_ATOMIC_SUPPORTS_LOR | MCA_BTL_ATOMIC_SUPPORTS_LXOR
+            | MCA_BTL_ATOMIC_SUPPORTS_SWAP | MCA_BTL_ATOMIC_SUPPORTS_MIN
+            | MCA_BTL_ATOMIC_SUPPORTS_MAX | MCA_BTL_ATOMIC_SUPPORTS_CSWAP
+            | MCA_BTL_ATOMIC_SUPPORTS_32BIT | MCA_BTL_ATOMIC_SUPPORTS_FLOAT
+            | MCA_BTL_ATOMIC_SUPPORTS_GLOB;
+        m->btl_put_limit = SIZE_MAX;
+        m->btl_put_alignment = 0;
+        m->btl_put_local_registration_threshold = SIZE_MAX;     /* CMA needs none */
+    } else if (c->rma) {
+        RSM_VERBOSE(10, "one-sided put and atomics not offered: the RDMA back end serves peers "
+                    "on other hosts (windows need osc pt2pt)");
+    }
     if (!c->single_copy_on || c->single_copy_min > c->eager_short || c->short_eager_cycles == 0) {
         c->eager_short = c->eager_full;   /* the shorter limit pays only with single copy */
     }
@@ -871,6 +902,9 @@ static int rsm_component_progress(void)
     }
     if (OPAL_UNLIKELY(c->n_parked > 0)) {
         count += rsm_get_progress();
+    }
+    if (OPAL_UNLIKELY(c->amo_replies_held > 0)) {
+        count += rsm_rma_progress();
     }
     if (c->outbound_busy > 0) {
         for (uint32_t i = 0; i < c->n_outbound; i++) {

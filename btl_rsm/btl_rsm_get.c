@@ -59,11 +59,16 @@ typedef struct rsm_reg {
 } rsm_reg_t;
 
 static rsm_reg_t live_regs = {.prev = &live_regs, .next = &live_regs};
+/* Registrations for one-sided access (osc rdma's windows and state, with
+ * MCA_BTL_REG_FLAG_REMOTE_ATOMIC): a peer may ask for atomics inside them, and
+ * split reads of them.  Kept apart from live_regs, whose emptiness says that no
+ * peer is reading a message of ours (rsm_get), while a window lives for the job. */
+static rsm_reg_t rma_regs = {.prev = &rma_regs, .next = &rma_regs};
 /* the handle of every local registration for a CMA get (nothing to register) */
 static struct mca_btl_base_registration_handle_t rsm_reg_token = {.kind = RSM_REG_TOKEN};
 
 /* Copy LEN bytes between us and PID: read (into our LOCAL) or write (from LOCAL). */
-static int cma_copy(pid_t pid, bool write, void *local_addr, uint64_t remote_addr, size_t len)
+int rsm_cma_copy(pid_t pid, bool write, void *local_addr, uint64_t remote_addr, size_t len)
 {
     struct iovec local = {.iov_base = local_addr, .iov_len = len};
     struct iovec remote = {.iov_base = (void *) (uintptr_t) remote_addr, .iov_len = len};
@@ -133,6 +138,12 @@ int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local
     int slot = -1, err;
     uint64_t gen = 0;
 
+    if (ep == NULL) {
+        /* osc rdma reaching its own window (no endpoint: MCA_BTL_ATOMIC_SUPPORTS_GLOB) */
+        memcpy(local_address, (const void *) (uintptr_t) remote_address, size);
+        cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
+        return OPAL_SUCCESS;
+    }
     if (ep->remote) {
         RSM_LOCK();     /* the back end's state is progress's too */
         int rc = rsm_verbs_get(ep, local_address, remote_address, local_handle, remote_handle,
@@ -155,7 +166,7 @@ int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local
         }
     }
     RSM_UNLOCK();
-    if ((err = cma_copy(ep->pid, false, local_address, remote_address, first)) != 0) {
+    if ((err = rsm_cma_copy(ep->pid, false, local_address, remote_address, first)) != 0) {
         return get_failed(ep, err);     /* the slot stays POSTED: the job is going down */
     }
     c->gets++;                          /* statistics only: races are harmless */
@@ -167,7 +178,7 @@ int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local
         if (atomic_compare_exchange_strong(state, &posted, gen << 8 | RSM_HELP_MINE)
             || (posted & 0xff) == RSM_HELP_FAILED) {
             /* the sender has not started (or could not): the second half is ours */
-            err = cma_copy(ep->pid, false, (char *) local_address + first, remote_address + first,
+            err = rsm_cma_copy(ep->pid, false, (char *) local_address + first, remote_address + first,
                            size - first);
             atomic_store_explicit(state, RSM_HELP_FREE, memory_order_relaxed);
             c->taken_back++;
@@ -218,7 +229,7 @@ int rsm_get_progress(void)
         }
         if ((st & 0xff) != RSM_HELP_DONE) {     /* FAILED: the sender could not write it */
             c->taken_back++;
-            int err = cma_copy(p->ep->pid, false, p->dst, p->src, p->half_len);
+            int err = rsm_cma_copy(p->ep->pid, false, p->dst, p->src, p->half_len);
             if (err != 0) {
                 rc = get_failed(p->ep, err);
             }
@@ -258,9 +269,12 @@ void rsm_help_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t len)
             break;
         }
     }
+    for (rsm_reg_t *r = rma_regs.next; r != &rma_regs && !inside; r = r->next) {
+        inside = (r->ep == NULL || r->ep == ep) && rsm_range_inside(r->base, r->size, req.src, req.len);
+    }
     int err = EFAULT;
     if (!inside
-        || (err = cma_copy(ep->pid, true, (void *) (uintptr_t) req.src, req.dst, req.len)) != 0) {
+        || (err = rsm_cma_copy(ep->pid, true, (void *) (uintptr_t) req.src, req.dst, req.len)) != 0) {
         if (!inside) {
             c->dropped++;
             c->dropped_help++;
@@ -295,6 +309,9 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
                                                             size_t size, uint32_t flags)
 {
     const mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    if (ep == MCA_BTL_ENDPOINT_ANY) {
+        ep = NULL;                      /* osc rdma's windows: for every peer */
+    }
     if (ep != NULL && ep->remote) {
         /* another host: the receiver reads by RDMA, so both buffers are registered
          * with the device (the receiver's too: the read lands through its lkey) */
@@ -307,13 +324,15 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
         RSM_UNLOCK();
         return h;
     }
-    if (!(flags & MCA_BTL_REG_FLAG_REMOTE_READ)) {
+    /* osc rdma's windows (MCA_BTL_REG_FLAG_ACCESS_ANY): always, whatever their size */
+    const bool one_sided = (flags & MCA_BTL_REG_FLAG_REMOTE_ATOMIC) && c->rma_on;
+    if (!(flags & MCA_BTL_REG_FLAG_REMOTE_READ) && !one_sided) {
         return &rsm_reg_token;
     }
-    if (!c->single_copy_on || size < c->single_copy_min) {
+    if (!one_sided && (!c->single_copy_on || size < c->single_copy_min)) {
         return NULL;
     }
-    if (ep != NULL && ep->dist.two_copy && !mca_btl_rsm_component.single_copy_near) {
+    if (!one_sided && ep != NULL && ep->dist.two_copy && !mca_btl_rsm_component.single_copy_near) {
         return NULL;    /* a receiver this close: the two-copy pipeline is faster (rsm_distance.h) */
     }
     rsm_reg_t *r = malloc(sizeof(*r));
@@ -324,13 +343,24 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
     r->ep = ep;
     r->base = (uintptr_t) base;
     r->size = size;
+    rsm_reg_t *list = one_sided ? &rma_regs : &live_regs;
     RSM_LOCK();
-    r->next = live_regs.next;
-    r->prev = &live_regs;
-    live_regs.next->prev = r;
-    live_regs.next = r;
+    r->next = list->next;
+    r->prev = list;
+    list->next->prev = r;
+    list->next = r;
     RSM_UNLOCK();
     return &r->h;
+}
+
+bool rsm_rma_atomic_allowed(const mca_btl_base_endpoint_t *ep, uint64_t addr, uint64_t len)
+{
+    for (const rsm_reg_t *r = rma_regs.next; r != &rma_regs; r = r->next) {
+        if ((r->ep == NULL || r->ep == ep) && rsm_range_inside(r->base, r->size, addr, len)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 int rsm_deregister_mem(mca_btl_base_module_t *btl, struct mca_btl_base_registration_handle_t *handle)

@@ -48,6 +48,22 @@ static void single_copy_off(const char *why)
                 "two-copy path", why);
 }
 
+static void rma_off(const char *why)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    if (!c->rma_on) {
+        return;
+    }
+    c->rma_on = false;
+    mca_btl_rsm.btl_flags &= ~(uint32_t) (MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_ATOMIC_OPS
+                                          | MCA_BTL_FLAGS_ATOMIC_FOPS);
+    if (!c->single_copy_on && !c->verbs_single_copy_on) {
+        mca_btl_rsm.btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_GET;
+    }
+    RSM_VERBOSE(1, "one-sided put, get and atomics (btl_rsm_rma) not offered: %s; windows "
+                "need osc pt2pt", why);
+}
+
 static int rsm_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
                          mca_btl_base_endpoint_t **peers, opal_bitmap_t *reachable)
 {
@@ -106,13 +122,14 @@ static int rsm_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t 
             ep->tag[sizeof(ep->tag) - 1] = '\0';
             c->by_local_rank[modex->local_rank] = ep;
         }
-        if (c->single_copy_on) {
+        if (c->single_copy_on || c->rma_on) {
             int err;
             if (!cma_probe(modex, &err)) {
                 char why[160];
                 snprintf(why, sizeof(why), "process_vm_readv of pid %d refused (%s)",
                          (int) modex->pid, err ? strerror(err) : "short read");
                 single_copy_off(why);
+                rma_off(why);
             }
         }
         peers[i] = ep;
@@ -137,6 +154,7 @@ static int rsm_finalize(mca_btl_base_module_t *btl)
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     uint64_t paired = 0;
     RSM_LOCK();
+    rsm_rma_finalize();                 /* replies still held name endpoints freed below */
     for (uint32_t i = 0; c->by_local_rank != NULL && i < c->nlocal; i++) {
         if (c->by_local_rank[i] != NULL) {
             paired += c->by_local_rank[i]->sent_paired;
@@ -168,6 +186,11 @@ static int rsm_finalize(mca_btl_base_module_t *btl)
                     "as one write (direct units), %" PRIu64 " ack writes, %" PRIu64 " units "
                     "carrying acks; the pool found full %" PRIu64 " times", c->v_writes,
                     c->v_posts, c->v_direct, c->v_ack_writes, c->v_acks_piggybacked, c->pool_full);
+    }
+    if (c->rma_on) {
+        RSM_VERBOSE(10, "one-sided: %" PRIu64 " puts, %" PRIu64 " bytes; %" PRIu64 " atomics "
+                    "asked of peers (%" PRIu64 " refused by them), %" PRIu64 " done for peers",
+                    c->rma_puts, c->rma_put_bytes, c->amo_sent, c->amo_refused, c->amo_served);
     }
     RSM_VERBOSE(10, "%" PRIu64 " message starts staged while the pool was full, %" PRIu64
                 " refused; %" PRIu64 " tiny messages sent in a postbox's second half", c->staged,
@@ -370,6 +393,10 @@ mca_btl_base_module_t mca_btl_rsm = {
     .btl_send = rsm_send,
     .btl_sendi = rsm_sendi,
     .btl_get = rsm_get,
+    .btl_put = rsm_put,
+    .btl_atomic_op = rsm_atomic_op,
+    .btl_atomic_fop = rsm_atomic_fop,
+    .btl_atomic_cswap = rsm_atomic_cswap,
     .btl_register_mem = rsm_register_mem,
     .btl_deregister_mem = rsm_deregister_mem,
     .btl_register_error = rsm_register_error,

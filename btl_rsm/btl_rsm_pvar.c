@@ -18,6 +18,7 @@ enum {
     PV_GETS, PV_GET_BYTES, PV_SPLITS, PV_HALVES, PV_HALF_BYTES, PV_TAKEN_BACK,
     PV_NEAR, PV_FAR, PV_DIST_LOADED, PV_EAGER_LOWERED, PV_EAGER_LOAD_LOWERED,
     PV_DROP_MALFORMED, PV_DROP_TAG, PV_DROP_HELP, PV_POOL_FULL,
+    PV_RMA_PUTS, PV_RMA_PUT_BYTES, PV_AMO_SENT, PV_AMO_SERVED, PV_AMO_REFUSED, PV_DROP_AMO,
     PV_V_CONNECTS, PV_V_ACCEPTS, PV_V_WRITES, PV_V_WRITE_BYTES, PV_V_ACK_WRITES, PV_V_ACKS_PIGGYBACKED, PV_V_DIRECT,
     PV_V_REGISTERED, PV_V_REGISTERED_SHARED, PV_V_POOL_GROWS, PV_V_BAD_HANDSHAKES,
     PV_V_READS, PV_V_READ_BYTES, PV_V_USER_REGISTERED, PV_V_USER_REGISTRATIONS,
@@ -77,6 +78,18 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
                       "for memory not registered for that peer to read"},
     [PV_POOL_FULL] = {"pool_full", "New fragments that found this rank's block pool full "
                       "(after collecting acks), or held back behind staged ones"},
+    [PV_RMA_PUTS] = {"rma_puts", "One-sided puts (osc rdma, btl_rsm_rma) this rank wrote into "
+                     "another rank's window by process_vm_writev (its gets are single_copy_gets)"},
+    [PV_RMA_PUT_BYTES] = {"rma_put_bytes", "Bytes of those puts"},
+    [PV_AMO_SENT] = {"rma_atomics_sent", "One-sided atomics this rank asked other ranks of "
+                     "this host to apply to their windows"},
+    [PV_AMO_SERVED] = {"rma_atomics_served", "One-sided atomics this rank applied to its own "
+                       "memory for other ranks"},
+    [PV_AMO_REFUSED] = {"rma_atomics_refused", "Of rma_atomics_sent, those the target refused "
+                        "(the word was not in memory it registered for remote atomics)"},
+    [PV_DROP_AMO] = {"dropped_bad_atomics", "Peers' atomic requests refused (malformed, or "
+                     "outside memory registered for remote atomics) and replies dropped "
+                     "(answering nothing this rank asked)"},
     [PV_V_CONNECTS] = {"verbs_connects", "RDMA connections this rank opened as a sender "
                        "(one per peer on another host it sent to)"},
     [PV_V_ACCEPTS] = {"verbs_accepts", "RDMA connections this rank accepted as a receiver"},
@@ -165,6 +178,12 @@ static void rsm_counters_read(uint64_t *v)
     v[PV_DROP_TAG] = c->dropped_tag;
     v[PV_DROP_HELP] = c->dropped_help;
     v[PV_POOL_FULL] = c->pool_full;
+    v[PV_RMA_PUTS] = c->rma_puts;
+    v[PV_RMA_PUT_BYTES] = c->rma_put_bytes;
+    v[PV_AMO_SENT] = c->amo_sent;
+    v[PV_AMO_SERVED] = c->amo_served;
+    v[PV_AMO_REFUSED] = c->amo_refused;
+    v[PV_DROP_AMO] = c->dropped_amo;
     v[PV_V_CONNECTS] = c->v_connects;
     v[PV_V_ACCEPTS] = c->v_accepts;
     v[PV_V_ACCEPTS_AWAY] = c->v_accepts_away;

@@ -9,8 +9,12 @@
 
 static inline bool deliver_inline(mca_btl_base_endpoint_t *ep, uint8_t tag, void *data, uint32_t len)
 {
-    if (tag == RSM_TAG_HELP) {
-        rsm_help_serve(ep, data, len);   /* ours: a receiver asks us to write half its get */
+    if (OPAL_UNLIKELY(rsm_tag_internal(tag))) {
+        if (tag == RSM_TAG_HELP) {
+            rsm_help_serve(ep, data, len);  /* a receiver asks us to write half its get */
+        } else {
+            rsm_rma_deliver(ep, tag, data, len);    /* a one-sided atomic, or its reply */
+        }
         return true;
     }
     if (OPAL_UNLIKELY(tag >= MCA_BTL_TAG_MAX)) {
@@ -52,7 +56,8 @@ static bool deliver_runs(mca_btl_base_endpoint_t *ep)
     mca_btl_base_segment_t *segs = ep->rx_segs;
     uint8_t tag = a->tag;
 
-    if (tag >= MCA_BTL_TAG_MAX || mca_btl_base_active_message_trigger[tag].cbfunc == NULL) {
+    if (tag >= MCA_BTL_TAG_MAX || rsm_tag_internal(tag)     /* ours are only ever inline */
+        || mca_btl_base_active_message_trigger[tag].cbfunc == NULL) {
         return false;
     }
     for (uint32_t i = 0; i < a->nruns; i++) {

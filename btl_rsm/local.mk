@@ -5,7 +5,7 @@ RSM_CORE_SOURCES = \
 	btl_rsm/rsm_seg.h btl_rsm/rsm_seg_shm.c \
 	btl_rsm/rsm_postbox.h btl_rsm/rsm_postbox.c \
 	btl_rsm/rsm_pool.h btl_rsm/rsm_pool.c \
-	btl_rsm/rsm_copy.h btl_rsm/rsm_help.h btl_rsm/rsm_distance.h
+	btl_rsm/rsm_copy.h btl_rsm/rsm_help.h btl_rsm/rsm_distance.h btl_rsm/rsm_amo.h
 
 ompicomp_LTLIBRARIES += btl_rsm/mca_btl_rsm.la
 btl_rsm_mca_btl_rsm_la_SOURCES = \
@@ -18,6 +18,7 @@ btl_rsm_mca_btl_rsm_la_SOURCES = \
 	btl_rsm/btl_rsm_send.c \
 	btl_rsm/btl_rsm_recv.c \
 	btl_rsm/btl_rsm_get.c \
+	btl_rsm/btl_rsm_rma.c \
 	btl_rsm/btl_rsm_pvar.c \
 	btl_rsm/btl_rsm_verbs.c btl_rsm/rsm_verbs.h
 btl_rsm_mca_btl_rsm_la_CPPFLAGS = $(XBTL_COMPONENT_CPPFLAGS)
@@ -37,7 +38,7 @@ EXTRA_DIST += btl_rsm/help-btl-rsm.txt test/fuzz test/rsm
 
 # Unit tests of the protocol core (TAP, run by test/run).
 check_PROGRAMS += test/unit/t_rsm_postbox test/unit/t_rsm_pool test/unit/t_rsm_seg test/unit/t_rsm_copy test/unit/t_rsm_help \
-	test/unit/t_rsm_distance test/unit/t_rsm_vmsg
+	test/unit/t_rsm_distance test/unit/t_rsm_vmsg test/unit/t_rsm_amo
 test_unit_t_rsm_postbox_SOURCES = test/unit/t_rsm_postbox.c btl_rsm/rsm_postbox.c
 test_unit_t_rsm_postbox_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/unit
 test_unit_t_rsm_postbox_LDADD =
@@ -56,13 +57,19 @@ test_unit_t_rsm_help_LDADD =
 test_unit_t_rsm_distance_SOURCES = test/unit/t_rsm_distance.c btl_rsm/rsm_distance.h
 test_unit_t_rsm_distance_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/unit
 test_unit_t_rsm_distance_LDADD =
+test_unit_t_rsm_amo_SOURCES = test/unit/t_rsm_amo.c btl_rsm/rsm_amo.h
+test_unit_t_rsm_amo_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/unit
+test_unit_t_rsm_amo_LDADD =
 # the verbs handshake's checks, without a device
 test_unit_t_rsm_vmsg_SOURCES = test/unit/t_rsm_vmsg.c btl_rsm/rsm_verbs.c btl_rsm/rsm_verbs.h
 test_unit_t_rsm_vmsg_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/unit -DRSM_VMSG_ONLY
 test_unit_t_rsm_vmsg_LDADD =
 
 # MPI programs the rsm test scripts (test/rsm/t-*.sh) launch.
-check_PROGRAMS += test/rsm/rsm_soak test/rsm/rsm_abort test/rsm/rsm_floor test/rsm/rsm_numa
+check_PROGRAMS += test/rsm/rsm_soak test/rsm/rsm_abort test/rsm/rsm_floor test/rsm/rsm_numa test/rsm/rsm_rma
+test_rsm_rsm_rma_SOURCES = test/rsm/rsm_rma.c
+test_rsm_rsm_rma_CPPFLAGS = $(MPI_CFLAGS)
+test_rsm_rsm_rma_LDADD = $(MPI_LIBS)
 test_rsm_rsm_soak_SOURCES = test/rsm/rsm_soak.c
 test_rsm_rsm_soak_CPPFLAGS = $(MPI_CFLAGS)
 test_rsm_rsm_soak_LDADD = $(MPI_LIBS)

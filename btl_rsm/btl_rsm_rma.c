@@ -1,0 +1,329 @@
+/*
+ * One-sided communication between the ranks of one host, for Open MPI's osc
+ * rdma: MPI_Win_create, MPI_Win_create_dynamic and the operations on them (put,
+ * get, accumulate, fetch-and-op, compare-and-swap).  osc rdma takes a window
+ * only over a BTL that reaches every rank of it with put, get and atomics; osc
+ * pt2pt, the other way, is turned off by Debian's openmpi-mca-params.conf.  So
+ * without these a job over `--mca btl self,rsm` could not create such a window
+ * at all (MPI_ERR_WIN), where one over self,vader could.
+ *
+ * - put: one process_vm_writev into the target's memory (CMA, probed at start
+ *   like the single-copy get, which serves osc's gets too: btl_rsm_get.c).
+ * - atomics: the target's memory is its own (no xpmem), so the origin asks the
+ *   target, in an internal inline message (RSM_TAG_AMO), to apply the operation
+ *   with the CPU's atomic instructions; the target checks the request
+ *   (rsm_amo.h) and that the word lies in memory it registered for remote
+ *   atomics, applies it and answers with the old value (RSM_TAG_AMO_REPLY).  The
+ *   operation completes at the origin on that reply.  Because the target uses
+ *   CPU atomics these mix with osc's own on the same words
+ *   (MCA_BTL_ATOMIC_SUPPORTS_GLOB).  As with vader's atomics without xpmem, a
+ *   target completes them when it makes progress (is inside MPI).
+ * - the window's own rank: osc rdma has no endpoint for it and asks with none;
+ *   done here in place.
+ *
+ * Only on one host: the RDMA back end has no put or atomics, so with it up
+ * (btl_rsm_verbs) none of this is offered and windows need osc pt2pt.
+ */
+#include "btl_rsm.h"
+#include "rsm_amo.h"
+
+#include "opal/util/show_help.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* atomics this process has asked for and not yet seen answered */
+#define RSM_AMO_INFLIGHT 256
+
+typedef struct rsm_amo_wait {
+    mca_btl_base_endpoint_t *ep;
+    void *local_address;            /* where the old value goes (fetching ones) */
+    struct mca_btl_base_registration_handle_t *local_handle;
+    mca_btl_base_rdma_completion_fn_t cbfunc;
+    void *cbcontext, *cbdata;
+    uint32_t result_bytes;          /* 0 (no fetch), 4 or 8 */
+    uint32_t gen;                   /* in the id: a late or forged reply finds another */
+    bool busy;
+} rsm_amo_wait_t;
+
+static rsm_amo_wait_t amo_waits[RSM_AMO_INFLIGHT];
+static uint16_t amo_free[RSM_AMO_INFLIGHT];
+static uint32_t amo_nfree;
+static bool amo_ready;
+
+/* replies that found no room in the origin's queue: sent from progress */
+typedef struct rsm_held_reply {
+    struct rsm_held_reply *next;
+    mca_btl_base_endpoint_t *ep;
+    rsm_amo_reply_t rep;
+} rsm_held_reply_t;
+static rsm_held_reply_t *held_head, **held_tail = &held_head;
+
+static uint32_t amo_op(mca_btl_base_atomic_op_t op)
+{
+    switch (op) {
+    case MCA_BTL_ATOMIC_ADD: return RSM_AMO_ADD;
+    case MCA_BTL_ATOMIC_AND: return RSM_AMO_AND;
+    case MCA_BTL_ATOMIC_OR: return RSM_AMO_OR;
+    case MCA_BTL_ATOMIC_XOR: return RSM_AMO_XOR;
+    case MCA_BTL_ATOMIC_LAND: return RSM_AMO_LAND;
+    case MCA_BTL_ATOMIC_LOR: return RSM_AMO_LOR;
+    case MCA_BTL_ATOMIC_LXOR: return RSM_AMO_LXOR;
+    case MCA_BTL_ATOMIC_SWAP: return RSM_AMO_SWAP;
+    case MCA_BTL_ATOMIC_MIN: return RSM_AMO_MIN;
+    case MCA_BTL_ATOMIC_MAX: return RSM_AMO_MAX;
+    default: return 0;
+    }
+}
+
+static uint32_t amo_flags(int flags)
+{
+    return ((flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? RSM_AMO_32BIT : 0)
+           | ((flags & MCA_BTL_ATOMIC_FLAG_FLOAT) ? RSM_AMO_FLOAT : 0);
+}
+
+static void store_old(void *local_address, uint32_t bytes, uint64_t old)
+{
+    if (bytes == 4) {
+        uint32_t v = (uint32_t) old;
+        memcpy(local_address, &v, 4);
+    } else if (bytes == 8) {
+        memcpy(local_address, &old, 8);
+    }
+}
+
+static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
+                     struct mca_btl_base_registration_handle_t *local_handle, uint64_t remote_address,
+                     const struct mca_btl_base_registration_handle_t *remote_handle, uint32_t op, int flags, uint64_t operand, uint64_t compare, bool fetch,
+                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    rsm_amo_req_t req = {.addr = remote_address, .operand = operand, .compare = compare,
+                         .op = op, .flags = amo_flags(flags)}, checked;
+    const uint32_t result_bytes = fetch ? rsm_amo_width(req.flags) : 0;
+    if (op == 0 || !rsm_amo_req_read(&req, sizeof(req), &checked)) {
+        return OPAL_ERR_NOT_SUPPORTED;  /* an operation we do not offer, or a misaligned word */
+    }
+    if (ep == NULL || remote_handle == NULL) {
+        /* the word is in our own memory as osc rdma sees it: our own window (no
+         * endpoint), or a window of MPI_Win_allocate in a segment every rank of the
+         * host maps, where osc rdma names a peer's word by our mapping of it and
+         * passes no handle (its registrations are all non-NULL) */
+        store_old(local_address, result_bytes,
+                  rsm_amo_apply((void *) (uintptr_t) remote_address, &checked));
+        cbfunc(&mca_btl_rsm, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
+        return OPAL_SUCCESS;
+    }
+    if (ep->remote) {
+        return OPAL_ERR_NOT_SUPPORTED;  /* not offered with the RDMA back end (above) */
+    }
+    RSM_LOCK();
+    if (!amo_ready) {
+        for (uint32_t i = 0; i < RSM_AMO_INFLIGHT; i++) {
+            amo_free[i] = (uint16_t) (RSM_AMO_INFLIGHT - 1 - i);
+        }
+        amo_nfree = RSM_AMO_INFLIGHT;
+        amo_ready = true;
+    }
+    int rc = ep->out_connected ? OPAL_SUCCESS : rsm_endpoint_connect(ep);
+    if (rc != OPAL_SUCCESS) {
+        RSM_UNLOCK();
+        return rc;
+    }
+    if (amo_nfree == 0) {
+        RSM_UNLOCK();
+        return OPAL_ERR_OUT_OF_RESOURCE;    /* osc rdma progresses and asks again */
+    }
+    const uint32_t i = amo_free[--amo_nfree];
+    rsm_amo_wait_t *w = &amo_waits[i];
+    w->gen++;
+    req.id = (uint64_t) w->gen << 16 | i;
+    if (!rsm_send_internal(ep, RSM_TAG_AMO, &req, sizeof(req))) {
+        amo_free[amo_nfree++] = (uint16_t) i;
+        RSM_UNLOCK();
+        return OPAL_ERR_OUT_OF_RESOURCE;    /* no room in the queue yet */
+    }
+    *w = (rsm_amo_wait_t){.ep = ep, .local_address = local_address, .local_handle = local_handle,
+                          .cbfunc = cbfunc, .cbcontext = cbcontext, .cbdata = cbdata,
+                          .result_bytes = result_bytes, .gen = w->gen, .busy = true};
+    c->amo_sent++;
+    RSM_UNLOCK();
+    return OPAL_SUCCESS;
+}
+
+int rsm_atomic_op(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, uint64_t remote_address,
+                  struct mca_btl_base_registration_handle_t *remote_handle,
+                  mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                  mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    return amo_start(ep, NULL, NULL, remote_address, remote_handle, amo_op(op), flags, operand, 0, false, cbfunc,
+                     cbcontext, cbdata);
+}
+
+int rsm_atomic_fop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
+                   uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
+                   struct mca_btl_base_registration_handle_t *remote_handle,
+                   mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                   mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    return amo_start(ep, local_address, local_handle, remote_address, remote_handle, amo_op(op),
+                     flags, operand,
+                     0, true, cbfunc, cbcontext, cbdata);
+}
+
+int rsm_atomic_cswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
+                     uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
+                     struct mca_btl_base_registration_handle_t *remote_handle, uint64_t compare,
+                     uint64_t value, int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+                     void *cbcontext, void *cbdata)
+{
+    return amo_start(ep, local_address, local_handle, remote_address, remote_handle, RSM_AMO_CSWAP,
+                     flags, value,
+                     compare, true, cbfunc, cbcontext, cbdata);
+}
+
+int rsm_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
+            uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
+            struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
+            int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    if (ep == NULL) {                   /* our own window */
+        memcpy((void *) (uintptr_t) remote_address, local_address, size);
+    } else if (ep->remote) {
+        return OPAL_ERR_NOT_SUPPORTED;
+    } else {
+        int err = rsm_cma_copy(ep->pid, true, local_address, remote_address, size);
+        if (err != 0) {
+            opal_show_help("help-btl-rsm.txt", "cma-put-failed", true, opal_process_info.nodename,
+                           (int) ep->pid, strerror(err));
+            return OPAL_ERROR;
+        }
+        c->rma_puts++;                  /* statistics only: races are harmless */
+        c->rma_put_bytes += size;
+    }
+    cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
+    return OPAL_SUCCESS;
+}
+
+static void send_reply(mca_btl_base_endpoint_t *ep, const rsm_amo_reply_t *rep)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    if (!ep->out_connected && rsm_endpoint_connect(ep) != OPAL_SUCCESS) {
+        return;                         /* said why; the job is going down */
+    }
+    if (held_head == NULL && rsm_send_internal(ep, RSM_TAG_AMO_REPLY, rep, sizeof(*rep))) {
+        return;
+    }
+    /* the operation is done: its reply must not be lost, only delayed */
+    rsm_held_reply_t *h = malloc(sizeof(*h));
+    if (h == NULL) {
+        rsm_fatal(ep, "btl rsm: out of memory holding the reply to a one-sided atomic");
+        return;
+    }
+    *h = (rsm_held_reply_t){.ep = ep, .rep = *rep};
+    *held_tail = h;
+    held_tail = &h->next;
+    c->amo_replies_held++;
+}
+
+/* The target's side: apply a peer's atomic to our memory and answer. */
+static void amo_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t len)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    rsm_amo_req_t req;
+    rsm_amo_reply_t rep = {.status = RSM_AMO_REFUSED};
+    if (len != sizeof(req)) {
+        c->dropped++;
+        c->dropped_amo++;
+        RSM_VERBOSE(1, "dropped a malformed one-sided atomic from local rank %u (%u bytes)",
+                    ep->local_rank, len);
+        return;                         /* no id to answer */
+    }
+    const bool well_formed = rsm_amo_req_read(data, len, &req);
+    rep.id = req.id;
+    if (!well_formed || !rsm_rma_atomic_allowed(ep, req.addr, rsm_amo_width(req.flags))) {
+        /* answered all the same, so the origin reports it instead of waiting */
+        c->dropped++;
+        c->dropped_amo++;
+        RSM_VERBOSE(1, "refused a one-sided atomic from local rank %u (operation %u, flags 0x%x, "
+                    "address 0x%" PRIx64 "): %s", ep->local_rank, req.op, req.flags, req.addr,
+                    well_formed ? "not in memory registered for remote atomics" : "malformed");
+    } else {
+        rep.old = rsm_amo_apply((void *) (uintptr_t) req.addr, &req);
+        rep.status = RSM_AMO_DONE;
+        c->amo_served++;
+    }
+    send_reply(ep, &rep);
+}
+
+/* The origin's side: the target's answer completes one of our atomics. */
+static void amo_finish(mca_btl_base_endpoint_t *ep, const void *data, uint32_t len)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    rsm_amo_reply_t rep;
+    const uint32_t i = len == sizeof(rep) ? (uint32_t) (((const rsm_amo_reply_t *) data)->id & 0xffff)
+                                          : RSM_AMO_INFLIGHT;
+    if (!rsm_amo_reply_read(data, len, &rep) || i >= RSM_AMO_INFLIGHT || !amo_waits[i].busy
+        || amo_waits[i].ep != ep || rep.id >> 16 != amo_waits[i].gen) {
+        c->dropped++;
+        c->dropped_amo++;
+        RSM_VERBOSE(1, "dropped a reply to a one-sided atomic from local rank %u that answers "
+                    "nothing we asked (%u bytes)", ep->local_rank, len);
+        return;
+    }
+    rsm_amo_wait_t w = amo_waits[i];
+    amo_waits[i].busy = false;
+    amo_free[amo_nfree++] = (uint16_t) i;
+    int status = OPAL_SUCCESS;
+    if (rep.status == RSM_AMO_DONE) {
+        store_old(w.local_address, w.result_bytes, rep.old);
+    } else {
+        c->amo_refused++;
+        status = OPAL_ERROR;
+        RSM_VERBOSE(1, "local rank %u refused a one-sided atomic of ours: the word is not in "
+                    "memory it registered for remote atomics", ep->local_rank);
+    }
+    w.cbfunc(&mca_btl_rsm, ep, w.local_address, w.local_handle, w.cbcontext, w.cbdata, status);
+}
+
+void rsm_rma_deliver(mca_btl_base_endpoint_t *ep, uint8_t tag, const void *data, uint32_t len)
+{
+    if (tag == RSM_TAG_AMO) {
+        amo_serve(ep, data, len);
+    } else {
+        amo_finish(ep, data, len);
+    }
+}
+
+int rsm_rma_progress(void)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    int sent = 0;
+    while (held_head != NULL
+           && rsm_send_internal(held_head->ep, RSM_TAG_AMO_REPLY, &held_head->rep,
+                                sizeof(held_head->rep))) {
+        rsm_held_reply_t *h = held_head;
+        held_head = h->next;
+        if (held_head == NULL) {
+            held_tail = &held_head;
+        }
+        free(h);
+        c->amo_replies_held--;
+        sent++;
+    }
+    return sent;
+}
+
+void rsm_rma_finalize(void)
+{
+    while (held_head != NULL) {
+        rsm_held_reply_t *h = held_head;
+        held_head = h->next;
+        free(h);
+    }
+    held_tail = &held_head;
+    mca_btl_rsm_component.amo_replies_held = 0;
+}

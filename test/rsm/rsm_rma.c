@@ -1,0 +1,429 @@
+/*
+ * One-sided communication through a BTL (osc rdma): windows of the three
+ * flavours (MPI_Win_create, _create_dynamic, _allocate), each once as is and
+ * once with osc rdma's "ompi_single_accumulate" info key (single-element
+ * accumulates then go to the BTL's atomics), and on each: puts and gets of 1 B
+ * to 1 MiB at odd offsets (fence and passive target), a sum accumulate from
+ * every rank, a shared counter bumped by fetch-and-op and by compare-and-swap
+ * (4 and 8 bytes) from every rank at once, fetch-and-op with max, min, xor and
+ * replace, and a get-accumulate.  Every byte and every fetched value is
+ * checked.  Rank 0 prints TAP lines ("ok N - ...").
+ *
+ * With the argument "no-window" it checks instead that MPI_Win_create fails
+ * with an error returned to the caller (a BTL that offers no one-sided
+ * operations, where Debian's configuration leaves no other osc component).
+ */
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WIN_BYTES ((MPI_Aint) (2 << 20) + 4096)
+#define K_FOP 400
+#define K_CAS 150
+
+static int rank, nranks, ntests, nfailed;
+
+/* one TAP line from rank 0 for a check every rank made */
+static void check(int ok, const char *fmt, ...)
+{
+    int all;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    ntests++;
+    nfailed += !all;
+    if (rank == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        printf("%sok %d - ", all ? "" : "not ", ntests);
+        vprintf(fmt, ap);
+        printf("\n");
+        fflush(stdout);
+        va_end(ap);
+    }
+}
+
+static unsigned char pattern(int seed, size_t i)
+{
+    return (unsigned char) (seed * 131 + i * 7 + (i >> 8) * 13 + 1);
+}
+
+typedef struct {
+    MPI_Win win;
+    unsigned char *base;
+    MPI_Aint *addr;                 /* dynamic: every rank's base address */
+    int flavour;
+    const char *name;
+} window_t;
+
+static const char *flavour_name[3] = {"MPI_Win_create", "MPI_Win_create_dynamic", "MPI_Win_allocate"};
+
+static MPI_Aint disp(const window_t *w, int target, MPI_Aint off)
+{
+    return w->flavour == 1 ? w->addr[target] + off : off;
+}
+
+static int win_open(window_t *w, int flavour, int single_acc)
+{
+    MPI_Info info;
+    MPI_Info_create(&info);
+    if (single_acc) {
+        MPI_Info_set(info, "ompi_single_accumulate", "true");
+    }
+    memset(w, 0, sizeof(*w));
+    w->flavour = flavour;
+    int rc;
+    if (flavour == 0) {
+        w->base = malloc(WIN_BYTES);
+        rc = MPI_Win_create(w->base, WIN_BYTES, 1, info, MPI_COMM_WORLD, &w->win);
+    } else if (flavour == 1) {
+        w->base = malloc(WIN_BYTES);
+        rc = MPI_Win_create_dynamic(info, MPI_COMM_WORLD, &w->win);
+        if (rc == MPI_SUCCESS) {
+            rc = MPI_Win_attach(w->win, w->base, WIN_BYTES);
+        }
+        MPI_Aint mine;
+        MPI_Get_address(w->base, &mine);
+        w->addr = malloc(sizeof(MPI_Aint) * (size_t) nranks);
+        MPI_Allgather(&mine, 1, MPI_AINT, w->addr, 1, MPI_AINT, MPI_COMM_WORLD);
+    } else {
+        rc = MPI_Win_allocate(WIN_BYTES, 1, info, MPI_COMM_WORLD, &w->base, &w->win);
+    }
+    MPI_Info_free(&info);
+    if (rc == MPI_SUCCESS) {
+        MPI_Win_set_errhandler(w->win, MPI_ERRORS_RETURN);
+    }
+    return rc;
+}
+
+static void win_close(window_t *w)
+{
+    if (w->flavour == 1) {
+        MPI_Win_detach(w->win, w->base);
+    }
+    MPI_Win_free(&w->win);
+    if (w->flavour != 2) {
+        free(w->base);
+    }
+    free(w->addr);
+}
+
+/* the window's bytes, written by this rank only while no one else reaches them */
+static void local_fill(window_t *w, int seed)
+{
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, w->win);
+    for (MPI_Aint i = 0; i < WIN_BYTES; i++) {
+        w->base[i] = seed < 0 ? 0 : pattern(seed, (size_t) i);
+    }
+    MPI_Win_unlock(rank, w->win);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static const size_t sizes[] = {1, 7, 64, 1000, 4096, 65537, 1 << 20};
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+static void test_put_fence(window_t *w, const char *label)
+{
+    const int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+    unsigned char *src = malloc(1 << 20);
+    size_t bad = 0;
+    for (unsigned s = 0; s < NSIZES; s++) {
+        const size_t len = sizes[s];
+        local_fill(w, -1);
+        for (size_t i = 0; i < len; i++) {
+            src[i] = pattern(rank + 100 * (int) s, i);
+        }
+        MPI_Win_fence(0, w->win);
+        MPI_Put(src, (int) len, MPI_BYTE, right, disp(w, right, 3), (int) len, MPI_BYTE, w->win);
+        MPI_Win_fence(0, w->win);
+        for (size_t i = 0; i < len + 3 + 64; i++) {
+            unsigned char want = i < 3 || i >= len + 3 ? 0 : pattern(left + 100 * (int) s, i - 3);
+            bad += w->base[i] != want;
+        }
+    }
+    check(bad == 0, "%s: put 1 B - 1 MiB at offset 3 under fence, every byte and its surroundings "
+          "(%zu wrong)", label, bad);
+    free(src);
+}
+
+static void test_get_passive(window_t *w, const char *label)
+{
+    const int left = (rank + nranks - 1) % nranks;
+    unsigned char *dst = malloc((1 << 20) + 16);
+    size_t bad = 0;
+    local_fill(w, rank);
+    MPI_Win_lock_all(0, w->win);
+    for (unsigned s = 0; s < NSIZES; s++) {
+        const size_t len = sizes[s];
+        memset(dst, 0xee, len + 16);
+        MPI_Get(dst, (int) len, MPI_BYTE, left, disp(w, left, 5), (int) len, MPI_BYTE, w->win);
+        MPI_Win_flush(left, w->win);
+        for (size_t i = 0; i < len; i++) {
+            bad += dst[i] != pattern(left, i + 5);
+        }
+        for (size_t i = len; i < len + 16; i++) {
+            bad += dst[i] != 0xee;
+        }
+    }
+    MPI_Win_unlock_all(w->win);
+    check(bad == 0, "%s: get 1 B - 1 MiB at offset 5, lock_all and flush (%zu wrong)", label, bad);
+    free(dst);
+}
+
+static void test_put_passive(window_t *w, const char *label)
+{
+    const int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+    const size_t len = 65536 + 11;
+    unsigned char *src = malloc(len);
+    for (size_t i = 0; i < len; i++) {
+        src[i] = pattern(rank + 7, i);
+    }
+    local_fill(w, -1);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, w->win);
+    MPI_Put(src, (int) len, MPI_BYTE, right, disp(w, right, 1), (int) len, MPI_BYTE, w->win);
+    MPI_Win_unlock(right, w->win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, w->win);
+    size_t bad = w->base[0] != 0 || w->base[len + 1] != 0;
+    for (size_t i = 0; i < len; i++) {
+        bad += w->base[i + 1] != pattern(left + 7, i);
+    }
+    MPI_Win_unlock(rank, w->win);
+    check(bad == 0, "%s: put of 64 KiB + 11 B under an exclusive lock (%zu wrong)", label, bad);
+    free(src);
+}
+
+static void test_accumulate(window_t *w, const char *label)
+{
+    enum { N = 256 };
+    int64_t vals[N];
+    local_fill(w, -1);
+    for (int i = 0; i < N; i++) {
+        vals[i] = (int64_t) (rank + 1) * (i + 1);
+    }
+    MPI_Win_fence(0, w->win);
+    MPI_Accumulate(vals, N, MPI_INT64_T, 0, disp(w, 0, 64), N, MPI_INT64_T, MPI_SUM, w->win);
+    MPI_Win_fence(0, w->win);
+    int bad = 0;
+    if (rank == 0) {
+        const int64_t *a = (const int64_t *) (w->base + 64);
+        for (int i = 0; i < N; i++) {
+            bad += a[i] != (int64_t) (i + 1) * nranks * (nranks + 1) / 2;
+        }
+    }
+    check(bad == 0, "%s: 256 x int64 sum accumulated by every rank into rank 0", label);
+}
+
+static int cmp64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+    return (x > y) - (x < y);
+}
+
+static void test_counter_fop(window_t *w, const char *label)
+{
+    const MPI_Aint off = 4096;
+    int64_t one = 1, *olds = malloc(sizeof(int64_t) * K_FOP), *all = NULL;
+    local_fill(w, -1);
+    MPI_Win_lock_all(0, w->win);
+    for (int k = 0; k < K_FOP; k++) {
+        MPI_Fetch_and_op(&one, &olds[k], MPI_INT64_T, 0, disp(w, 0, off), MPI_SUM, w->win);
+        MPI_Win_flush(0, w->win);
+    }
+    MPI_Win_unlock_all(w->win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        all = malloc(sizeof(int64_t) * K_FOP * (size_t) nranks);
+    }
+    MPI_Gather(olds, K_FOP, MPI_INT64_T, all, K_FOP, MPI_INT64_T, 0, MPI_COMM_WORLD);
+    int bad = 0;
+    if (rank == 0) {
+        qsort(all, (size_t) K_FOP * (size_t) nranks, sizeof(int64_t), cmp64);
+        for (int64_t i = 0; i < (int64_t) K_FOP * nranks; i++) {
+            bad += all[i] != i;
+        }
+        MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, w->win);
+        bad += *(int64_t *) (w->base + off) != (int64_t) K_FOP * nranks;
+        MPI_Win_unlock(0, w->win);
+    }
+    check(bad == 0, "%s: a counter at rank 0 bumped %d times by every rank with fetch-and-op: "
+          "each value fetched exactly once, the total right", label, K_FOP);
+    free(olds);
+    free(all);
+}
+
+static void test_counter_cas(window_t *w, const char *label)
+{
+    const int target = nranks - 1;
+    const MPI_Aint off32 = 8192, off64 = 8200;
+    local_fill(w, -1);
+    MPI_Win_lock_all(0, w->win);
+    long tries = 0;
+    for (int k = 0; k < K_CAS; k++) {
+        int32_t cur32, res32, next32;
+        MPI_Fetch_and_op(NULL, &cur32, MPI_INT32_T, target, disp(w, target, off32), MPI_NO_OP, w->win);
+        MPI_Win_flush(target, w->win);
+        do {
+            next32 = cur32 + 1;
+            MPI_Compare_and_swap(&next32, &cur32, &res32, MPI_INT32_T, target,
+                                 disp(w, target, off32), w->win);
+            MPI_Win_flush(target, w->win);
+            tries++;
+        } while (res32 != cur32 && (cur32 = res32, 1));
+        int64_t cur64, res64, next64;
+        MPI_Fetch_and_op(NULL, &cur64, MPI_INT64_T, target, disp(w, target, off64), MPI_NO_OP, w->win);
+        MPI_Win_flush(target, w->win);
+        do {
+            next64 = cur64 + (1ll << 33);
+            MPI_Compare_and_swap(&next64, &cur64, &res64, MPI_INT64_T, target,
+                                 disp(w, target, off64), w->win);
+            MPI_Win_flush(target, w->win);
+            tries++;
+        } while (res64 != cur64 && (cur64 = res64, 1));
+    }
+    MPI_Win_unlock_all(w->win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int bad = 0;
+    if (rank == target) {
+        MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, w->win);
+        bad += *(int32_t *) (w->base + off32) != K_CAS * nranks;
+        bad += *(int64_t *) (w->base + off64) != ((int64_t) K_CAS * nranks << 33);
+        bad += w->base[off32 + 4] != 0 || w->base[off64 + 8] != 0;
+        MPI_Win_unlock(rank, w->win);
+    }
+    check(bad == 0, "%s: counters of 4 and 8 bytes bumped %d times by every rank with "
+          "compare-and-swap loops: totals right, neighbours untouched", label, K_CAS);
+}
+
+static void test_fop_ops(window_t *w, const char *label)
+{
+    const int t = 0;
+    local_fill(w, -1);
+    if (rank == t) {
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, w->win);
+        *(double *) (w->base + 0) = -1e300;
+        *(int32_t *) (w->base + 8) = 1 << 30;
+        *(int64_t *) (w->base + 16) = 0;
+        *(int64_t *) (w->base + 24) = -1;
+        MPI_Win_unlock(rank, w->win);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    double dv = rank + 0.5, dold;
+    int32_t iv = -3 * rank - 1, iold;
+    int64_t xv = (int64_t) 0x1111 << rank, xold, rv = 1000 + rank, rold;
+    MPI_Win_lock_all(0, w->win);
+    MPI_Fetch_and_op(&dv, &dold, MPI_DOUBLE, t, disp(w, t, 0), MPI_MAX, w->win);
+    MPI_Fetch_and_op(&iv, &iold, MPI_INT32_T, t, disp(w, t, 8), MPI_MIN, w->win);
+    MPI_Fetch_and_op(&xv, &xold, MPI_INT64_T, t, disp(w, t, 16), MPI_BXOR, w->win);
+    MPI_Fetch_and_op(&rv, &rold, MPI_INT64_T, t, disp(w, t, 24), MPI_REPLACE, w->win);
+    MPI_Win_unlock_all(w->win);
+    /* every replaced value but one was fetched by someone: gather them */
+    int64_t *rolds = rank == t ? malloc(sizeof(int64_t) * (size_t) nranks) : NULL;
+    MPI_Gather(&rold, 1, MPI_INT64_T, rolds, 1, MPI_INT64_T, t, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int bad = 0;
+    if (rank == t) {
+        MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, w->win);
+        int64_t xall = 0;
+        for (int r = 0; r < nranks; r++) {
+            xall ^= (int64_t) 0x1111 << r;
+        }
+        bad += *(double *) (w->base + 0) != nranks - 0.5;
+        bad += *(int32_t *) (w->base + 8) != -3 * (nranks - 1) - 1;
+        bad += *(int64_t *) (w->base + 16) != xall;
+        /* the replace chain: the fetched values and the final one are -1 and every rank's */
+        int64_t seen = 0, fin = *(int64_t *) (w->base + 24);
+        for (int r = 0; r < nranks; r++) {
+            int64_t v = rolds[r];
+            bad += v != -1 && (v < 1000 || v >= 1000 + nranks);
+            seen += v;
+        }
+        bad += fin < 1000 || fin >= 1000 + nranks;
+        int64_t want = -1;
+        for (int r = 0; r < nranks; r++) {
+            want += 1000 + r;
+        }
+        bad += seen + fin != want;
+        MPI_Win_unlock(rank, w->win);
+        free(rolds);
+    }
+    check(bad == 0, "%s: fetch-and-op max (double), min (int32), xor and replace (int64) from "
+          "every rank", label);
+}
+
+static void test_get_accumulate(window_t *w, const char *label)
+{
+    enum { N = 16 };
+    int32_t add[N], old[N];
+    local_fill(w, -1);
+    for (int i = 0; i < N; i++) {
+        add[i] = 1 << rank % 24;
+    }
+    MPI_Win_fence(0, w->win);
+    MPI_Get_accumulate(add, N, MPI_INT32_T, old, N, MPI_INT32_T, 0, disp(w, 0, 256), N,
+                       MPI_INT32_T, MPI_SUM, w->win);
+    MPI_Win_fence(0, w->win);
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        bad += (old[i] & add[i]) != 0;  /* each element saw some others' bits, never ours */
+    }
+    if (rank == 0) {
+        int32_t sum = 0;
+        for (int r = 0; r < nranks; r++) {
+            sum += 1 << r % 24;
+        }
+        for (int i = 0; i < N; i++) {
+            bad += ((int32_t *) (w->base + 256))[i] != sum;
+        }
+    }
+    check(bad == 0, "%s: get-accumulate of 16 x int32 from every rank", label);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (argc > 1 && strcmp(argv[1], "no-window") == 0) {
+        window_t w;
+        int rc = win_open(&w, 0, 0), cls = -1;
+        if (rc != MPI_SUCCESS) {
+            MPI_Error_class(rc, &cls);
+        } else {
+            win_close(&w);
+        }
+        check(rc != MPI_SUCCESS, "MPI_Win_create returns an error (class %d) instead of a window",
+              cls);
+        MPI_Finalize();
+        return nfailed != 0;
+    }
+    for (int flavour = 0; flavour < 3; flavour++) {
+        for (int single = 0; single < 2; single++) {
+            char label[96];
+            snprintf(label, sizeof(label), "%s%s", flavour_name[flavour],
+                     single ? " (ompi_single_accumulate)" : "");
+            window_t w;
+            int rc = win_open(&w, flavour, single);
+            check(rc == MPI_SUCCESS, "%s: window of 2 MiB on %d ranks", label, nranks);
+            if (rc != MPI_SUCCESS) {
+                continue;
+            }
+            test_put_fence(&w, label);
+            test_get_passive(&w, label);
+            test_put_passive(&w, label);
+            test_accumulate(&w, label);
+            test_counter_fop(&w, label);
+            test_counter_cas(&w, label);
+            test_fop_ops(&w, label);
+            test_get_accumulate(&w, label);
+            win_close(&w);
+        }
+    }
+    if (rank == 0) {
+        printf("1..%d\n", ntests);
+    }
+    MPI_Finalize();
+    return nfailed != 0;
+}
