@@ -819,10 +819,11 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     c->eager_streaming = c->stream_eager < c->eager_short ? c->eager_short
                          : c->stream_eager > c->eager_full ? c->eager_full : c->stream_eager;
     c->probe_word = RSM_CTL_MAGIC;
-    if (c->single_copy_on) {
-        /* Yama (ptrace_scope 1) lets only a declared tracer read us */
+    if (c->single_copy_on || c->rma_on) {
+        /* Yama (ptrace_scope 1) lets only a declared tracer read (or write) us */
         (void) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-    } else if (c->single_copy_min != SIZE_MAX) {
+    }
+    if (!c->single_copy_on && c->single_copy_min != SIZE_MAX) {
         RSM_VERBOSE(1, "single copy (CMA) disabled by parameter; large messages take the "
                     "pipelined two-copy path");
     }

@@ -263,10 +263,10 @@ static void amo_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t le
 static void amo_finish(mca_btl_base_endpoint_t *ep, const void *data, uint32_t len)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
-    rsm_amo_reply_t rep;
-    const uint32_t i = len == sizeof(rep) ? (uint32_t) (((const rsm_amo_reply_t *) data)->id & 0xffff)
-                                          : RSM_AMO_INFLIGHT;
-    if (!rsm_amo_reply_read(data, len, &rep) || i >= RSM_AMO_INFLIGHT || !amo_waits[i].busy
+    rsm_amo_reply_t rep;            /* the peer may change it under us: read it once */
+    const bool well_formed = rsm_amo_reply_read(data, len, &rep);
+    const uint32_t i = well_formed ? (uint32_t) (rep.id & 0xffff) : RSM_AMO_INFLIGHT;
+    if (i >= RSM_AMO_INFLIGHT || !amo_waits[i].busy
         || amo_waits[i].ep != ep || rep.id >> 16 != amo_waits[i].gen) {
         c->dropped++;
         c->dropped_amo++;
