@@ -803,7 +803,11 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
             | MCA_BTL_ATOMIC_SUPPORTS_GLOB;
         m->btl_put_limit = SIZE_MAX;
         m->btl_put_alignment = 0;
-        m->btl_put_local_registration_threshold = SIZE_MAX;     /* CMA needs none */
+        /* CMA needs no local registration: without these osc rdma copies every put
+         * and get below its 32 KiB buffer size through a buffer of its own (ob1 does
+         * not read them; the RDMA back end, which would, has no one-sided) */
+        m->btl_put_local_registration_threshold = SIZE_MAX;
+        m->btl_get_local_registration_threshold = SIZE_MAX;
     } else if (c->rma) {
         RSM_VERBOSE(10, "one-sided put and atomics not offered: the RDMA back end serves peers "
                     "on other hosts (windows need osc pt2pt)");

@@ -1,7 +1,7 @@
 #!/bin/bash
 # OSU 7.4's one-sided benchmarks over several transports, interleaved, ROUNDS rounds;
 # prints every run's rows to $OUT/raw/ and the medians with ratios to $OUT/table.txt.
-# usage: OSU=/path/to/osu-7.4/c/mpi/one-sided OUT=dir osu-onesided.sh [ROUNDS]
+# usage: OSU=/path/to/osu-7.4/c/mpi/one-sided OUT=dir [BENCHES="osu_get_bw ..."] osu-onesided.sh [ROUNDS]
 # Transports: vader and rsm over osc rdma (Debian's default osc), pml ucx with osc ucx
 # (Debian's configuration turns osc ucx off: named here), and rsm as it was before
 # btl_rsm_rma (RSM_OLD_PATH: an Open MPI component directory holding the old
@@ -21,7 +21,7 @@ if [ -n "${RSM_OLD_PATH:-}" ]; then
   T[rsm-old-pt2pt]="--mca pml ob1 --mca btl self,rsm --mca osc pt2pt --mca mca_base_component_path $RSM_OLD_PATH"
   order+=(rsm-old-pt2pt)
 fi
-BENCHES="osu_put_latency osu_get_latency osu_put_bw osu_get_bw osu_acc_latency osu_get_acc_latency osu_fop_latency osu_cas_latency"
+BENCHES=${BENCHES:-"osu_put_latency osu_get_latency osu_put_bw osu_get_bw osu_acc_latency osu_get_acc_latency osu_fop_latency osu_cas_latency"}
 for r in $(seq 1 "$ROUNDS"); do
   for b in $BENCHES; do
     # rotate the order each round so no transport always runs first
