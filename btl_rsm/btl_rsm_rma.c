@@ -96,7 +96,8 @@ static void store_old(void *local_address, uint32_t bytes, uint64_t old)
 
 static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
                      struct mca_btl_base_registration_handle_t *local_handle, uint64_t remote_address,
-                     const struct mca_btl_base_registration_handle_t *remote_handle, uint32_t op, int flags, uint64_t operand, uint64_t compare, bool fetch,
+                     const struct mca_btl_base_registration_handle_t *remote_handle, uint32_t op,
+                     int flags, uint64_t operand, uint64_t compare, bool fetch,
                      mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
@@ -158,8 +159,8 @@ int rsm_atomic_op(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, uint6
                   mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
                   mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
-    return amo_start(ep, NULL, NULL, remote_address, remote_handle, amo_op(op), flags, operand, 0, false, cbfunc,
-                     cbcontext, cbdata);
+    return amo_start(ep, NULL, NULL, remote_address, remote_handle, amo_op(op), flags, operand, 0,
+                     false, cbfunc, cbcontext, cbdata);
 }
 
 int rsm_atomic_fop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
