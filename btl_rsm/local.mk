@@ -67,8 +67,8 @@ test_unit_t_rsm_vmsg_LDADD =
 
 # MPI programs the rsm test scripts (test/rsm/t-*.sh) launch.
 check_PROGRAMS += test/rsm/rsm_soak test/rsm/rsm_abort test/rsm/rsm_floor test/rsm/rsm_numa test/rsm/rsm_rma
-test_rsm_rsm_rma_SOURCES = test/rsm/rsm_rma.c
-test_rsm_rsm_rma_CPPFLAGS = $(MPI_CFLAGS)
+test_rsm_rsm_rma_SOURCES = test/rsm/rsm_rma.c test/mpi/mpit_bind.h
+test_rsm_rsm_rma_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/test/mpi
 test_rsm_rsm_rma_LDADD = $(MPI_LIBS)
 test_rsm_rsm_soak_SOURCES = test/rsm/rsm_soak.c
 test_rsm_rsm_soak_CPPFLAGS = $(MPI_CFLAGS)

@@ -12,9 +12,12 @@
  * With the argument "no-window" it checks instead that MPI_Win_create fails
  * with an error returned to the caller (a BTL that offers no one-sided
  * operations, where Debian's configuration leaves no other osc component).
+ * With "mpit" it checks that btl rsm's MPI_T counters of one-sided operations
+ * move by exactly what one put and a run of fetch-and-ops make.
  */
 #include <mpi.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -380,6 +383,76 @@ static void test_get_accumulate(window_t *w, const char *label)
     check(bad == 0, "%s: get-accumulate of 16 x int32 from every rank", label);
 }
 
+#include "mpit_bind.h"
+
+/* btl rsm's one-sided counters, read through MPI_T while the job runs */
+static const char *const rma_pvars[] = {"rma_puts", "rma_put_bytes", "rma_atomics_sent",
+                                        "rma_atomics_served"};
+enum { PV_PUTS, PV_PUT_BYTES, PV_SENT, PV_SERVED, PV_N };
+
+static void pvars_read(MPI_T_pvar_session session, MPI_T_pvar_handle *h, unsigned long *v)
+{
+    for (int i = 0; i < PV_N; i++) {
+        MPI_T_pvar_read(session, h[i], &v[i]);
+    }
+}
+
+static void test_mpit(void)
+{
+    int provided;
+    MPI_T_pvar_session session;
+    MPI_T_pvar_handle h[PV_N];
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    bool bound = mpit_bind(&session, h, "btl_rsm_", rma_pvars, PV_N, MPI_T_PVAR_CLASS_COUNTER);
+    check(bound, "btl rsm's one-sided counters bound through MPI_T");
+    if (!bound) {
+        return;
+    }
+    window_t w;
+    if (win_open(&w, 0, 1) != MPI_SUCCESS) {
+        check(0, "a window for the counters");
+        return;
+    }
+    enum { LEN = 65536 + 11, K = 100 };
+    unsigned long before[PV_N], after[PV_N];
+    unsigned char *src = calloc(LEN, 1);
+    const int right = (rank + 1) % nranks;
+    pvars_read(session, h, before);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, w.win);
+    MPI_Put(src, LEN, MPI_BYTE, right, 0, LEN, MPI_BYTE, w.win);
+    MPI_Win_unlock(right, w.win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    pvars_read(session, h, after);
+    check(after[PV_PUTS] - before[PV_PUTS] == 1 && after[PV_PUT_BYTES] - before[PV_PUT_BYTES] == LEN,
+          "one put of %d B to the next rank: rma_puts +1, rma_put_bytes +%d (here +%lu, +%lu)", LEN,
+          LEN, after[PV_PUTS] - before[PV_PUTS], after[PV_PUT_BYTES] - before[PV_PUT_BYTES]);
+    /* fetch-and-ops of one element go to the BTL's atomics in a window with
+     * ompi_single_accumulate: K asked by each rank of the next, K served for the previous */
+    pvars_read(session, h, before);
+    MPI_Barrier(MPI_COMM_WORLD);        /* every rank's "before" read ahead of any atomic */
+    int64_t one = 1, old;
+    MPI_Win_lock_all(0, w.win);
+    for (int k = 0; k < K; k++) {
+        MPI_Fetch_and_op(&one, &old, MPI_INT64_T, right, 4096, MPI_SUM, w.win);
+        MPI_Win_flush(right, w.win);
+    }
+    MPI_Win_unlock_all(w.win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    pvars_read(session, h, after);
+    check(after[PV_SENT] - before[PV_SENT] == K && after[PV_SERVED] - before[PV_SERVED] == K,
+          "%d fetch-and-ops on the next rank's window: rma_atomics_sent +%d, rma_atomics_served "
+          "+%d (here +%lu, +%lu)", K, K, K, after[PV_SENT] - before[PV_SENT],
+          after[PV_SERVED] - before[PV_SERVED]);
+    free(src);
+    win_close(&w);
+    for (int i = 0; i < PV_N; i++) {
+        MPI_T_pvar_handle_free(session, &h[i]);
+    }
+    MPI_T_pvar_session_free(&session);
+    MPI_T_finalize();
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -396,6 +469,14 @@ int main(int argc, char **argv)
         }
         check(rc != MPI_SUCCESS, "MPI_Win_create returns an error (class %d) instead of a window",
               cls);
+        MPI_Finalize();
+        return nfailed != 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "mpit") == 0) {
+        test_mpit();
+        if (rank == 0) {
+            printf("1..%d\n", ntests);
+        }
         MPI_Finalize();
         return nfailed != 0;
     }

@@ -5,8 +5,9 @@
 # cannot be made).  rsm_rma checks every byte and every fetched value (puts and
 # gets 1 B - 1 MiB, accumulates, counters bumped by fetch-and-op and compare-and-swap
 # from every rank, max / min / xor / replace); the finalize lines show rsm carried
-# the puts and served the atomics; with btl_rsm_rma 0 window creation fails with an
-# error returned to the program.
+# the puts and served the atomics, and its MPI_T counters move by exactly what one put
+# and 100 fetch-and-ops make; with btl_rsm_rma 0 window creation fails with an error
+# returned to the program.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/rsm_lib.sh"
 prog=$TOP_BUILDDIR/test/rsm/rsm_rma
@@ -30,6 +31,12 @@ done
 out=$(mpirun_np 3 240 "$RSM_ARGS --mca btl_rsm_single_copy 0" -- "$prog" 2>&1); rc=$?
 relay_tap "rsm np 3, single copy off: " <<< "$out"
 [ "$rc" -eq 0 ] || { not_ok "rsm np 3, single copy off: mpirun exited $rc"; tail -20 <<< "$out" | diag; }
+# the MPI_T counters move by exactly one put and by the fetch-and-ops made
+for np in 2 3; do
+    out=$(mpirun_np "$np" 120 "$RSM_ARGS" -- "$prog" mpit 2>&1); rc=$?
+    relay_tap "rsm np $np, MPI_T: " <<< "$out"
+    [ "$rc" -eq 0 ] || { not_ok "rsm np $np, MPI_T: mpirun exited $rc"; tail -20 <<< "$out" | diag; }
+done
 # without rsm's offer no osc component can take the window here: an error, not a crash
 out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_rsm_rma 0 --mca osc ^pt2pt,ucx" -- "$prog" no-window 2>&1); rc=$?
 relay_tap "rsm np 2, btl_rsm_rma 0: " <<< "$out"
