@@ -81,6 +81,10 @@ static inline bool rsm_amo_reply_read(const void *data, uint32_t len, rsm_amo_re
 static inline uint64_t rsm_amo_combine(uint32_t op, uint32_t flags, uint64_t old, uint64_t operand)
 {
     const bool narrow = flags & RSM_AMO_32BIT;
+    if (narrow) {                   /* a 4-byte operation sees 4 bytes of its operand */
+        old = (uint32_t) old;
+        operand = (uint32_t) operand;
+    }
     if (flags & RSM_AMO_FLOAT) {
         if (op == RSM_AMO_SWAP) {
             return operand;

@@ -101,6 +101,13 @@ int main(void)
     CHECK(rsm_amo_req_read(&cs, sizeof(cs), &got) && rsm_amo_apply(&w32[0], &got) == 5
           && w32[0] == 8 && w32[1] == 6, "cswap of 4 bytes");
 
+    uint32_t land[2] = {5, 9};
+    rsm_amo_req_t lr = {.addr = (uint64_t) (uintptr_t) &land[0], .operand = 0xffffffff00000000ull,
+                        .op = RSM_AMO_LAND, .flags = RSM_AMO_32BIT};
+    CHECK(rsm_amo_req_read(&lr, sizeof(lr), &got) && rsm_amo_apply(&land[0], &got) == 5
+          && land[0] == 0 && land[1] == 9,
+          "4-byte logical and ignores the operand's upper 4 bytes (their value is 0 here)");
+
     uint64_t d = dbits(1.5);
     CHECK(run(&d, RSM_AMO_ADD, RSM_AMO_FLOAT, dbits(2.25), 0) == dbits(1.5) && d == dbits(3.75),
           "double add: 1.5 + 2.25 = 3.75");
