@@ -170,8 +170,7 @@ int rsm_atomic_fop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void
                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     return amo_start(ep, local_address, local_handle, remote_address, remote_handle, amo_op(op),
-                     flags, operand,
-                     0, true, cbfunc, cbcontext, cbdata);
+                     flags, operand, 0, true, cbfunc, cbcontext, cbdata);
 }
 
 int rsm_atomic_cswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
@@ -181,8 +180,7 @@ int rsm_atomic_cswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, vo
                      void *cbcontext, void *cbdata)
 {
     return amo_start(ep, local_address, local_handle, remote_address, remote_handle, RSM_AMO_CSWAP,
-                     flags, value,
-                     compare, true, cbfunc, cbcontext, cbdata);
+                     flags, value, compare, true, cbfunc, cbcontext, cbdata);
 }
 
 int rsm_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
