@@ -382,12 +382,21 @@ void rsm_verbs_counters(uint64_t *sent_inline, uint64_t *sent_inline_bytes, uint
 /* Single copy between hosts: a user buffer registered with the device (through
  * Open MPI's registration cache), and the receiver's RDMA read of a sender's
  * buffer over the sender's own connection to it (btl_rsm_get.c dispatches). */
-struct mca_btl_base_registration_handle_t *rsm_verbs_register(void *base, size_t size);
+struct mca_btl_base_registration_handle_t *rsm_verbs_register(void *base, size_t size,
+                                                              bool remote_write);
 int rsm_verbs_deregister(struct mca_btl_base_registration_handle_t *handle);
 int rsm_verbs_get(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t remote_address,
                   struct mca_btl_base_registration_handle_t *local_handle,
                   struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
                   mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+/* One-sided between hosts (btl_rsm_rma.c dispatches): osc rdma's put by RDMA
+ * write, its get by RDMA read (rsm_verbs_get with no ob1 registration), both on
+ * our own connection to the target; OPAL_ERR_OUT_OF_RESOURCE while it is made */
+int rsm_verbs_put(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t remote_address,
+                  struct mca_btl_base_registration_handle_t *local_handle,
+                  struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                  mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+bool rsm_verbs_has_peers(void);     /* the back end serves a peer on another host */
 
 /* btl_rsm_endpoint.c */
 int rsm_endpoint_connect(mca_btl_base_endpoint_t *ep);
@@ -462,7 +471,10 @@ bool rsm_send_internal(mca_btl_base_endpoint_t *ep, uint8_t tag, const void *dat
  * to the receiver, which needs the rkeys of a verbs registration, one per rail
  * (each port has its own protection domain).  A CMA registration needs nothing
  * from the wire (its rkeys are 0). */
-enum { RSM_REG_TOKEN = 0, RSM_REG_CMA = 1, RSM_REG_VERBS = 2 };
+/* TOKEN: nothing registered (a CMA get's local side); CMA: a range peers of this
+ * host may read (rsm_reg_t); VERBS: a device registration; WINDOW: a one-sided
+ * window's range, both CMA and (when peers on other hosts exist) device keys */
+enum { RSM_REG_TOKEN = 0, RSM_REG_CMA = 1, RSM_REG_VERBS = 2, RSM_REG_WINDOW = 3 };
 #define RSM_RAILS_MAX 4             /* = RSM_VRAILS_MAX (rsm_verbs.h) */
 struct mca_btl_base_registration_handle_t {
     uint32_t rkey[RSM_RAILS_MAX];   /* verbs: the region's remote key on each rail */

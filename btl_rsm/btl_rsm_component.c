@@ -109,6 +109,36 @@ static int node_layout_init(mca_btl_rsm_component_t *c, const mca_btl_base_modul
 
 static int rsm_component_open(void);
 static int rsm_component_close(void);
+/* One-sided (btl_rsm_rma.c): osc rdma wants put, get and atomics to every rank
+ * of a window, on this host (CMA and inline messages) and on others (RDMA write
+ * and read, the same messages over the verbs back end).  The get stays ob1's too:
+ * whether ob1 reads a message is still decided by registration (rsm_register_mem),
+ * and the put pipeline stays off (btl_min_rdma_pipeline_size). */
+static void rma_offer(mca_btl_rsm_component_t *c, mca_btl_base_module_t *m)
+{
+    c->rma_on = c->rma;
+    if (!c->rma_on) {
+        return;
+    }
+    m->btl_flags |= MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET | MCA_BTL_FLAGS_ATOMIC_OPS
+                    | MCA_BTL_FLAGS_ATOMIC_FOPS;
+    m->btl_atomic_flags = MCA_BTL_ATOMIC_SUPPORTS_ADD | MCA_BTL_ATOMIC_SUPPORTS_AND
+        | MCA_BTL_ATOMIC_SUPPORTS_OR | MCA_BTL_ATOMIC_SUPPORTS_XOR | MCA_BTL_ATOMIC_SUPPORTS_LAND
+        | MCA_BTL_ATOMIC_SUPPORTS_LOR | MCA_BTL_ATOMIC_SUPPORTS_LXOR
+        | MCA_BTL_ATOMIC_SUPPORTS_SWAP | MCA_BTL_ATOMIC_SUPPORTS_MIN
+        | MCA_BTL_ATOMIC_SUPPORTS_MAX | MCA_BTL_ATOMIC_SUPPORTS_CSWAP
+        | MCA_BTL_ATOMIC_SUPPORTS_32BIT | MCA_BTL_ATOMIC_SUPPORTS_FLOAT
+        | MCA_BTL_ATOMIC_SUPPORTS_GLOB;
+    m->btl_put_limit = SIZE_MAX;
+    m->btl_put_alignment = 0;
+    /* no local registration: without these osc rdma copies every put and get below
+     * its 32 KiB buffer size through a buffer of its own.  CMA needs none; toward
+     * another host the back end registers the buffer itself (through the cache) or
+     * sends a short put inline (btl_rsm_verbs.c, onesided_local) */
+    m->btl_put_local_registration_threshold = SIZE_MAX;
+    m->btl_get_local_registration_threshold = SIZE_MAX;
+}
+
 static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_progress_threads,
                                                   bool enable_mpi_threads);
 static int rsm_component_progress(void);
@@ -327,13 +357,15 @@ static int rsm_component_register(void)
         "takes the second half back.  0: never split",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->single_copy_split, OPAL_INFO_LVL_5);
     c->rma = true;
-    reg("rma", "Offer Open MPI's one-sided component (osc rdma) put, get and atomics between "
-        "the ranks of this host, so that MPI_Win_create and MPI_Win_create_dynamic windows work "
-        "over rsm (Debian's configuration turns osc pt2pt, the other way, off): put and get by "
-        "CMA (process_vm_writev / process_vm_readv, probed at start; without it, off with one "
-        "verbose line), atomics applied by the target process with its CPU's atomics when it "
-        "next makes progress.  Not offered when the RDMA back end serves peers on other hosts "
-        "(btl_rsm_verbs): it has no put or atomics, and windows then need osc pt2pt",
+    reg("rma", "Offer Open MPI's one-sided component (osc rdma) put, get and atomics, so that "
+        "MPI_Win_create, MPI_Win_create_dynamic and MPI_Win_allocate windows work over rsm "
+        "(Debian's configuration turns osc pt2pt, the other way, off).  On this host put and "
+        "get by CMA (process_vm_writev / process_vm_readv, probed at start; without it, off "
+        "with one verbose line); to other hosts (btl_rsm_verbs) by RDMA write and read, "
+        "windows then registered with the device too.  Atomics are applied by the target "
+        "process with its CPU's atomics when it next makes progress.  Open MPI 4.1.1-4.1.4's "
+        "osc rdma hangs on dynamic windows spanning hosts (its pull request 10473): rsm ends "
+        "such a job with a message instead (run it with --mca osc pt2pt)",
         MCA_BASE_VAR_TYPE_BOOL, &c->rma, OPAL_INFO_LVL_5);
     c->numa_place = true;
     reg("numa_place", "Place each sender's area on the NUMA node of the receivers it serves",
@@ -735,6 +767,7 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
         }
         m->btl_min_rdma_pipeline_size = SIZE_MAX;
         c->single_copy_on = false;
+        rma_offer(c, m);
         goto modules;
     }
     /* segments left by processes of this user that died with their launcher */
@@ -786,32 +819,7 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     if (!c->single_copy_on && !c->verbs_single_copy_on) {
         m->btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_GET;
     }
-    /* one-sided (btl_rsm_rma.c): osc rdma wants put, get and atomics to every rank
-     * of a window.  The get stays ob1's too: whether ob1 reads a message is still
-     * decided by registration (rsm_register_mem), and the put pipeline stays off
-     * (btl_min_rdma_pipeline_size, above). */
-    c->rma_on = c->rma && !have_verbs;
-    if (c->rma_on) {
-        m->btl_flags |= MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET | MCA_BTL_FLAGS_ATOMIC_OPS
-                        | MCA_BTL_FLAGS_ATOMIC_FOPS;
-        m->btl_atomic_flags = MCA_BTL_ATOMIC_SUPPORTS_ADD | MCA_BTL_ATOMIC_SUPPORTS_AND
-            | MCA_BTL_ATOMIC_SUPPORTS_OR | MCA_BTL_ATOMIC_SUPPORTS_XOR | MCA_BTL_ATOMIC_SUPPORTS_LAND
-            | MCA_BTL_ATOMIC_SUPPORTS_LOR | MCA_BTL_ATOMIC_SUPPORTS_LXOR
-            | MCA_BTL_ATOMIC_SUPPORTS_SWAP | MCA_BTL_ATOMIC_SUPPORTS_MIN
-            | MCA_BTL_ATOMIC_SUPPORTS_MAX | MCA_BTL_ATOMIC_SUPPORTS_CSWAP
-            | MCA_BTL_ATOMIC_SUPPORTS_32BIT | MCA_BTL_ATOMIC_SUPPORTS_FLOAT
-            | MCA_BTL_ATOMIC_SUPPORTS_GLOB;
-        m->btl_put_limit = SIZE_MAX;
-        m->btl_put_alignment = 0;
-        /* CMA needs no local registration: without these osc rdma copies every put
-         * and get below its 32 KiB buffer size through a buffer of its own (ob1 does
-         * not read them; the RDMA back end, which would, has no one-sided) */
-        m->btl_put_local_registration_threshold = SIZE_MAX;
-        m->btl_get_local_registration_threshold = SIZE_MAX;
-    } else if (c->rma) {
-        RSM_VERBOSE(10, "one-sided put and atomics not offered: the RDMA back end serves peers "
-                    "on other hosts (windows need osc pt2pt)");
-    }
+    rma_offer(c, m);
     if (!c->single_copy_on || c->single_copy_min > c->eager_short || c->short_eager_cycles == 0) {
         c->eager_short = c->eager_full;   /* the shorter limit pays only with single copy */
     }

@@ -56,6 +56,7 @@ typedef struct rsm_reg {
     mca_btl_base_endpoint_t *ep;    /* the peer it was registered for (NULL: any) */
     uintptr_t base;
     size_t size;
+    struct mca_btl_base_registration_handle_t *device;  /* a window's, for other hosts */
 } rsm_reg_t;
 
 static rsm_reg_t live_regs = {.prev = &live_regs, .next = &live_regs};
@@ -312,7 +313,9 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
     if (ep == MCA_BTL_ENDPOINT_ANY) {
         ep = NULL;                      /* osc rdma's windows: for every peer */
     }
-    if (ep != NULL && ep->remote) {
+    /* osc rdma's windows (MCA_BTL_REG_FLAG_ACCESS_ANY): always, whatever their size */
+    const bool one_sided = (flags & MCA_BTL_REG_FLAG_REMOTE_ATOMIC) && c->rma_on;
+    if (ep != NULL && ep->remote && !one_sided) {
         /* another host: the receiver reads by RDMA, so both buffers are registered
          * with the device (the receiver's too: the read lands through its lkey) */
         if (!c->verbs_single_copy_on
@@ -320,12 +323,10 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
             return NULL;    /* ob1 takes the pipelined two-copy path through the pool */
         }
         RSM_LOCK();
-        struct mca_btl_base_registration_handle_t *h = rsm_verbs_register(base, size);
+        struct mca_btl_base_registration_handle_t *h = rsm_verbs_register(base, size, false);
         RSM_UNLOCK();
         return h;
     }
-    /* osc rdma's windows (MCA_BTL_REG_FLAG_ACCESS_ANY): always, whatever their size */
-    const bool one_sided = (flags & MCA_BTL_REG_FLAG_REMOTE_ATOMIC) && c->rma_on;
     if (!(flags & MCA_BTL_REG_FLAG_REMOTE_READ) && !one_sided) {
         return &rsm_reg_token;
     }
@@ -343,8 +344,24 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
     r->ep = ep;
     r->base = (uintptr_t) base;
     r->size = size;
+    r->device = NULL;
     rsm_reg_t *list = one_sided ? &rma_regs : &live_regs;
     RSM_LOCK();
+    if (one_sided && rsm_verbs_has_peers()) {
+        /* peers on other hosts put and get by RDMA: the window's keys go in the
+         * handle osc rdma hands them; atomics stay messages, checked against the
+         * range as on this host (no remote-atomic access is granted) */
+        if ((r->device = rsm_verbs_register(base, size, true)) == NULL) {
+            RSM_UNLOCK();
+            opal_show_help("help-btl-rsm.txt", "window-register-failed", true,
+                           opal_process_info.nodename, size);
+            free(r);
+            return NULL;
+        }
+        memcpy(r->h.rkey, r->device->rkey, sizeof(r->h.rkey));
+        memcpy(r->h.lkey, r->device->lkey, sizeof(r->h.lkey));
+        r->h.kind = RSM_REG_WINDOW;
+    }
     r->next = list->next;
     r->prev = list;
     list->next->prev = r;
@@ -378,6 +395,9 @@ int rsm_deregister_mem(mca_btl_base_module_t *btl, struct mca_btl_base_registrat
     RSM_LOCK();
     r->prev->next = r->next;
     r->next->prev = r->prev;
+    if (r->device != NULL) {
+        (void) rsm_verbs_deregister(r->device);
+    }
     RSM_UNLOCK();
     free(r);
     return OPAL_SUCCESS;

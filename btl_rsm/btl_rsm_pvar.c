@@ -79,7 +79,8 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
     [PV_POOL_FULL] = {"pool_full", "New fragments that found this rank's block pool full "
                       "(after collecting acks), or held back behind staged ones"},
     [PV_RMA_PUTS] = {"rma_puts", "One-sided puts (osc rdma, btl_rsm_rma) this rank wrote into "
-                     "another rank's window by process_vm_writev (its gets are single_copy_gets)"},
+                     "another rank's window: by process_vm_writev on this host (its gets are "
+                     "single_copy_gets), by RDMA write to another (its gets are verbs_reads)"},
     [PV_RMA_PUT_BYTES] = {"rma_put_bytes", "Bytes of those puts"},
     [PV_AMO_SENT] = {"rma_atomics_sent", "One-sided atomics this rank asked other ranks of "
                      "this host to apply to their windows"},
@@ -123,9 +124,10 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
                          "use (its memory is in verbs_registered_bytes from when it is made)"},
     [PV_V_BAD_HANDSHAKES] = {"verbs_bad_handshakes", "Connection handshake messages dropped "
                              "because they failed the checks"},
-    [PV_V_READS] = {"verbs_reads", "Single-copy RDMA reads this rank did as a receiver: "
-                    "messages from another host of at least btl_rsm_verbs_single_copy_min bytes "
-                    "read straight from the sender's buffer"},
+    [PV_V_READS] = {"verbs_reads", "RDMA reads this rank did: as a receiver, messages from "
+                    "another host of at least btl_rsm_verbs_single_copy_min bytes read straight "
+                    "from the sender's buffer (single copy); and one-sided gets from a window "
+                    "on another host"},
     [PV_V_READ_BYTES] = {"verbs_read_bytes", "Bytes of those RDMA reads"},
     [PV_V_USER_REGISTERED] = {"verbs_user_registered_bytes", "Bytes of user buffers registered "
                               "with the RDMA device right now for single copy (held by the "

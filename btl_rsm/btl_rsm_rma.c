@@ -1,6 +1,6 @@
 /*
- * One-sided communication between the ranks of one host, for Open MPI's osc
- * rdma: MPI_Win_create, MPI_Win_create_dynamic and the operations on them (put,
+ * One-sided communication for Open MPI's osc rdma, on this host and to others:
+ * MPI_Win_create, MPI_Win_create_dynamic and the operations on them (put,
  * get, accumulate, fetch-and-op, compare-and-swap).  osc rdma takes a window
  * only over a BTL that reaches every rank of it with put, get and atomics; osc
  * pt2pt, the other way, is turned off by Debian's openmpi-mca-params.conf.  So
@@ -21,8 +21,11 @@
  * - the window's own rank: osc rdma has no endpoint for it and asks with none;
  *   done here in place.
  *
- * Only on one host: the RDMA back end has no put or atomics, so with it up
- * (btl_rsm_verbs) none of this is offered and windows need osc pt2pt.
+ * - between hosts (the verbs back end): put by RDMA write and get by RDMA read
+ *   (btl_rsm_verbs.c: rsm_verbs_put, rsm_verbs_get), the atomics as the same
+ *   messages, all on our own connection to the target, so an atomic arrives
+ *   after the puts posted before it.  A window registers with the device too
+ *   when such peers exist (rsm_register_mem: its handle then carries the keys).
  */
 #include "btl_rsm.h"
 #include "rsm_amo.h"
@@ -31,6 +34,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,12 +50,64 @@ typedef struct rsm_amo_wait {
     uint32_t result_bytes;          /* 0 (no fetch), 4 or 8 */
     uint32_t gen;                   /* in the id: a late or forged reply finds another */
     bool busy;
+    bool takes_lock;                /* osc rdma taking an exclusive lock (below) */
+    uint64_t addr;
 } rsm_amo_wait_t;
 
 static rsm_amo_wait_t amo_waits[RSM_AMO_INFLIGHT];
 static uint16_t amo_free[RSM_AMO_INFLIGHT];
 static uint32_t amo_nfree;
 static bool amo_ready;
+
+/* A deadlock of Open MPI 4.1.1-4.1.4's osc rdma, turned into an error.  Its
+ * lookup of a dynamic window's regions on a peer whose state is not in shared
+ * memory (another host) takes the peer's region lock exclusively (a
+ * compare-and-swap 0 -> OSC_LOCK_EXCLUSIVE) and then, the first time, once more
+ * shared (fetch-and-add 1 until the exclusive bit is clear): it waits for itself
+ * for ever (fixed in 4.1.5: open-mpi/ompi pull request 10473).  Windows of
+ * MPI_Win_create and MPI_Win_allocate never do that.  So: remember the words a
+ * compare-and-swap of ours locked that way, forget them at the add that
+ * unlocks, and a shared add to one we still hold is that deadlock: say so and
+ * end the job, instead of hanging.  No other use of the BTL's atomics is
+ * affected (the exact value and the held word must both match). */
+#define OSC_LOCK_EXCLUSIVE 0x8000000000000000ull
+#define RSM_HELD_LOCKS 16
+static struct {
+    mca_btl_base_endpoint_t *ep;
+    uint64_t addr;
+} held_locks[RSM_HELD_LOCKS];
+static unsigned n_held_locks;
+
+static int held_lock_find(const mca_btl_base_endpoint_t *ep, uint64_t addr)
+{
+    for (unsigned i = 0; i < n_held_locks; i++) {
+        if (held_locks[i].ep == ep && held_locks[i].addr == addr) {
+            return (int) i;
+        }
+    }
+    return -1;
+}
+
+/* before sending an add to EP's word ADDR: false if it is the deadlock */
+static bool held_lock_check(mca_btl_base_endpoint_t *ep, uint64_t addr, uint64_t operand)
+{
+    int i = n_held_locks > 0 ? held_lock_find(ep, addr) : -1;
+    if (i < 0) {
+        return true;
+    }
+    if (operand == OSC_LOCK_EXCLUSIVE) {
+        held_locks[i] = held_locks[--n_held_locks];     /* the unlock */
+        return true;
+    }
+    if (operand >= OSC_LOCK_EXCLUSIVE) {
+        return true;                    /* taking back a shared count: not an acquire */
+    }
+    opal_show_help("help-btl-rsm.txt", "osc-dynamic-deadlock", true, opal_process_info.nodename,
+                   ep->proc != NULL ? OPAL_NAME_PRINT(ep->proc->proc_name) : "a rank");
+    rsm_fatal(ep, "btl rsm: osc rdma (Open MPI 4.1.1-4.1.4) would wait for ever on a lock it "
+              "holds itself (a dynamic window on another host): run with --mca osc pt2pt");
+    return false;
+}
 
 /* replies that found no room in the origin's queue: sent from progress */
 typedef struct rsm_held_reply {
@@ -117,9 +173,6 @@ static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
         cbfunc(&mca_btl_rsm, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
         return OPAL_SUCCESS;
     }
-    if (ep->remote) {
-        return OPAL_ERR_NOT_SUPPORTED;  /* not offered with the RDMA back end (above) */
-    }
     RSM_LOCK();
     if (!amo_ready) {
         for (uint32_t i = 0; i < RSM_AMO_INFLIGHT; i++) {
@@ -131,11 +184,17 @@ static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
     int rc = ep->out_connected ? OPAL_SUCCESS : rsm_endpoint_connect(ep);
     if (rc != OPAL_SUCCESS) {
         RSM_UNLOCK();
-        return rc;
+        /* another host's connection under way: osc rdma progresses and asks again */
+        return rc == OPAL_ERR_RESOURCE_BUSY ? OPAL_ERR_OUT_OF_RESOURCE : rc;
     }
     if (amo_nfree == 0) {
         RSM_UNLOCK();
         return OPAL_ERR_OUT_OF_RESOURCE;    /* osc rdma progresses and asks again */
+    }
+    if (op == RSM_AMO_ADD && (checked.flags & (RSM_AMO_32BIT | RSM_AMO_FLOAT)) == 0
+        && !held_lock_check(ep, remote_address, operand)) {
+        RSM_UNLOCK();
+        return OPAL_ERROR;
     }
     const uint32_t i = amo_free[--amo_nfree];
     rsm_amo_wait_t *w = &amo_waits[i];
@@ -148,7 +207,10 @@ static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
     }
     *w = (rsm_amo_wait_t){.ep = ep, .local_address = local_address, .local_handle = local_handle,
                           .cbfunc = cbfunc, .cbcontext = cbcontext, .cbdata = cbdata,
-                          .result_bytes = result_bytes, .gen = w->gen, .busy = true};
+                          .result_bytes = result_bytes, .gen = w->gen, .busy = true,
+                          .takes_lock = op == RSM_AMO_CSWAP && compare == 0
+                                        && operand == OSC_LOCK_EXCLUSIVE && result_bytes == 8,
+                          .addr = remote_address};
     c->amo_sent++;
     RSM_UNLOCK();
     return OPAL_SUCCESS;
@@ -192,7 +254,11 @@ int rsm_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local
     if (ep == NULL) {                   /* our own window */
         memcpy((void *) (uintptr_t) remote_address, local_address, size);
     } else if (ep->remote) {
-        return OPAL_ERR_NOT_SUPPORTED;
+        RSM_LOCK();     /* the back end's state is progress's too */
+        int rc = rsm_verbs_put(ep, local_address, remote_address, local_handle, remote_handle,
+                               size, cbfunc, cbcontext, cbdata);
+        RSM_UNLOCK();
+        return rc;      /* completes when the write does */
     } else {
         int err = rsm_cma_copy(ep->pid, true, local_address, remote_address, size);
         if (err != 0) {
@@ -207,13 +273,28 @@ int rsm_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local
     return OPAL_SUCCESS;
 }
 
+/* who a peer is, for a verbose line */
+static const char *peer_desc(const mca_btl_base_endpoint_t *ep, char *buf, size_t len)
+{
+    if (!ep->remote) {
+        snprintf(buf, len, "local rank %u", ep->local_rank);
+    } else {
+        snprintf(buf, len, "%s on another host",
+                 ep->proc != NULL ? OPAL_NAME_PRINT(ep->proc->proc_name) : "a rank");
+    }
+    return buf;
+}
+
 static void send_reply(mca_btl_base_endpoint_t *ep, const rsm_amo_reply_t *rep)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
-    if (!ep->out_connected && rsm_endpoint_connect(ep) != OPAL_SUCCESS) {
+    int rc = ep->out_connected ? OPAL_SUCCESS : rsm_endpoint_connect(ep);
+    if (rc != OPAL_SUCCESS && rc != OPAL_ERR_RESOURCE_BUSY) {
         return;                         /* said why; the job is going down */
     }
-    if (held_head == NULL && rsm_send_internal(ep, RSM_TAG_AMO_REPLY, rep, sizeof(*rep))) {
+    /* (BUSY: our connection to a peer on another host is being made: held) */
+    if (rc == OPAL_SUCCESS && held_head == NULL
+        && rsm_send_internal(ep, RSM_TAG_AMO_REPLY, rep, sizeof(*rep))) {
         return;
     }
     /* the operation is done: its reply must not be lost, only delayed */
@@ -232,13 +313,14 @@ static void send_reply(mca_btl_base_endpoint_t *ep, const rsm_amo_reply_t *rep)
 static void amo_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t len)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    char who[64];
     rsm_amo_req_t req;
     rsm_amo_reply_t rep = {.status = RSM_AMO_REFUSED};
     if (len != sizeof(req)) {
         c->dropped++;
         c->dropped_amo++;
-        RSM_VERBOSE(1, "dropped a malformed one-sided atomic from local rank %u (%u bytes)",
-                    ep->local_rank, len);
+        RSM_VERBOSE(1, "dropped a malformed one-sided atomic from %s (%u bytes)",
+                    peer_desc(ep, who, sizeof(who)), len);
         return;                         /* no id to answer */
     }
     const bool well_formed = rsm_amo_req_read(data, len, &req);
@@ -247,8 +329,8 @@ static void amo_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t le
         /* answered all the same, so the origin reports it instead of waiting */
         c->dropped++;
         c->dropped_amo++;
-        RSM_VERBOSE(1, "refused a one-sided atomic from local rank %u (operation %u, flags 0x%x, "
-                    "address 0x%" PRIx64 "): %s", ep->local_rank, req.op, req.flags, req.addr,
+        RSM_VERBOSE(1, "refused a one-sided atomic from %s (operation %u, flags 0x%x, "
+                    "address 0x%" PRIx64 "): %s", peer_desc(ep, who, sizeof(who)), req.op, req.flags, req.addr,
                     well_formed ? "not in memory registered for remote atomics" : "malformed");
     } else {
         rep.old = rsm_amo_apply((void *) (uintptr_t) req.addr, &req);
@@ -262,6 +344,7 @@ static void amo_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t le
 static void amo_finish(mca_btl_base_endpoint_t *ep, const void *data, uint32_t len)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    char who[64];
     rsm_amo_reply_t rep;            /* the peer may change it under us: read it once */
     const bool well_formed = rsm_amo_reply_read(data, len, &rep);
     const uint32_t i = well_formed ? (uint32_t) (rep.id & 0xffff) : RSM_AMO_INFLIGHT;
@@ -269,8 +352,8 @@ static void amo_finish(mca_btl_base_endpoint_t *ep, const void *data, uint32_t l
         || amo_waits[i].ep != ep || rep.id >> 16 != amo_waits[i].gen) {
         c->dropped++;
         c->dropped_amo++;
-        RSM_VERBOSE(1, "dropped a reply to a one-sided atomic from local rank %u that answers "
-                    "nothing we asked (%u bytes)", ep->local_rank, len);
+        RSM_VERBOSE(1, "dropped a reply to a one-sided atomic from %s that answers "
+                    "nothing we asked (%u bytes)", peer_desc(ep, who, sizeof(who)), len);
         return;
     }
     rsm_amo_wait_t w = amo_waits[i];
@@ -279,11 +362,16 @@ static void amo_finish(mca_btl_base_endpoint_t *ep, const void *data, uint32_t l
     int status = OPAL_SUCCESS;
     if (rep.status == RSM_AMO_DONE) {
         store_old(w.local_address, w.result_bytes, rep.old);
+        if (w.takes_lock && rep.old == 0 && n_held_locks < RSM_HELD_LOCKS
+            && held_lock_find(ep, w.addr) < 0) {
+            held_locks[n_held_locks].ep = ep;
+            held_locks[n_held_locks++].addr = w.addr;
+        }
     } else {
         c->amo_refused++;
         status = OPAL_ERROR;
-        RSM_VERBOSE(1, "local rank %u refused a one-sided atomic of ours: the word is not in "
-                    "memory it registered for remote atomics", ep->local_rank);
+        RSM_VERBOSE(1, "%s refused a one-sided atomic of ours: the word is not in "
+                    "memory it registered for remote atomics", peer_desc(ep, who, sizeof(who)));
     }
     w.cbfunc(&mca_btl_rsm, ep, w.local_address, w.local_handle, w.cbcontext, w.cbdata, status);
 }
@@ -302,6 +390,7 @@ int rsm_rma_progress(void)
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     int sent = 0;
     while (held_head != NULL
+           && (held_head->ep->out_connected || rsm_endpoint_connect(held_head->ep) == OPAL_SUCCESS)
            && rsm_send_internal(held_head->ep, RSM_TAG_AMO_REPLY, &held_head->rep,
                                 sizeof(held_head->rep))) {
         rsm_held_reply_t *h = held_head;

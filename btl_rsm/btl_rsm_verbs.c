@@ -739,7 +739,8 @@ static void push_acks(mca_btl_base_endpoint_t *ep)
 
 /* ---- completions ---- */
 
-/* A single-copy read in flight (rsm_verbs_get), in one piece per rail.  Work
+/* A single-copy read (rsm_verbs_get) or a one-sided read or write (osc rdma's
+ * get and put, rsm_verbs_put) in flight, in one piece per rail.  Work
  * request ids: the last request of a piece is the read's address | rail << 1 | 1
  * (signalled); the others are unsignalled and show up only in error: on rail 0
  * their id is the connection's (as a write's), on further rails the read's
@@ -752,6 +753,7 @@ typedef struct rsm_vread {
     struct mca_btl_base_registration_handle_t *local_handle;
     mca_btl_base_rdma_completion_fn_t cbfunc;   /* NULL: the get was refused, nobody waits */
     void *cbcontext, *cbdata;
+    struct mca_btl_base_registration_handle_t *tmp; /* registered for this operation alone */
     uint32_t nwr[RSM_VRAILS_MAX];   /* work requests each rail's piece took (cut at 1 GiB) */
     unsigned parts;                 /* pieces not complete */
     int status;                     /* the first piece's failure, or IBV_WC_SUCCESS */
@@ -774,6 +776,9 @@ static void read_done(rsm_vread_t *r, unsigned rail, int status)
     rsm_vread_t copy = *r;
     r->next = vs.free_reads;
     vs.free_reads = r;
+    if (copy.tmp != NULL) {
+        (void) rsm_verbs_deregister(copy.tmp);
+    }
     if (copy.cbfunc != NULL && copy.status != IBV_WC_WR_FLUSH_ERR && !vs.closing) {
         copy.cbfunc(&mca_btl_rsm, copy.ep, copy.local_address, copy.local_handle, copy.cbcontext,
                     copy.cbdata, copy.status == IBV_WC_SUCCESS ? OPAL_SUCCESS : OPAL_ERROR);
@@ -797,7 +802,7 @@ static int poll_rail_cq(struct ibv_cq *cq, unsigned rail)
                 char what[96];
                 /* no colon in it: the help message reads "failed while WHAT: why" */
                 snprintf(what, sizeof(what), "an RDMA %s%s completed in error",
-                         r != NULL ? "read (single copy)" : "write",
+                         r != NULL ? "read or one-sided operation" : "write",
                          rail == 0 ? "" : rail == 1 ? " on the second rail" : " on a further rail");
                 conn_failed(ep, what, ibv_wc_status_str(wc[i].status));
             }
@@ -1716,13 +1721,19 @@ static int vreg_register(void *data, void *base, size_t size, mca_rcache_base_re
     memset(r->mr, 0, sizeof(r->mr));
     r->h = (struct mca_btl_base_registration_handle_t){.kind = RSM_REG_VERBS};
     /* every user registration allows remote reading, so the cache can hand the same
-     * one to a send and to a receive: peers learn an rkey only from our RGET */
+     * one to a send and to a receive: peers learn an rkey only from our RGET (or,
+     * for a one-sided window, which alone allows remote writing, from osc rdma) */
+    int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
+    if (reg->access_flags & MCA_RCACHE_ACCESS_REMOTE_WRITE) {
+        access |= IBV_ACCESS_REMOTE_WRITE;
+    }
     for (unsigned k = 0; k < vs.n_rails; k++) {
         rsm_vdev_t *d = k == 0 ? &vs.dev : &vs.rail[k];
-        r->mr[k] = ibv_reg_mr(d->pd, base, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+        r->mr[k] = ibv_reg_mr(d->pd, base, size, access);
         if (r->mr[k] == NULL) {
-            RSM_VERBOSE(1, "could not register %zu bytes of a user buffer with %s (%s): that "
-                        "message takes the two-copy path", size, d->name, reg_error(errno));
+            RSM_VERBOSE(1, "could not register %zu bytes of a user buffer with %s (%s): a "
+                        "message takes the two-copy path, a one-sided window is not created",
+                        size, d->name, reg_error(errno));
             r->bytes = 0;
             (void) vreg_deregister(data, reg);
             return OPAL_ERR_OUT_OF_RESOURCE;
@@ -1736,7 +1747,8 @@ static int vreg_register(void *data, void *base, size_t size, mca_rcache_base_re
     return OPAL_SUCCESS;
 }
 
-struct mca_btl_base_registration_handle_t *rsm_verbs_register(void *base, size_t size)
+struct mca_btl_base_registration_handle_t *rsm_verbs_register(void *base, size_t size,
+                                                              bool remote_write)
 {
     if (!vs.open || vs.rcache_failed) {
         return NULL;
@@ -1755,8 +1767,11 @@ struct mca_btl_base_registration_handle_t *rsm_verbs_register(void *base, size_t
         }
     }
     mca_rcache_base_registration_t *reg = NULL;
-    if (vs.rcache->rcache_register(vs.rcache, base, size, 0, MCA_RCACHE_ACCESS_LOCAL_WRITE
-                                   | MCA_RCACHE_ACCESS_REMOTE_READ, &reg) != OPAL_SUCCESS
+    int access = MCA_RCACHE_ACCESS_LOCAL_WRITE | MCA_RCACHE_ACCESS_REMOTE_READ;
+    if (remote_write) {
+        access |= MCA_RCACHE_ACCESS_REMOTE_WRITE;
+    }
+    if (vs.rcache->rcache_register(vs.rcache, base, size, 0, access, &reg) != OPAL_SUCCESS
         || reg == NULL) {
         return NULL;
     }
@@ -1772,22 +1787,23 @@ int rsm_verbs_deregister(struct mca_btl_base_registration_handle_t *handle)
     return OPAL_SUCCESS;
 }
 
-static int get_nolock(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t remote_address,
-                      struct mca_btl_base_registration_handle_t *local_handle,
-                      struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
-                      mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+/* One RDMA read or write of SIZE bytes between LOCAL_ADDRESS and the peer's
+ * REMOTE_ADDRESS on Q, in one piece per rail up to RAILS (a single-copy read of
+ * ob1's stripes over the rails of the sender's connection; one-sided operations
+ * take rail 0).  LKEYS: the local buffer's keys per rail (NULL: a write small
+ * enough to go inline, which needs none); TMP: a registration made for this
+ * operation alone, released at its completion. */
+static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rails, bool write,
+                       void *local_address, const uint32_t *lkeys, uint64_t remote_address,
+                       const struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                       struct mca_btl_base_registration_handle_t *local_handle,
+                       struct mca_btl_base_registration_handle_t *tmp,
+                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     enum { PIECE = 1u << 30 };      /* well inside any port's largest message */
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     struct rsm_vpeer *v = ep->v;
-    rsm_vconn_t *q = v != NULL ? &v->in : NULL;
-    if (q == NULL || q->qp == NULL || local_handle == NULL || remote_handle == NULL
-        || local_handle->kind != RSM_REG_VERBS) {
-        return OPAL_ERR_NOT_AVAILABLE;  /* no connection from that sender: ob1 falls back */
-    }
-    /* one piece per rail (seed 000, 3.3), whole pages but the last; a short read
-     * takes rail 0 alone */
-    unsigned rails = size >= c->verbs_stripe_min && v->in_rails > 1 ? v->in_rails : 1;
+    /* one piece per rail (seed 000, 3.3), whole pages but the last */
     size_t share = (size / rails + RSM_PAGE - 1) & ~(size_t) (RSM_PAGE - 1), left = size;
     size_t len_of[RSM_VRAILS_MAX];
     uint32_t nwr_of[RSM_VRAILS_MAX] = {0};
@@ -1801,7 +1817,7 @@ static int get_nolock(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t
         uint64_t out = k == 0 ? q->posted - q->completed + q->reads_out : v->in_rail[k].reads_out;
         unsigned depth = k == 0 ? vs.dev.sq_depth : vs.rail[k].sq_depth;
         if (nwr_of[k] > 0 && out + nwr_of[k] >= depth - 1) {
-            return OPAL_ERR_OUT_OF_RESOURCE;    /* ob1 retries it from its pending list */
+            return OPAL_ERR_OUT_OF_RESOURCE;    /* the caller retries it from progress */
         }
     }
     rsm_vread_t *r = vs.free_reads;
@@ -1817,6 +1833,7 @@ static int get_nolock(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t
     r->ep = ep;
     r->local_address = local_address;
     r->local_handle = local_handle;
+    r->tmp = tmp;
     r->cbfunc = cbfunc;
     r->cbcontext = cbcontext;
     r->cbdata = cbdata;
@@ -1830,16 +1847,19 @@ static int get_nolock(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t
         for (uint32_t w = 0; w < nwr_of[k]; w++) {
             size_t len = end - off < PIECE ? end - off : PIECE;
             struct ibv_sge sge = {.addr = (uintptr_t) local_address + off, .length = (uint32_t) len,
-                                  .lkey = local_handle->lkey[k]};
+                                  .lkey = lkeys != NULL ? lkeys[k] : 0};
             struct ibv_send_wr wr = {.wr_id = k == 0 ? (uintptr_t) q : (uintptr_t) r | k << 1,
                                      .sg_list = &sge, .num_sge = 1,
-                                     .opcode = IBV_WR_RDMA_READ}, *bad;
+                                     .opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ}, *bad;
             wr.wr.rdma.remote_addr = remote_address + off;
             wr.wr.rdma.rkey = remote_handle->rkey[k];
+            if (lkeys == NULL) {
+                wr.send_flags = IBV_SEND_INLINE;    /* copied at posting: no key */
+            }
             if (w + 1 == nwr_of[k]) {
                 /* only the last is signalled: the send queue completes in order */
                 wr.wr_id = (uintptr_t) r | k << 1 | 1;
-                wr.send_flags = IBV_SEND_SIGNALED;
+                wr.send_flags |= IBV_SEND_SIGNALED;
             }
             int rc = ibv_post_send(qp, &wr, &bad);
             if (OPAL_UNLIKELY(rc != 0)) {
@@ -1854,8 +1874,12 @@ static int get_nolock(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t
                 if (r->parts == 0) {
                     r->next = vs.free_reads;
                     vs.free_reads = r;
+                    if (tmp != NULL) {
+                        (void) rsm_verbs_deregister(tmp);
+                    }
                 }
-                conn_failed(ep, "posting an RDMA read (single copy)", strerror(rc));
+                conn_failed(ep, write ? "posting an RDMA write (one-sided)"
+                                      : "posting an RDMA read", strerror(rc));
                 return OPAL_ERROR;
             }
             off += len;
@@ -1869,10 +1893,125 @@ static int get_nolock(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t
         }
         r->parts++;
     }
-    c->v_reads++;
-    c->v_read_bytes += size;
-    c->v_striped_reads += r->parts > 1;
     return OPAL_SUCCESS;
+}
+
+/* The keys of the local buffer of a one-sided operation: osc rdma registers
+ * none (btl_put/get_local_registration_threshold, btl_rsm_component.c), so
+ * register it now (the cache makes that a lookup for a buffer used before),
+ * unless a write is small enough to go inline.  *TMP: what to release at the end. */
+static int onesided_local(void *local_address, size_t size, bool write,
+                          struct mca_btl_base_registration_handle_t *local_handle,
+                          const uint32_t **lkeys, struct mca_btl_base_registration_handle_t **tmp)
+{
+    *tmp = NULL;
+    *lkeys = NULL;
+    if (local_handle != NULL
+        && (local_handle->kind == RSM_REG_VERBS || local_handle->kind == RSM_REG_WINDOW)) {
+        *lkeys = local_handle->lkey;    /* ob1's, or a window's (rsm_register_mem) */
+        return OPAL_SUCCESS;
+    }
+    if (write && size <= vs.dev.max_inline) {
+        return OPAL_SUCCESS;
+    }
+    if ((*tmp = rsm_verbs_register(local_address, size, false)) == NULL) {
+        RSM_VERBOSE(1, "could not register %zu bytes at %p with %s for a one-sided %s",
+                    size, local_address, vs.dev.name, write ? "put" : "get");
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    *lkeys = (*tmp)->lkey;
+    return OPAL_SUCCESS;
+}
+
+/* A one-sided operation goes on our own connection to the target (made now if
+ * need be: osc rdma retries while it is made), the queue pair that also carries
+ * the atomics' requests, so a put and an atomic sent after it arrive in order. */
+static rsm_vconn_t *onesided_conn(mca_btl_base_endpoint_t *ep, int *rc)
+{
+    struct rsm_vpeer *v = ep->v;
+    if (v != NULL && v->state == VS_UP) {
+        return &v->out;
+    }
+    *rc = v == NULL ? OPAL_ERR_UNREACH : connect_nolock(ep);
+    if (*rc == OPAL_ERR_RESOURCE_BUSY || *rc == OPAL_SUCCESS) {
+        *rc = OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    return NULL;
+}
+
+/* A one-sided write or read of SIZE bytes at the peer's REMOTE_ADDRESS (osc rdma) */
+static int onesided_nolock(mca_btl_base_endpoint_t *ep, bool write, void *local_address,
+                           uint64_t remote_address,
+                           struct mca_btl_base_registration_handle_t *local_handle,
+                           struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                           mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    int rc;
+    rsm_vconn_t *q = onesided_conn(ep, &rc);
+    const uint32_t *lkeys;
+    struct mca_btl_base_registration_handle_t *tmp;
+    if (q == NULL
+        || (rc = onesided_local(local_address, size, write, local_handle, &lkeys, &tmp)) != OPAL_SUCCESS) {
+        return rc;
+    }
+    rc = rdma_nolock(ep, q, 1, write, local_address, lkeys, remote_address, remote_handle, size,
+                     local_handle, tmp, cbfunc, cbcontext, cbdata);
+    if (rc != OPAL_SUCCESS && tmp != NULL) {
+        (void) rsm_verbs_deregister(tmp);
+    }
+    return rc;
+}
+
+static int get_nolock(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t remote_address,
+                      struct mca_btl_base_registration_handle_t *local_handle,
+                      struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                      mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    struct rsm_vpeer *v = ep->v;
+    if (v == NULL || remote_handle == NULL) {
+        return OPAL_ERR_NOT_AVAILABLE;
+    }
+    int rc;
+    if (local_handle != NULL && local_handle->kind == RSM_REG_VERBS && v->in.qp != NULL) {
+        /* ob1's single copy: on the sender's connection to us, over its rails; a
+         * short read takes rail 0 alone */
+        unsigned rails = size >= c->verbs_stripe_min && v->in_rails > 1 ? v->in_rails : 1;
+        rc = rdma_nolock(ep, &v->in, rails, false, local_address, local_handle->lkey,
+                         remote_address, remote_handle, size, local_handle, NULL, cbfunc,
+                         cbcontext, cbdata);
+        if (rc == OPAL_SUCCESS) {
+            c->v_reads++;
+            c->v_read_bytes += size;
+            c->v_striped_reads += rails > 1;
+        }
+        return rc;
+    }
+    rc = onesided_nolock(ep, false, local_address, remote_address, local_handle, remote_handle,
+                         size, cbfunc, cbcontext, cbdata);   /* osc rdma's get */
+    if (rc == OPAL_SUCCESS) {
+        c->v_reads++;
+        c->v_read_bytes += size;
+    }
+    return rc;
+}
+
+static int put_nolock(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t remote_address,
+                      struct mca_btl_base_registration_handle_t *local_handle,
+                      struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                      mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    if (ep->v == NULL || remote_handle == NULL) {
+        return OPAL_ERR_NOT_AVAILABLE;
+    }
+    int rc = onesided_nolock(ep, true, local_address, remote_address, local_handle, remote_handle,
+                             size, cbfunc, cbcontext, cbdata);
+    if (rc == OPAL_SUCCESS) {
+        c->rma_puts++;
+        c->rma_put_bytes += size;
+    }
+    return rc;
 }
 
 /* ---- the listener: connection requests answered while the process is away ----
@@ -2336,6 +2475,23 @@ int rsm_verbs_get(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t rem
     return rc;
 }
 
+int rsm_verbs_put(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t remote_address,
+                  struct mca_btl_base_registration_handle_t *local_handle,
+                  struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                  mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    ventry();
+    int rc = put_nolock(ep, local_address, remote_address, local_handle, remote_handle, size,
+                        cbfunc, cbcontext, cbdata);
+    vexit();
+    return rc;
+}
+
+bool rsm_verbs_has_peers(void)
+{
+    return vs.open && vs.n_eps > 0;
+}
+
 mca_btl_base_endpoint_t *rsm_verbs_add_proc(opal_proc_t *proc)
 {
     ventry();
@@ -2376,9 +2532,18 @@ void rsm_verbs_post_direct(mca_btl_base_endpoint_t *ep, const rsm_run_t *run,
 void rsm_verbs_pool_full(mca_btl_base_endpoint_t *ep) {}
 void rsm_verbs_finalize(void) {}
 void rsm_verbs_counters(uint64_t *a, uint64_t *b, uint64_t *c, uint64_t *d) {}
-struct mca_btl_base_registration_handle_t *rsm_verbs_register(void *base, size_t size)
+struct mca_btl_base_registration_handle_t *rsm_verbs_register(void *base, size_t size,
+                                                              bool remote_write)
 {
     return NULL;
+}
+bool rsm_verbs_has_peers(void) { return false; }
+int rsm_verbs_put(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t remote_address,
+                  struct mca_btl_base_registration_handle_t *local_handle,
+                  struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                  mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    return OPAL_ERR_NOT_AVAILABLE;
 }
 int rsm_verbs_deregister(struct mca_btl_base_registration_handle_t *handle) { return OPAL_SUCCESS; }
 int rsm_verbs_get(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t remote_address,

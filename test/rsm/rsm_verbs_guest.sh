@@ -261,6 +261,39 @@ else
     failed "$L: exit $job_rc after $job_secs s: ${line#* - }" thr
 fi
 
+# --- 4f. one-sided (btl_rsm_rma.c): osc rdma's windows across hosts, put by RDMA write,
+# get by RDMA read, atomics as messages over the back end; rsm_rma checks every byte and
+# fetched value (MPI_Win_create and MPI_Win_allocate windows: "flavours 02"); its MPI_T
+# counters move by one put and 100 fetch-and-ops to the rank on the other host; a window
+# spanning shm and verbs peers; a dynamic window, which Open MPI 4.1.4's osc rdma would hang
+# on (its pull request 10473), ends the job at once with the message that says so
+# rma NAME LABEL ARGS...: rsm_rma's TAP relayed, its exit status and number of checks
+rma() {
+    local name=$1 label=$2 want=$3; shift 3
+    job "$name" 240 "$@"
+    relay_tap "$label: " < "$W/$name"
+    local n
+    n=$(grep -c '^ok ' "$W/$name")
+    if [ "$job_rc" -eq 0 ] && [ "$n" -eq "$want" ]; then
+        ok "$label: rsm_rma passed its $n checks in $job_secs s"
+    else
+        failed "$label: rsm_rma exited $job_rc after $job_secs s with $n of $want checks passed" "$name"
+    fi
+}
+L="2 hosts x 1 rank, self,rsm, one-sided"
+rma rma1 "$L" 36 -np 2 --host h0:1,h1:1 "${RSM[@]}" "$B/test/rsm/rsm_rma" flavours 02
+rma rmat "$L, MPI_T" 3 -np 2 --host h0:1,h1:1 "${RSM[@]}" "$B/test/rsm/rsm_rma" mpit
+L="2 hosts x 2 ranks, self,rsm (shm + verbs), one-sided"
+rma rma4 "$L" 36 -np 4 --host h0:2,h1:2 "${RSM[@]}" "$B/test/rsm/rsm_rma" flavours 02
+L="2 hosts x 1 rank, self,rsm, MPI_Win_create_dynamic"
+job rmad 120 -np 2 --host h0:1,h1:1 "${RSM[@]}" "$B/test/rsm/rsm_rma" flavours 1
+if [ "$job_rc" -ne 0 ] && [ "$job_rc" -ne 124 ] && [ "$job_rc" -ne 137 ] && grep -q 'would wait for ever' "$W/rmad" "$W/rmad.err" &&
+        grep -q 'osc pt2pt' "$W/rmad" "$W/rmad.err"; then
+    ok "$L: the job ends (exit $job_rc in $job_secs s, not a hang) with the message naming Open MPI's osc rdma deadlock and --mca osc pt2pt"
+else
+    failed "$L: exit $job_rc after $job_secs s, without the osc rdma deadlock message" rmad
+fi
+
 # --- 5. soak: random sizes (0 B..4 MiB), tags and peers, ANY_SOURCE/ANY_TAG, verified
 L="2 hosts x 2 ranks, self,rsm, rsm_soak $SOAK s"
 job soak $((SOAK + 150)) -np 4 --host h0:2,h1:2 "${RSM[@]}" "$B/test/rsm/rsm_soak" "$SOAK"
