@@ -330,7 +330,8 @@ static void amo_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t le
         c->dropped++;
         c->dropped_amo++;
         RSM_VERBOSE(1, "refused a one-sided atomic from %s (operation %u, flags 0x%x, "
-                    "address 0x%" PRIx64 "): %s", peer_desc(ep, who, sizeof(who)), req.op, req.flags, req.addr,
+                    "address 0x%" PRIx64 "): %s", peer_desc(ep, who, sizeof(who)), req.op,
+                    req.flags, req.addr,
                     well_formed ? "not in memory registered for remote atomics" : "malformed");
     } else {
         rep.old = rsm_amo_apply((void *) (uintptr_t) req.addr, &req);

@@ -1950,8 +1950,11 @@ static int onesided_nolock(mca_btl_base_endpoint_t *ep, bool write, void *local_
     rsm_vconn_t *q = onesided_conn(ep, &rc);
     const uint32_t *lkeys;
     struct mca_btl_base_registration_handle_t *tmp;
-    if (q == NULL
-        || (rc = onesided_local(local_address, size, write, local_handle, &lkeys, &tmp)) != OPAL_SUCCESS) {
+    if (q == NULL) {
+        return rc;
+    }
+    rc = onesided_local(local_address, size, write, local_handle, &lkeys, &tmp);
+    if (rc != OPAL_SUCCESS) {
         return rc;
     }
     rc = rdma_nolock(ep, q, 1, write, local_address, lkeys, remote_address, remote_handle, size,
