@@ -1871,12 +1871,10 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
                     v->in_rail[k].reads_out += w;
                     vs.rail_reads_out += w;
                 }
+                r->tmp = NULL;      /* the caller releases it (once) */
                 if (r->parts == 0) {
                     r->next = vs.free_reads;
                     vs.free_reads = r;
-                    if (tmp != NULL) {
-                        (void) rsm_verbs_deregister(tmp);
-                    }
                 }
                 conn_failed(ep, write ? "posting an RDMA write (one-sided)"
                                       : "posting an RDMA read", strerror(rc));
