@@ -339,6 +339,8 @@ typedef struct mca_btl_rsm_component_t {
     uint64_t v_reads, v_read_bytes;         /* single-copy RDMA reads done as a receiver */
     uint64_t v_striped_reads;       /* of those, cut across two or more rails */
     uint64_t v_rail_read_bytes;     /* bytes those reads took over rails other than the first */
+    uint64_t rma_striped_puts;      /* one-sided puts to another host cut across rails */
+    uint64_t rma_rail_put_bytes;    /* bytes those puts wrote over rails other than the first */
     uint64_t v_user_registered;     /* bytes of user buffers registered now (rcache) */
     uint64_t v_user_registrations;  /* user-buffer registrations made (cache misses) */
     bool verbs_open;                /* the RDMA back end is up (progress polls it) */

@@ -392,13 +392,14 @@ static int rsm_component_register(void)
         &c->verbs_devices, OPAL_INFO_LVL_4);
     c->verbs_rails = RSM_RAILS_MAX;
     reg("verbs_rails", "Most ports (rails, 1..4) one connection to another host uses, taken in "
-        "order from btl_rsm_verbs_devices: single-copy reads of at least btl_rsm_verbs_stripe_min "
-        "bytes are cut across them, one piece per rail (seed 000, 3.3).  A connection uses as many "
-        "as both ends have.  1: no striping",
+        "order from btl_rsm_verbs_devices: single-copy reads and one-sided puts and gets of at "
+        "least btl_rsm_verbs_stripe_min bytes are cut across them, one piece per rail (seed 000, "
+        "3.3).  A connection uses as many as both ends have.  1: no striping",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_rails, OPAL_INFO_LVL_4);
     c->verbs_stripe_min = 64 * 1024;
-    reg("verbs_stripe_min", "Single-copy reads from another host of at least this many bytes are "
-        "cut across the connection's rails (btl_rsm_verbs_rails); shorter ones take the first rail",
+    reg("verbs_stripe_min", "Single-copy reads from another host, and one-sided puts and gets to "
+        "it, of at least this many bytes are cut across the connection's rails "
+        "(btl_rsm_verbs_rails); shorter ones take the first rail",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->verbs_stripe_min, OPAL_INFO_LVL_5);
     c->verbs_pool_size = 55 * 1024;  /* with a connection's queue, under 64 KiB a remote sender */
     reg("verbs_pool_size", "Bytes of block pool per remote sender and destination host: the "

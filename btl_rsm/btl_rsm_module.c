@@ -188,9 +188,12 @@ static int rsm_finalize(mca_btl_base_module_t *btl)
                     c->v_posts, c->v_direct, c->v_ack_writes, c->v_acks_piggybacked, c->pool_full);
     }
     if (c->rma_on) {
+        /* t-rsm-rma reads the first numbers by position: new ones go at the end */
         RSM_VERBOSE(10, "one-sided: %" PRIu64 " puts, %" PRIu64 " bytes; %" PRIu64 " atomics "
-                    "asked of peers (%" PRIu64 " refused by them), %" PRIu64 " done for peers",
-                    c->rma_puts, c->rma_put_bytes, c->amo_sent, c->amo_refused, c->amo_served);
+                    "asked of peers (%" PRIu64 " refused by them), %" PRIu64 " done for peers; %"
+                    PRIu64 " puts striped over rails, %" PRIu64 " bytes over further rails",
+                    c->rma_puts, c->rma_put_bytes, c->amo_sent, c->amo_refused, c->amo_served,
+                    c->rma_striped_puts, c->rma_rail_put_bytes);
     }
     RSM_VERBOSE(10, "%" PRIu64 " message starts staged while the pool was full, %" PRIu64
                 " refused; %" PRIu64 " tiny messages sent in a postbox's second half", c->staged,

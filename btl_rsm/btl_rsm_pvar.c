@@ -23,6 +23,7 @@ enum {
     PV_V_REGISTERED, PV_V_REGISTERED_SHARED, PV_V_POOL_GROWS, PV_V_BAD_HANDSHAKES,
     PV_V_READS, PV_V_READ_BYTES, PV_V_USER_REGISTERED, PV_V_USER_REGISTRATIONS,
     PV_V_STRIPED_READS, PV_V_RAIL_READ_BYTES, PV_V_POSTS, PV_V_ACCEPTS_AWAY,
+    PV_RMA_STRIPED_PUTS, PV_RMA_RAIL_PUT_BYTES,
     PV_COUNT
 };
 
@@ -136,9 +137,14 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
                                  "for single copy (the cache's misses; a buffer used again is "
                                  "not registered again while it stays mapped)"},
     [PV_V_STRIPED_READS] = {"verbs_striped_reads", "Of verbs_reads, those cut across two or more "
-                            "rails (btl_rsm_verbs_rails, btl_rsm_verbs_stripe_min)"},
+                            "rails (btl_rsm_verbs_rails, btl_rsm_verbs_stripe_min): single-copy "
+                            "reads and one-sided gets"},
     [PV_V_RAIL_READ_BYTES] = {"verbs_rail_read_bytes", "Bytes of verbs_read_bytes that came over "
                               "rails other than the first"},
+    [PV_RMA_STRIPED_PUTS] = {"rma_striped_puts", "Of rma_puts to another host, those cut across "
+                             "two or more rails (btl_rsm_verbs_rails, btl_rsm_verbs_stripe_min)"},
+    [PV_RMA_RAIL_PUT_BYTES] = {"rma_rail_put_bytes", "Bytes of rma_put_bytes that went over rails "
+                               "other than the first"},
 };
 
 /* the send counters of endpoints already released (finalize) */
@@ -205,6 +211,8 @@ static void rsm_counters_read(uint64_t *v)
     v[PV_V_USER_REGISTRATIONS] = c->v_user_registrations;
     v[PV_V_STRIPED_READS] = c->v_striped_reads;
     v[PV_V_RAIL_READ_BYTES] = c->v_rail_read_bytes;
+    v[PV_RMA_STRIPED_PUTS] = c->rma_striped_puts;
+    v[PV_RMA_RAIL_PUT_BYTES] = c->rma_rail_put_bytes;
 }
 
 void rsm_pvar_retire(const mca_btl_base_endpoint_t *ep)

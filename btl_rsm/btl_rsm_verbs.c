@@ -99,11 +99,12 @@ typedef struct rsm_vconn {
 } rsm_vconn_t;
 
 /* A queue pair of a connection on one of its further rails (ports 1.. of
- * btl_rsm_verbs_devices): it carries only the receiver's single-copy reads. */
+ * btl_rsm_verbs_devices): it carries the receiver's single-copy reads (in) and
+ * the sender's large one-sided reads and writes (out), never a message. */
 typedef struct rsm_vrailqp {
     struct ibv_qp *qp;
     uint32_t psn;
-    uint32_t reads_out;             /* in: RDMA reads posted on it, not complete */
+    uint32_t reads_out;             /* RDMA reads and one-sided writes posted, not complete */
 } rsm_vrailqp_t;
 
 /* The sender's side of one pool per (sender, destination host): the shadow its
@@ -144,8 +145,10 @@ struct rsm_vpeer {
     struct ibv_mr *in_pool_mr[RSM_VPOOL_CHUNKS_MAX];
     bool in_pool_shared[RSM_VPOOL_CHUNKS_MAX];   /* mapped from another local rank's segment */
     bool in_pool_private[RSM_VPOOL_CHUNKS_MAX];  /* not shareable: plain registered memory */
-    rsm_vrailqp_t out_rail[RSM_VRAILS_MAX];  /* [1..out_rails): the sender's, read from */
-    rsm_vrailqp_t in_rail[RSM_VRAILS_MAX];   /* [1..in_rails): the receiver's, reading */
+    /* [1..out_rails): the sender's, read from by the peer, and its striped one-sided
+     * operations; [1..in_rails): the receiver's, reading (rail 0 is OUT / IN itself) */
+    rsm_vrailqp_t out_rail[RSM_VRAILS_MAX];
+    rsm_vrailqp_t in_rail[RSM_VRAILS_MAX];
     unsigned out_rails, in_rails;   /* rails of each half, rail 0 (out / in) included */
     uint32_t acks_pushed;           /* inbound: acks written through this seq (exclusive) */
     uint32_t pool_msgs_acked;       /* inbound: ep->in_pool_msgs when acks were last pushed */
@@ -759,12 +762,19 @@ typedef struct rsm_vread {
     int status;                     /* the first piece's failure, or IBV_WC_SUCCESS */
 } rsm_vread_t;
 
+/* The further rails of the half whose rail 0 is Q: our own connection's
+ * (one-sided operations) or the sender's connection to us (single-copy reads). */
+static inline rsm_vrailqp_t *half_rails(struct rsm_vpeer *v, const rsm_vconn_t *q)
+{
+    return q == &v->out ? v->out_rail : v->in_rail;
+}
+
 static void read_done(rsm_vread_t *r, unsigned rail, int status)
 {
     if (rail == 0) {
         r->q->reads_out -= r->nwr[0];
     } else {
-        r->ep->v->in_rail[rail].reads_out -= r->nwr[rail];
+        half_rails(r->ep->v, r->q)[rail].reads_out -= r->nwr[rail];
         vs.rail_reads_out -= r->nwr[rail];
     }
     if (status != IBV_WC_SUCCESS && r->status == IBV_WC_SUCCESS) {
@@ -1788,11 +1798,11 @@ int rsm_verbs_deregister(struct mca_btl_base_registration_handle_t *handle)
 }
 
 /* One RDMA read or write of SIZE bytes between LOCAL_ADDRESS and the peer's
- * REMOTE_ADDRESS on Q, in one piece per rail up to RAILS (a single-copy read of
- * ob1's stripes over the rails of the sender's connection; one-sided operations
- * take rail 0).  LKEYS: the local buffer's keys per rail (NULL: a write small
- * enough to go inline, which needs none); TMP: a registration made for this
- * operation alone, released at its completion. */
+ * REMOTE_ADDRESS on Q, in one piece per rail up to RAILS: on the rails of the
+ * sender's connection for ob1's single-copy reads, of our own connection for
+ * one-sided reads and writes.  LKEYS: the local buffer's keys per rail (NULL: a
+ * write small enough to go inline, which needs none); TMP: a registration made
+ * for this operation alone, released at its completion. */
 static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rails, bool write,
                        void *local_address, const uint32_t *lkeys, uint64_t remote_address,
                        const struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
@@ -1803,6 +1813,7 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
     enum { PIECE = 1u << 30 };      /* well inside any port's largest message */
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     struct rsm_vpeer *v = ep->v;
+    rsm_vrailqp_t *rq = half_rails(v, q);
     /* one piece per rail (seed 000, 3.3), whole pages but the last */
     size_t share = (size / rails + RSM_PAGE - 1) & ~(size_t) (RSM_PAGE - 1), left = size;
     size_t len_of[RSM_VRAILS_MAX];
@@ -1814,7 +1825,7 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
         if (k == 0 && nwr_of[0] == 0) {
             nwr_of[0] = 1;          /* a read of nothing still completes */
         }
-        uint64_t out = k == 0 ? q->posted - q->completed + q->reads_out : v->in_rail[k].reads_out;
+        uint64_t out = k == 0 ? q->posted - q->completed + q->reads_out : rq[k].reads_out;
         unsigned depth = k == 0 ? vs.dev.sq_depth : vs.rail[k].sq_depth;
         if (nwr_of[k] > 0 && out + nwr_of[k] >= depth - 1) {
             return OPAL_ERR_OUT_OF_RESOURCE;    /* the caller retries it from progress */
@@ -1842,7 +1853,7 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
     r->status = IBV_WC_SUCCESS;
     size_t off = 0;
     for (unsigned k = 0; k < rails && nwr_of[k] > 0; k++) {
-        struct ibv_qp *qp = k == 0 ? q->qp : v->in_rail[k].qp;
+        struct ibv_qp *qp = k == 0 ? q->qp : rq[k].qp;
         size_t end = off + len_of[k];
         for (uint32_t w = 0; w < nwr_of[k]; w++) {
             size_t len = end - off < PIECE ? end - off : PIECE;
@@ -1868,7 +1879,7 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
                 if (k == 0) {
                     q->reads_out += w;
                 } else {
-                    v->in_rail[k].reads_out += w;
+                    rq[k].reads_out += w;
                     vs.rail_reads_out += w;
                 }
                 r->tmp = NULL;      /* the caller releases it (once) */
@@ -1885,9 +1896,13 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
         if (k == 0) {
             q->reads_out += nwr_of[0];
         } else {
-            v->in_rail[k].reads_out += nwr_of[k];
+            rq[k].reads_out += nwr_of[k];
             vs.rail_reads_out += nwr_of[k];
-            c->v_rail_read_bytes += len_of[k];
+            if (write) {
+                c->rma_rail_put_bytes += len_of[k];
+            } else {
+                c->v_rail_read_bytes += len_of[k];
+            }
         }
         r->parts++;
     }
@@ -1937,7 +1952,9 @@ static rsm_vconn_t *onesided_conn(mca_btl_base_endpoint_t *ep, int *rc)
     return NULL;
 }
 
-/* A one-sided write or read of SIZE bytes at the peer's REMOTE_ADDRESS (osc rdma) */
+/* A one-sided write or read of SIZE bytes at the peer's REMOTE_ADDRESS (osc rdma),
+ * cut over the connection's rails from btl_rsm_verbs_stripe_min on, as ob1's
+ * single-copy reads are: the window's handle carries a key per rail. */
 static int onesided_nolock(mca_btl_base_endpoint_t *ep, bool write, void *local_address,
                            uint64_t remote_address,
                            struct mca_btl_base_registration_handle_t *local_handle,
@@ -1955,10 +1972,21 @@ static int onesided_nolock(mca_btl_base_endpoint_t *ep, bool write, void *local_
     if (rc != OPAL_SUCCESS) {
         return rc;
     }
-    rc = rdma_nolock(ep, q, 1, write, local_address, lkeys, remote_address, remote_handle, size,
-                     local_handle, tmp, cbfunc, cbcontext, cbdata);
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    struct rsm_vpeer *v = ep->v;
+    unsigned rails = lkeys != NULL && size >= c->verbs_stripe_min && v->out_rails > 1
+                   ? v->out_rails : 1;
+    rc = rdma_nolock(ep, q, rails, write, local_address, lkeys, remote_address, remote_handle,
+                     size, local_handle, tmp, cbfunc, cbcontext, cbdata);
     if (rc != OPAL_SUCCESS && tmp != NULL) {
         (void) rsm_verbs_deregister(tmp);
+    }
+    if (rc == OPAL_SUCCESS && rails > 1) {
+        if (write) {
+            c->rma_striped_puts++;
+        } else {
+            c->v_striped_reads++;
+        }
     }
     return rc;
 }

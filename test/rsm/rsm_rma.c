@@ -15,7 +15,10 @@
  * With "mpit" it checks that btl rsm's MPI_T counters of one-sided operations
  * move by exactly what one put and a run of fetch-and-ops make.  With
  * "flavours DIGITS" it runs only those window flavours (0 MPI_Win_create,
- * 1 _create_dynamic, 2 _allocate).
+ * 1 _create_dynamic, 2 _allocate).  With "rails" (ranks on several hosts, the
+ * verbs back end on two or more rails) it checks that a 1 MiB put and a 1 MiB
+ * get to the next rank are each cut across the rails: the bytes, and the
+ * striping counters.
  */
 #include <mpi.h>
 #include <stdarg.h>
@@ -469,6 +472,87 @@ static void test_mpit(void)
     MPI_T_finalize();
 }
 
+/* A 1 MiB put to the next rank and a get of it back: every byte, and that each went
+ * in pieces over two or more rails (the counters of striped operations move by one,
+ * and a further rail carried between a quarter and three quarters of the bytes) */
+static const char *const rail_pvars[] = {"rma_puts", "rma_striped_puts", "rma_rail_put_bytes",
+                                         "verbs_reads", "verbs_striped_reads",
+                                         "verbs_rail_read_bytes"};
+enum { RV_PUTS, RV_STRIPED_PUTS, RV_RAIL_PUT_BYTES, RV_READS, RV_STRIPED_READS,
+       RV_RAIL_READ_BYTES, RV_N };
+
+static void test_rails(void)
+{
+    int provided;
+    MPI_T_pvar_session session;
+    MPI_T_pvar_handle h[RV_N];
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    bool bound = mpit_bind(&session, h, "btl_rsm_", rail_pvars, RV_N, MPI_T_PVAR_CLASS_COUNTER);
+    check(bound, "btl rsm's striping counters bound through MPI_T");
+    window_t w;
+    if (!bound || win_open(&w, 0, 0) != MPI_SUCCESS) {
+        check(0, "a window for the striped operations");
+        return;
+    }
+    enum { LEN = (1 << 20) + 13, OFF = 5 };
+    const int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+    unsigned char *src = malloc(LEN), *back = calloc(LEN, 1);
+    for (int i = 0; i < LEN; i++) {
+        src[i] = (unsigned char) (i * 7 + rank * 13 + 1);
+    }
+    unsigned long v0[RV_N], v1[RV_N], v2[RV_N];
+    for (int i = 0; i < RV_N; i++) {
+        MPI_T_pvar_read(session, h[i], &v0[i]);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, w.win);
+    MPI_Put(src, LEN, MPI_BYTE, right, OFF, LEN, MPI_BYTE, w.win);
+    MPI_Win_unlock(right, w.win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < RV_N; i++) {
+        MPI_T_pvar_read(session, h[i], &v1[i]);
+    }
+    long bad = 0;
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, w.win);
+    for (int i = 0; i < LEN; i++) {
+        bad += w.base[OFF + i] != (unsigned char) (i * 7 + left * 13 + 1);
+    }
+    MPI_Win_unlock(rank, w.win);
+    check(bad == 0, "a put of %d B from the previous rank landed whole (%ld bytes wrong)", LEN, bad);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock(MPI_LOCK_SHARED, right, 0, w.win);
+    MPI_Get(back, LEN, MPI_BYTE, right, OFF, LEN, MPI_BYTE, w.win);
+    MPI_Win_unlock(right, w.win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < RV_N; i++) {
+        MPI_T_pvar_read(session, h[i], &v2[i]);
+    }
+    check(memcmp(back, src, LEN) == 0, "a get of %d B from the next rank read back this rank's put",
+          LEN);
+    const unsigned long puts = v1[RV_PUTS] - v0[RV_PUTS];
+    const unsigned long sputs = v1[RV_STRIPED_PUTS] - v0[RV_STRIPED_PUTS];
+    const unsigned long pbytes = v1[RV_RAIL_PUT_BYTES] - v0[RV_RAIL_PUT_BYTES];
+    check(puts == 1 && sputs == 1 && pbytes >= LEN / 4 && pbytes <= 3 * (unsigned long) LEN / 4,
+          "the put went in pieces over the rails: rma_puts +1, rma_striped_puts +1, "
+          "rma_rail_put_bytes +%d..%d (here +%lu, +%lu, +%lu)", LEN / 4, 3 * LEN / 4, puts, sputs,
+          pbytes);
+    const unsigned long reads = v2[RV_READS] - v1[RV_READS];
+    const unsigned long sreads = v2[RV_STRIPED_READS] - v1[RV_STRIPED_READS];
+    const unsigned long rbytes = v2[RV_RAIL_READ_BYTES] - v1[RV_RAIL_READ_BYTES];
+    check(reads == 1 && sreads == 1 && rbytes >= LEN / 4 && rbytes <= 3 * (unsigned long) LEN / 4,
+          "the get went in pieces over the rails: verbs_reads +1, verbs_striped_reads +1, "
+          "verbs_rail_read_bytes +%d..%d (here +%lu, +%lu, +%lu)", LEN / 4, 3 * LEN / 4, reads,
+          sreads, rbytes);
+    free(src);
+    free(back);
+    win_close(&w);
+    for (int i = 0; i < RV_N; i++) {
+        MPI_T_pvar_handle_free(session, &h[i]);
+    }
+    MPI_T_pvar_session_free(&session);
+    MPI_T_finalize();
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -488,8 +572,12 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return nfailed != 0;
     }
-    if (argc > 1 && strcmp(argv[1], "mpit") == 0) {
-        test_mpit();
+    if (argc > 1 && (strcmp(argv[1], "mpit") == 0 || strcmp(argv[1], "rails") == 0)) {
+        if (strcmp(argv[1], "mpit") == 0) {
+            test_mpit();
+        } else {
+            test_rails();
+        }
         if (rank == 0) {
             printf("1..%d\n", ntests);
         }

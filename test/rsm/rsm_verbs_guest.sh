@@ -305,7 +305,8 @@ else
 fi
 
 # --- 5b. striping over two rails (seed 000, 3.3): each host's second NIC and device (xsI,
-# rxsI, on a bridge of their own); single-copy reads of 64 KiB or more are cut in two
+# rxsI, on a bridge of their own); single-copy reads of 64 KiB or more are cut in two,
+# and so are one-sided puts and gets
 R2=(--mca btl_rsm_verbs_rails 2)
 job mpit2 120 -np 2 --host h0:1,h1:1 "${RSM[@]}" "${R2[@]}" "$B/test/mpi/mpit_read" verbs 2
 relay_tap "2 hosts x 1 rank, 2 rails, MPI_T: " < "$W/mpit2"
@@ -324,6 +325,15 @@ V2=$(p2p_bytes "$MAX1")
 a0=$(d v1r2 xs0.tx_bytes); a1=$(d v1r2 xs1.tx_bytes)
 check "$L: the second rail carried a share of each direction's $V2 B: xs0 sent $a0 B, xs1 $a1 B (each >= $((V2 / 4)))" \
     [ "$a0" -ge $((V2 / 4)) -a "$a1" -ge $((V2 / 4)) ]
+# one-sided puts and gets of 64 KiB or more are cut over the rails too (on the origin's own
+# connection): rsm_rma's windows with every byte checked, and its "rails" mode (a 1 MiB put
+# and get each way, the striping counters, and bytes seen leaving over both second NICs)
+L="2 hosts x 1 rank, 2 rails, self,rsm, one-sided"
+rma rmar2 "$L" 36 -np 2 --host h0:1,h1:1 "${RSM[@]}" "${R2[@]}" "$B/test/rsm/rsm_rma" flavours 02
+rma rmas2 "$L, striped" 5 -np 2 --host h0:1,h1:1 "${RSM[@]}" "${R2[@]}" "$B/test/rsm/rsm_rma" rails
+a0=$(d rmas2 xs0.tx_bytes); a1=$(d rmas2 xs1.tx_bytes)
+check "$L, striped: a share of each host's 1 MiB put and of the 1 MiB its peer read left over its second NIC: xs0 sent $a0 B, xs1 $a1 B (each >= 524288)" \
+    [ "$a0" -ge 524288 -a "$a1" -ge 524288 ]
 L="2 hosts x 2 ranks, 2 rails, self,rsm, rsm_soak $SOAK s"
 job soak2 $((SOAK + 150)) -np 4 --host h0:2,h1:2 "${RSM[@]}" "${R2[@]}" "$B/test/rsm/rsm_soak" "$SOAK"
 line=$(grep -E '^(not )?ok 1 - soak' "$W/soak2")
