@@ -395,22 +395,38 @@ static const char *const rma_pvars[] = {"rma_puts", "rma_put_bytes", "rma_atomic
                                         "rma_atomics_served"};
 enum { PV_PUTS, PV_PUT_BYTES, PV_SENT, PV_SERVED, PV_N };
 
-static void pvars_read(MPI_T_pvar_session session, MPI_T_pvar_handle *h, unsigned long *v)
+static void pvars_read(MPI_T_pvar_session session, MPI_T_pvar_handle *h, int n, unsigned long *v)
 {
-    for (int i = 0; i < PV_N; i++) {
+    for (int i = 0; i < n; i++) {
         MPI_T_pvar_read(session, h[i], &v[i]);
     }
 }
 
-static void test_mpit(void)
+/* MPI_T up and btl rsm's counters NAMES bound (a check says so) */
+static bool pvars_open(MPI_T_pvar_session *session, MPI_T_pvar_handle *h,
+                       const char *const *names, int n, const char *what)
 {
     int provided;
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    bool bound = mpit_bind(session, h, "btl_rsm_", names, n, MPI_T_PVAR_CLASS_COUNTER);
+    check(bound, "btl rsm's %s counters bound through MPI_T", what);
+    return bound;
+}
+
+static void pvars_close(MPI_T_pvar_session *session, MPI_T_pvar_handle *h, int n)
+{
+    for (int i = 0; i < n; i++) {
+        MPI_T_pvar_handle_free(*session, &h[i]);
+    }
+    MPI_T_pvar_session_free(session);
+    MPI_T_finalize();
+}
+
+static void test_mpit(void)
+{
     MPI_T_pvar_session session;
     MPI_T_pvar_handle h[PV_N];
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-    bool bound = mpit_bind(&session, h, "btl_rsm_", rma_pvars, PV_N, MPI_T_PVAR_CLASS_COUNTER);
-    check(bound, "btl rsm's one-sided counters bound through MPI_T");
-    if (!bound) {
+    if (!pvars_open(&session, h, rma_pvars, PV_N, "one-sided")) {
         return;
     }
     window_t w;
@@ -422,19 +438,19 @@ static void test_mpit(void)
     unsigned long before[PV_N], after[PV_N];
     unsigned char *src = calloc(LEN, 1);
     const int right = (rank + 1) % nranks;
-    pvars_read(session, h, before);
+    pvars_read(session, h, PV_N, before);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, w.win);
     MPI_Put(src, LEN, MPI_BYTE, right, 0, LEN, MPI_BYTE, w.win);
     MPI_Win_unlock(right, w.win);
     MPI_Barrier(MPI_COMM_WORLD);
-    pvars_read(session, h, after);
+    pvars_read(session, h, PV_N, after);
     check(after[PV_PUTS] - before[PV_PUTS] == 1 && after[PV_PUT_BYTES] - before[PV_PUT_BYTES] == LEN,
           "one put of %d B to the next rank: rma_puts +1, rma_put_bytes +%d (here +%lu, +%lu)", LEN,
           LEN, after[PV_PUTS] - before[PV_PUTS], after[PV_PUT_BYTES] - before[PV_PUT_BYTES]);
     /* fetch-and-ops of one element go to the BTL's atomics in a window with
      * ompi_single_accumulate: K asked by each rank of the next, K served for the previous */
-    pvars_read(session, h, before);
+    pvars_read(session, h, PV_N, before);
     MPI_Barrier(MPI_COMM_WORLD);        /* every rank's "before" read ahead of any atomic */
     int64_t one = 1, old;
     MPI_Win_lock_all(0, w.win);
@@ -444,7 +460,7 @@ static void test_mpit(void)
     }
     MPI_Win_unlock_all(w.win);
     MPI_Barrier(MPI_COMM_WORLD);
-    pvars_read(session, h, after);
+    pvars_read(session, h, PV_N, after);
     /* on one host osc rdma takes its accumulate lock in shared memory; across hosts by
      * the BTL's atomics too (a lock and an unlock around each fetch-and-op, and the
      * lock_all's): there at least K each way */
@@ -465,11 +481,7 @@ static void test_mpit(void)
     }
     free(src);
     win_close(&w);
-    for (int i = 0; i < PV_N; i++) {
-        MPI_T_pvar_handle_free(session, &h[i]);
-    }
-    MPI_T_pvar_session_free(&session);
-    MPI_T_finalize();
+    pvars_close(&session, h, PV_N);
 }
 
 /* A 1 MiB put to the next rank and a get of it back: every byte, and that each went
@@ -478,79 +490,67 @@ static void test_mpit(void)
 static const char *const rail_pvars[] = {"rma_puts", "rma_striped_puts", "rma_rail_put_bytes",
                                          "verbs_reads", "verbs_striped_reads",
                                          "verbs_rail_read_bytes"};
-enum { RV_PUTS, RV_STRIPED_PUTS, RV_RAIL_PUT_BYTES, RV_READS, RV_STRIPED_READS,
-       RV_RAIL_READ_BYTES, RV_N };
+enum { RV_PUTS, RV_READS = 3, RV_N = 6 };   /* each: the count, the striped ones, rail bytes */
+enum { RAIL_LEN = (1 << 20) + 13, RAIL_OFF = 5 };
+
+/* one put (or get) of RAIL_LEN bytes at the next rank under a lock, then every
+ * rank's counters: the three of that operation moved by one striped operation */
+static void rails_one(window_t *w, bool put, unsigned char *buf, MPI_T_pvar_session session,
+                      MPI_T_pvar_handle *h)
+{
+    unsigned long before[RV_N], after[RV_N];
+    const int right = (rank + 1) % nranks, k = put ? RV_PUTS : RV_READS;
+    pvars_read(session, h, RV_N, before);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock(put ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED, right, 0, w->win);
+    if (put) {
+        MPI_Put(buf, RAIL_LEN, MPI_BYTE, right, RAIL_OFF, RAIL_LEN, MPI_BYTE, w->win);
+    } else {
+        MPI_Get(buf, RAIL_LEN, MPI_BYTE, right, RAIL_OFF, RAIL_LEN, MPI_BYTE, w->win);
+    }
+    MPI_Win_unlock(right, w->win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    pvars_read(session, h, RV_N, after);
+    const unsigned long ops = after[k] - before[k], striped = after[k + 1] - before[k + 1];
+    const unsigned long bytes = after[k + 2] - before[k + 2];
+    check(ops == 1 && striped == 1 && bytes >= RAIL_LEN / 4
+          && bytes <= 3 * (unsigned long) RAIL_LEN / 4,
+          "the %s went in pieces over the rails: %s +1, %s +1, %s +%d..%d (here +%lu, +%lu, +%lu)",
+          put ? "put" : "get", rail_pvars[k], rail_pvars[k + 1], rail_pvars[k + 2], RAIL_LEN / 4,
+          3 * RAIL_LEN / 4, ops, striped, bytes);
+}
 
 static void test_rails(void)
 {
-    int provided;
     MPI_T_pvar_session session;
     MPI_T_pvar_handle h[RV_N];
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-    bool bound = mpit_bind(&session, h, "btl_rsm_", rail_pvars, RV_N, MPI_T_PVAR_CLASS_COUNTER);
-    check(bound, "btl rsm's striping counters bound through MPI_T");
+    bool bound = pvars_open(&session, h, rail_pvars, RV_N, "striping");
     window_t w;
     if (!bound || win_open(&w, 0, 0) != MPI_SUCCESS) {
         check(0, "a window for the striped operations");
         return;
     }
-    enum { LEN = (1 << 20) + 13, OFF = 5 };
-    const int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
-    unsigned char *src = malloc(LEN), *back = calloc(LEN, 1);
-    for (int i = 0; i < LEN; i++) {
+    const int left = (rank + nranks - 1) % nranks;
+    unsigned char *src = malloc(RAIL_LEN), *back = calloc(RAIL_LEN, 1);
+    for (int i = 0; i < RAIL_LEN; i++) {
         src[i] = (unsigned char) (i * 7 + rank * 13 + 1);
     }
-    unsigned long v0[RV_N], v1[RV_N], v2[RV_N];
-    for (int i = 0; i < RV_N; i++) {
-        MPI_T_pvar_read(session, h[i], &v0[i]);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, w.win);
-    MPI_Put(src, LEN, MPI_BYTE, right, OFF, LEN, MPI_BYTE, w.win);
-    MPI_Win_unlock(right, w.win);
-    MPI_Barrier(MPI_COMM_WORLD);
-    for (int i = 0; i < RV_N; i++) {
-        MPI_T_pvar_read(session, h[i], &v1[i]);
-    }
+    rails_one(&w, true, src, session, h);
     long bad = 0;
     MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, w.win);
-    for (int i = 0; i < LEN; i++) {
-        bad += w.base[OFF + i] != (unsigned char) (i * 7 + left * 13 + 1);
+    for (int i = 0; i < RAIL_LEN; i++) {
+        bad += w.base[RAIL_OFF + i] != (unsigned char) (i * 7 + left * 13 + 1);
     }
     MPI_Win_unlock(rank, w.win);
-    check(bad == 0, "a put of %d B from the previous rank landed whole (%ld bytes wrong)", LEN, bad);
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_Win_lock(MPI_LOCK_SHARED, right, 0, w.win);
-    MPI_Get(back, LEN, MPI_BYTE, right, OFF, LEN, MPI_BYTE, w.win);
-    MPI_Win_unlock(right, w.win);
-    MPI_Barrier(MPI_COMM_WORLD);
-    for (int i = 0; i < RV_N; i++) {
-        MPI_T_pvar_read(session, h[i], &v2[i]);
-    }
-    check(memcmp(back, src, LEN) == 0, "a get of %d B from the next rank read back this rank's put",
-          LEN);
-    const unsigned long puts = v1[RV_PUTS] - v0[RV_PUTS];
-    const unsigned long sputs = v1[RV_STRIPED_PUTS] - v0[RV_STRIPED_PUTS];
-    const unsigned long pbytes = v1[RV_RAIL_PUT_BYTES] - v0[RV_RAIL_PUT_BYTES];
-    check(puts == 1 && sputs == 1 && pbytes >= LEN / 4 && pbytes <= 3 * (unsigned long) LEN / 4,
-          "the put went in pieces over the rails: rma_puts +1, rma_striped_puts +1, "
-          "rma_rail_put_bytes +%d..%d (here +%lu, +%lu, +%lu)", LEN / 4, 3 * LEN / 4, puts, sputs,
-          pbytes);
-    const unsigned long reads = v2[RV_READS] - v1[RV_READS];
-    const unsigned long sreads = v2[RV_STRIPED_READS] - v1[RV_STRIPED_READS];
-    const unsigned long rbytes = v2[RV_RAIL_READ_BYTES] - v1[RV_RAIL_READ_BYTES];
-    check(reads == 1 && sreads == 1 && rbytes >= LEN / 4 && rbytes <= 3 * (unsigned long) LEN / 4,
-          "the get went in pieces over the rails: verbs_reads +1, verbs_striped_reads +1, "
-          "verbs_rail_read_bytes +%d..%d (here +%lu, +%lu, +%lu)", LEN / 4, 3 * LEN / 4, reads,
-          sreads, rbytes);
+    check(bad == 0, "a put of %d B from the previous rank landed whole (%ld bytes wrong)", RAIL_LEN,
+          bad);
+    rails_one(&w, false, back, session, h);
+    check(memcmp(back, src, RAIL_LEN) == 0,
+          "a get of %d B from the next rank read back this rank's put", RAIL_LEN);
     free(src);
     free(back);
     win_close(&w);
-    for (int i = 0; i < RV_N; i++) {
-        MPI_T_pvar_handle_free(session, &h[i]);
-    }
-    MPI_T_pvar_session_free(&session);
-    MPI_T_finalize();
+    pvars_close(&session, h, RV_N);
 }
 
 int main(int argc, char **argv)
