@@ -1938,7 +1938,8 @@ static int onesided_local(void *local_address, size_t size, bool write,
 
 /* A one-sided operation goes on our own connection to the target (made now if
  * need be: osc rdma retries while it is made), the queue pair that also carries
- * the atomics' requests, so a put and an atomic sent after it arrive in order. */
+ * the atomics' requests, so a put and an atomic sent after it arrive in order
+ * (the further pieces of a striped put excepted: they go on other rails). */
 static rsm_vconn_t *onesided_conn(mca_btl_base_endpoint_t *ep, int *rc)
 {
     struct rsm_vpeer *v = ep->v;
