@@ -27,6 +27,11 @@
 # then perftest's floors; the table gives medians over the repeats and rsm's ratio to ucx
 # and tcp.  Everything is emulated: the guest's two vCPUs run both hosts, their NICs and
 # rxe's packet processing, so these figures compare software paths under TCG, not networks.
+# The guest's clock is the TSC (GUEST_KERNEL_ARGS, default "tsc=reliable clocksource=tsc";
+# empty for the kernel's own choice): under TCG the kernel falls back to the HPET, every
+# clock_gettime is then a system call and an emulated device read (~2 us), and Open MPI's
+# opal_progress reads the clock every eighth call, which ob1's wait loop makes far more
+# often per message than pml ucx's (docs/results-2026-12-03-guest-clock/).
 # The guest holds /tmp/xbtl-bench.lock (guest_boot), so nothing else is measured meanwhile.
 # Raw output: $OUT (default build/rsm-verbs-guest/).
 set -u
@@ -39,6 +44,7 @@ OUT=${OUT:-$TOP_BUILDDIR/rsm-verbs-guest}
 guest_require veth bridge overlay crc32_generic rdma_rxe sch_tbf
 mkdir -p "$OUT"
 guest_prepare
+export GUEST_KERNEL_ARGS=${GUEST_KERNEL_ARGS-tsc=reliable clocksource=tsc}
 TRANSPORTS=${TRANSPORTS:-rsm rsm-2rails rsm-2copy ucx tcp}
 BENCHMARKS=${BENCHMARKS:-xb-latency xb-bw xb-bibw}
 n_jobs=$(($(wc -w <<< "$TRANSPORTS") * $(wc -w <<< "$BENCHMARKS")))

@@ -76,6 +76,7 @@ perftest() {
 # the rxe devices' hardware counters, "rxe0.sent_pkts 123" (gh_snap: one grep, not a cat each)
 counters() { gh_snap | grep '^rx[es]'; }
 echo "# placement inside TCG is meaningless: both hosts share the guest's 2 vCPUs"
+echo "# clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 for ((r = 1; r <= REPEATS; r++)); do
     for t in $TRANSPORTS; do
         for b in $BENCHMARKS; do

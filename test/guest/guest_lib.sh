@@ -108,11 +108,12 @@ guest_boot() {
         # group kills it too; the lock is not inherited (9>&-): it goes when this shell
         # lets it go.  -erms: with it glibc and the kernel copy 8 KiB - ~1 MiB with rep movsb,
         # which TCG runs a byte at a time: memcpy of 64 KiB ran at 277-427 MB/s in the guest,
-        # 1,950 with -erms (docs/results-2026-11-28-guest-cpu)
+        # 1,950 with -erms (docs/results-2026-11-28-guest-cpu).  GUEST_KERNEL_ARGS: more
+        # kernel parameters (the benchmarks give the guest a TSC clock: bench/rsm-verbs-guest.sh)
         timeout --foreground -k 10 "$secs" qemu-system-x86_64 -accel tcg,thread=multi -cpu max,-erms \
             -m "$mib" -smp "$cpus" "${GUEST_QEMU_ARGS[@]}" \
             -kernel "$GUEST_KERNEL" -initrd "$GUEST_WORK/initrd.gz" \
-            -append "console=ttyS0 quiet panic=-1 -- $*" \
+            -append "console=ttyS0 quiet panic=-1 ${GUEST_KERNEL_ARGS-} -- $*" \
             -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
             -nodefaults -display none -serial stdio -no-reboot \
             < /dev/null > "$GUEST_WORK/console" 2>&1 9>&- &
