@@ -1660,7 +1660,15 @@ static void poll_events(void)
 
 /* Progress costs the shm path nothing measurable: the completion queues are
  * polled only once a connection exists, and the handshake queue every 64th call
- * (a handshake waits at most 64 progress calls; a REQ is resent after 200 ms). */
+ * (a handshake waits at most 64 progress calls; a REQ is resent after 200 ms).
+ * The device's asynchronous events (a port down, a queue pair in error) are read
+ * every RSM_VEVENT_TICKS-th call (about a millisecond of spinning on hardware):
+ * each look is a read(2), nearly always finding nothing, and at every 64th call
+ * that made two system calls a round trip per rank besides the doorbell's one
+ * (pml ucx makes none: an async thread watches the events).  What they report is
+ * acted on after timeouts of milliseconds to seconds anyway; a queue pair in
+ * error also shows as completions in error. */
+#define RSM_VEVENT_TICKS 16384
 static int progress_nolock(void)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
@@ -1672,8 +1680,11 @@ static int progress_nolock(void)
             push_owed_acks();
         }
     }
-    if ((++vs.ticks & 63) == 0 || OPAL_UNLIKELY(vs.connecting + vs.growing > 0)) {
+    bool busy = OPAL_UNLIKELY(vs.connecting + vs.growing > 0);
+    if ((++vs.ticks & (RSM_VEVENT_TICKS - 1)) == 0 || busy) {
         poll_events();
+    }
+    if ((vs.ticks & 63) == 0 || busy) {
         count += poll_handshakes();
         if (vs.connecting > 0) {
             retry_requests();
