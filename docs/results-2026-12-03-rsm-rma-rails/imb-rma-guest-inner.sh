@@ -14,7 +14,7 @@ for spec in "2 h0:1,h1:1 1" "2 h0:1,h1:1 2" "4 h0:2,h1:2 2"; do
     t0=$(date +%s)
     # shellcheck disable=SC2086
     run_mpi 900 "${GH_MPIRUN[@]}" -np "$1" --oversubscribe --host "$2" $RSM \
-        --mca btl_rsm_verbs_rails "$3" "$IMB" -msglog 0:18 -iter 10 -time 0.5 -npmin "$1" 2>&1
+        --mca btl_rsm_verbs_rails "$3" "$IMB" -msglog 0:18 -iter 10 -time 60 -npmin "$1" 2>&1
     echo "=== end rc $? in $(( $(date +%s) - t0 )) s"
 done
 tap_done

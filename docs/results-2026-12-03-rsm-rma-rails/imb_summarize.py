@@ -10,11 +10,12 @@ for line in open(sys.argv[1]):
     if cur is None: continue
     m=re.match(r'# Benchmarking (\S+)', line)
     if m: bench=m.group(1); stats[cur]['benches'].add(bench); continue
-    if re.search(r'defects', line): hasdef=True; continue
+    if re.search(r'defects', line): continue   # a table's heading
     p=line.split()
     if p and p[0].isdigit() and len(p)>=3:
         stats[cur]['rows']+=1
         try: stats[cur]['defects']+=float(p[-1])
-        except: stats[cur]['nodef']+=1
+        except ValueError: stats[cur]['nodef']+=1; stats[cur]['rows']-=1   # IMB's "time-out." line
 for k,v in stats.items():
-    print(k, '| benchmarks', len(v['benches']), '| rows', v['rows'], '| defects sum', v['defects'], '|', v.get('end'))
+    print(k, '| benchmarks', len(v['benches']), '| rows', v['rows'], '| defects sum', v['defects'],
+          '| sizes IMB stopped at (its time limit)', v['nodef'], '|', v.get('end'))
