@@ -6,6 +6,7 @@
 # stream between nodes crosses the data links and not the management network;
 # MPI_Get_processor_name names the node and MPI_COMM_TYPE_SHARED splits by node; the
 # project's p2p test passes the same way over tcp; the old single-node mode still works;
+# a job of more ranks than CPUs runs with mpi_yield_when_idle 1, one that fits without;
 # SIGTERM to vcluster and SIGKILL to mpirun leave no daemon or rank; launch overhead.
 . "${TOP_SRCDIR:-.}/test/lib.sh"
 . "$TOP_SRCDIR/test/vcluster/vclib.sh"
@@ -147,6 +148,30 @@ wait $lpid
 left="$(vc_job_procs n0)$(vc_job_procs n1)$(vc_job_procs mg)"; secs=$(( $(date +%s) - start ))
 check "after SIGKILL of mpirun (${mp:-not found}): no orted or rank left (${left:-none}), within $secs s" \
     [ -n "$mp" -a -z "$left" -a "$secs" -lt 20 ]
+
+# A job of more ranks than this machine has CPUs runs with mpi_yield_when_idle 1 (the
+# hosts' slots hide the oversubscription from Open MPI); one that fits does not; the user's
+# --mca wins.  mpirun hands its --mca values to the ranks as OMPI_MCA_ variables.
+yield_seen() { vc_mpirun "$@" -- sh -c 'echo "${OMPI_MCA_mpi_yield_when_idle:-unset}"' 2>/dev/null | sort | uniq -c | awk '{printf "%s x%s ", $2, $1}'; }
+cpus=$(nproc)
+crowd=$((cpus / 2 + 1))
+if [ "$crowd" -le 4 ]; then
+    got=$(yield_seen --ppn "$crowd")
+    check "2 hosts x $crowd ranks on $cpus CPUs: every rank yields when idle (${got:-no output})" \
+        [ "$got" = "1 x$((2 * crowd)) " ]
+    got=$(yield_seen --ppn "$crowd" --mca mpi_yield_when_idle 0)
+    check "the same with --mca mpi_yield_when_idle 0: the user's value (${got:-no output})" \
+        [ "$got" = "0 x$((2 * crowd)) " ]
+else
+    skip "2 hosts x $crowd ranks yield when idle" "$cpus CPUs here: a crowded job would be large"
+    skip "the user's mpi_yield_when_idle on a crowded job" "$cpus CPUs here"
+fi
+if [ "$cpus" -ge 2 ]; then
+    got=$(yield_seen --ppn 1)
+    check "2 hosts x 1 rank on $cpus CPUs: not set (${got:-no output})" [ "$got" = "unset x2 " ]
+else
+    skip "2 hosts x 1 rank: no yield set" "one CPU here"
+fi
 
 # launch overhead of one job (seconds, informational: the machine is shared)
 for mode in hosts ranks; do
