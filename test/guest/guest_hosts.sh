@@ -93,6 +93,8 @@ gh_up() {
             printf 'OMPI_MCA_btl_tcp_if_include=xh%d\nOMPI_MCA_btl_rsm_verbs_devices=rxe%d:1\nUCX_NET_DEVICES=rxe%d:1\n' \
                 "$i" "$i" "$i" > "$GH/hosts/$h.env"
         fi
+        # (guest_env.sh's hwloc setting: the agent starts orted with this file's environment only)
+        [ -n "${HWLOC_PLUGINS_BLACKLIST:-}" ] && echo "HWLOC_PLUGINS_BLACKLIST=$HWLOC_PLUGINS_BLACKLIST" >> "$GH/hosts/$h.env"
         mkdir -p "$own"
         # the holder: a shell that makes the host (name, mounts) and becomes `sleep`; its
         # namespaces live as long as it does (the guest powers off at the end)
@@ -118,6 +120,24 @@ gh_up() {
 }
 
 gh_on() { "$GH_AGENT" "$@"; }
+
+# gh_mpirun SECONDS MPIRUN_ARGS...: run_mpi on the hosts (GH_MPIRUN first).  The hosts share
+# the guest's CPUs, but each declares its own slots (--host h0:2,h1:2), so Open MPI does not
+# see 4 ranks on 2 CPUs as oversubscribed and leaves mpi_yield_when_idle off: every waiting
+# rank then spins out its time slice while the rank it waits for cannot run.  A job of more
+# ranks (-np) than CPUs gets mpi_yield_when_idle 1, as contrib/vcluster's jobs do, unless it
+# sets the parameter itself (an --mca argument or OMPI_MCA_mpi_yield_when_idle).
+gh_mpirun() {
+    local secs=$1 a prev= np=0 own=${OMPI_MCA_mpi_yield_when_idle:+1} crowd=()
+    shift
+    for a in "$@"; do
+        case $prev in -np | -n | --np) np=$a ;; esac
+        [ "$a" = mpi_yield_when_idle ] && own=1
+        prev=$a
+    done
+    [ -z "$own" ] && [ "$np" -gt "$(nproc)" ] 2>/dev/null && crowd=(--mca mpi_yield_when_idle 1)
+    run_mpi "$secs" "${GH_MPIRUN[@]}" "${crowd[@]}" "$@"
+}
 
 # --- what the guest scripts share (TAP from test/lib.sh, sourced by guest_env.sh)
 now() { date +%s.%N; }

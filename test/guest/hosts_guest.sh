@@ -63,7 +63,7 @@ job() {
     snap > "$W/$name.0"
     local t0 rc
     t0=$(now)
-    run_mpi "$secs" "${GH_MPIRUN[@]}" "$@" > "$W/$name" 2> "$W/$name.err"
+    gh_mpirun "$secs" "$@" > "$W/$name" 2> "$W/$name.err"
     rc=$?
     job_secs=$(since "$t0")
     snap > "$W/$name.1"
@@ -134,6 +134,26 @@ if job true 60 -np 4 --host h0:2,h1:2 /bin/true; then
 else
     failed "2 hosts x 2 ranks of /bin/true" true
 fi
+
+# --- a job of more ranks than the guest has CPUs yields when idle (gh_mpirun): the hosts'
+# slots hide the oversubscription from Open MPI; one that fits does not; the job's own
+# --mca wins.  mpirun hands its --mca values to the ranks as OMPI_MCA_ variables.
+yield_seen() {
+    job yield "$@" sh -c 'echo "yield ${OMPI_MCA_mpi_yield_when_idle:-unset}"' &&
+        awk '$1 == "yield" { print $2 }' "$W/yield" | sort | uniq -c | awk '{ printf "%s x%s ", $2, $1 }'
+}
+cpus=$(nproc)
+if [ "$cpus" -lt 4 ]; then
+    got=$(yield_seen 60 -np 4 --host h0:2,h1:2)
+    check "2 hosts x 2 ranks on the guest's $cpus CPUs: every rank yields when idle (${got:-no output})" [ "$got" = "1 x4 " ]
+    got=$(yield_seen 60 -np 4 --host h0:2,h1:2 --mca mpi_yield_when_idle 0)
+    check "the same with --mca mpi_yield_when_idle 0: the job's value (${got:-no output})" [ "$got" = "0 x4 " ]
+else
+    skip "2 hosts x 2 ranks yield when idle" "the guest has $cpus CPUs"
+    skip "the job's own mpi_yield_when_idle on a crowded job" "the guest has $cpus CPUs"
+fi
+got=$(yield_seen 60 -np 2 --host h0:1,h1:1)
+check "2 hosts x 1 rank on $cpus CPUs: not set (${got:-no output})" [ "$got" = "unset x2 " ]
 
 # --- nothing left by the jobs
 left=$(ps -eo pid=,comm= | awk '$2 ~ /^(orted|mpirun|vc_hosts|mpi_p2p|ib_write_lat)$/ { printf "%s ", $0 }')

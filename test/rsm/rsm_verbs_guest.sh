@@ -3,8 +3,9 @@
 # two hosts h0 and h1 (test/guest/guest_hosts.sh), each with its own /dev/shm and its own
 # soft-RoCE device (rxeI, chosen by OMPI_MCA_btl_rsm_verbs_devices in the host's env file):
 # peers on another host are reached by the verbs (RDMA write) back end, peers on the same
-# host by shared memory.  Every job runs under run_mpi (a time limit; 1536 MiB for the
-# job's private memory) and verifies its own data.  BUILDDIR is the machine's build tree,
+# host by shared memory.  Every job runs under gh_mpirun (run_mpi's time limit and 1536 MiB
+# for the job's private memory; a job of more ranks than CPUs yields when idle) and
+# verifies its own data.  BUILDDIR is the machine's build tree,
 # seen through the read-only 9p root.
 #   RSM_VERBS_MAX1   largest mpi_p2p message, 2 hosts x 1 rank (default 16 MiB)
 #   RSM_VERBS_MAX4   largest mpi_p2p message, 2 hosts x 2 ranks (default 1 MiB)
@@ -48,7 +49,7 @@ job() {
     snap > "$W/$name.0"
     local t0
     t0=$(now)
-    run_mpi "$secs" "${GH_MPIRUN[@]}" "$@" > "$W/$name" 2> "$W/$name.err"
+    gh_mpirun "$secs" "$@" > "$W/$name" 2> "$W/$name.err"
     job_rc=$?
     job_secs=$(since "$t0")
     echo "$job_secs $name" >> "$W/times"
@@ -238,7 +239,7 @@ fi
 # passed, "no answer to the connection request in 10000 ms in MPI").
 L="2 hosts x 4 ranks, self,rsm, btl_rsm_verbs_listener 2, mpit_read verbs-memory (all pairs at once)"
 job listen2 $((90 + 15 * 8)) -np 8 --host h0:4,h1:4 --oversubscribe "${RSM[@]}" "${VERBOSE[@]}" \
-    --mca btl_rsm_verbs_listener 2 --mca mpi_yield_when_idle 1 "$B/test/mpi/mpit_read" verbs-memory
+    --mca btl_rsm_verbs_listener 2 "$B/test/mpi/mpit_read" verbs-memory
 a=$(grep -c "answered .*'s connection request from the listener thread" "$W/listen2.err")
 # the entry points' side of the exclusion needs no fence where membarrier(2) is registered
 # (Debian's kernel has it): every rank says so
@@ -367,7 +368,7 @@ for n in ${MEM_N//,/ }; do
     # stream; the all-pairs burst could otherwise grow some pools (shown apart below)
     L="2 hosts x $n ranks, self,rsm, mpit_read verbs-memory"
     job mem$n $((90 + 15 * np)) -np $np --host h0:$n,h1:$n --oversubscribe "${RSM[@]}" \
-        --mca btl_rsm_verbs_pool_chunks 1 --mca mpi_yield_when_idle 1 "$B/test/mpi/mpit_read" verbs-memory
+        --mca btl_rsm_verbs_pool_chunks 1 "$B/test/mpi/mpit_read" verbs-memory
     relay_tap "$L: " < "$W/mem$n"
     sed -n 's/^verbs-memory: times /# '"$L"': /p' "$W/mem$n"
     ev=$(rxe_events mem$n)
@@ -421,8 +422,7 @@ for chunks in 3 1; do
     L="2 hosts x 2 ranks, self,rsm, btl_rsm_verbs_pool_chunks $chunks, mpit_read verbs-grow"
     # (single copy off: the stream goes through the pool)
     job grow$chunks 150 -np 4 --host h0:2,h1:2 "${RSM[@]}" --mca btl_rsm_verbs_pool_chunks $chunks \
-        --mca btl_rsm_verbs_single_copy_min 18446744073709551615 \
-        --mca mpi_yield_when_idle 1 "$B/test/mpi/mpit_read" verbs-grow $((chunks - 1))
+        --mca btl_rsm_verbs_single_copy_min 18446744073709551615 "$B/test/mpi/mpit_read" verbs-grow $((chunks - 1))
     relay_tap "$L: " < "$W/grow$chunks"
     if [ "$job_rc" -ne 0 ] || ! grep -q '^1\.\.' "$W/grow$chunks"; then
         failed "$L: mpit_read verbs-grow finished and passed (exit $job_rc, $job_secs s)" grow$chunks
@@ -457,7 +457,7 @@ snap > "$W/down.0"
 rxe0_sent() { cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts; }
 base=$(rxe0_sent)
 t0=$(now)
-( run_mpi 120 "${GH_MPIRUN[@]}" -np 2 --host h0:1,h1:1 "${RSM[@]}" "${VERBOSE[@]}" \
+( gh_mpirun 120 -np 2 --host h0:1,h1:1 "${RSM[@]}" "${VERBOSE[@]}" \
       "$B/test/rsm/rsm_soak" "$DOWN_SOAK" > "$W/down" 2> "$W/down.err"
   echo $? > "$W/down.rc"; now > "$W/down.end" ) &
 jpid=$!
@@ -546,7 +546,7 @@ xh1_up
 # so none can complete in error; the port's asynchronous event (IBV_EVENT_PORT_ERR) must end
 # the job, after the RC retry budget (1.07 s x 7 = 7.5 s), with the message
 L="2 hosts x 1 rank, self,rsm, connected and idle (mpit_read verbs-idle), xh1 down"
-( run_mpi 90 "${GH_MPIRUN[@]}" -np 2 --host h0:1,h1:1 "${RSM[@]}" --mca btl_base_verbose 1 \
+( gh_mpirun 90 -np 2 --host h0:1,h1:1 "${RSM[@]}" --mca btl_base_verbose 1 \
       "$B/test/mpi/mpit_read" verbs-idle > "$W/idle" 2> "$W/idle.err"
   echo $? > "$W/idle.rc"; now > "$W/idle.end" ) &
 jpid=$!
