@@ -1812,13 +1812,16 @@ int rsm_verbs_deregister(struct mca_btl_base_registration_handle_t *handle)
  * REMOTE_ADDRESS on Q, in one piece per rail up to RAILS: on the rails of the
  * sender's connection for ob1's single-copy reads, of our own connection for
  * one-sided reads and writes.  LKEYS: the local buffer's keys per rail (NULL: a
- * write small enough to go inline, which needs none); TMP: a registration made
- * for this operation alone, released at its completion. */
+ * write small enough to go inline, which needs none); *TMP: a registration made
+ * for this operation alone.  Once any piece is posted the operation owns it
+ * (*TMP becomes NULL) and releases it when its last posted piece completes, also
+ * after a failure: pieces of earlier rails may still be in flight then.  What is
+ * left in *TMP the caller releases. */
 static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rails, bool write,
                        void *local_address, const uint32_t *lkeys, uint64_t remote_address,
                        const struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
                        struct mca_btl_base_registration_handle_t *local_handle,
-                       struct mca_btl_base_registration_handle_t *tmp,
+                       struct mca_btl_base_registration_handle_t **tmp,
                        mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     enum { PIECE = 1u << 30 };      /* well inside any port's largest message */
@@ -1855,7 +1858,7 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
     r->ep = ep;
     r->local_address = local_address;
     r->local_handle = local_handle;
-    r->tmp = tmp;
+    r->tmp = tmp != NULL ? *tmp : NULL;
     r->cbfunc = cbfunc;
     r->cbcontext = cbcontext;
     r->cbdata = cbdata;
@@ -1893,10 +1896,12 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
                     rq[k].reads_out += w;
                     vs.rail_reads_out += w;
                 }
-                r->tmp = NULL;      /* the caller releases it (once) */
                 if (r->parts == 0) {
+                    r->tmp = NULL;  /* nothing posted: the caller releases it */
                     r->next = vs.free_reads;
                     vs.free_reads = r;
+                } else if (tmp != NULL) {
+                    *tmp = NULL;    /* released when the pieces posted complete */
                 }
                 conn_failed(ep, write ? "posting an RDMA write (one-sided)"
                                       : "posting an RDMA read", strerror(rc));
@@ -1916,6 +1921,9 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
             }
         }
         r->parts++;
+    }
+    if (tmp != NULL) {
+        *tmp = NULL;                /* read_done releases it */
     }
     return OPAL_SUCCESS;
 }
@@ -1989,9 +1997,9 @@ static int onesided_nolock(mca_btl_base_endpoint_t *ep, bool write, void *local_
     unsigned rails = lkeys != NULL && size >= c->verbs_stripe_min && v->out_rails > 1
                    ? v->out_rails : 1;
     rc = rdma_nolock(ep, q, rails, write, local_address, lkeys, remote_address, remote_handle,
-                     size, local_handle, tmp, cbfunc, cbcontext, cbdata);
-    if (rc != OPAL_SUCCESS && tmp != NULL) {
-        (void) rsm_verbs_deregister(tmp);
+                     size, local_handle, &tmp, cbfunc, cbcontext, cbdata);
+    if (tmp != NULL) {
+        (void) rsm_verbs_deregister(tmp);   /* not taken: nothing was posted */
     }
     if (rc == OPAL_SUCCESS && rails > 1) {
         if (write) {
