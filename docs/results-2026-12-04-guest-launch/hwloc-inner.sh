@@ -2,13 +2,7 @@
 # In the guest (outer.sh): ARGS = BUILDDIR INIT_TIME.  2 x 1 and 2 x 2 jobs with hwloc's
 # plugins all loaded, without gl and opencl, and without xml_libxml too; three rounds,
 # interleaved.  The setting goes into the hosts' env files (the agent passes only those).
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/test/guest/guest_env.sh" xbguest 1536
-unset HWLOC_PLUGINS_BLACKLIST          # guest_env.sh sets it since this measurement
-. "$top/test/guest/guest_hosts.sh"
-W=$GH/test; mkdir -p "$W"
-gh_up_tap 2 2
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. "$(dirname "$0")/inner-common.sh"
 P=$2
 for h in h0 h1; do cp "$GH/hosts/$h.env" "$GH/hosts/$h.env.orig"; done
 setbl() {

@@ -1,13 +1,7 @@
 #!/bin/bash
 # In the guest (outer.sh): ARGS = BUILDDIR INIT_TIME.  MPI_Init, barrier and finalize of
 # init_time by transport and placement, beside /bin/true; two rounds.
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/test/guest/guest_env.sh" xbguest 1536
-unset HWLOC_PLUGINS_BLACKLIST          # as measured: before guest_env.sh set it
-. "$top/test/guest/guest_hosts.sh"
-W=$GH/test; mkdir -p "$W"
-gh_up_tap 2 2
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. "$(dirname "$0")/inner-common.sh"
 P=$2
 j() {
     local l=$1 t0 rc; shift; t0=$(date +%s.%N)

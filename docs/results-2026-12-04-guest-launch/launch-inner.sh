@@ -2,13 +2,7 @@
 # In the guest (outer.sh): ARGS = BUILDDIR.  Launch times (/bin/true through the agent, on one
 # host, plain mpirun), then one 2 x 1 launch under strace: execve, connect and accept with
 # their times (hwloc_gl's tries of X displays :0-:9 on 127.0.0.1:6000-6009 show there).
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/test/guest/guest_env.sh" xbguest 1536
-unset HWLOC_PLUGINS_BLACKLIST          # as measured: before guest_env.sh set it
-. "$top/test/guest/guest_hosts.sh"
-W=$GH/test; mkdir -p "$W"
-gh_up_tap 2 2
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. "$(dirname "$0")/inner-common.sh"
 t() { local l=$1 t0; shift; t0=$(date +%s.%N); "$@" > "$W/o" 2>&1; echo "# RESULT $l rc=$? total=$(echo "$(date +%s.%N) - $t0" | bc)"; }
 for r in 1 2; do
     t true mpirun "${GH_MPIRUN[@]}" -np 2 --host h0:1,h1:1 /bin/true

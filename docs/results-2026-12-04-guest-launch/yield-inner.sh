@@ -2,12 +2,7 @@
 # In the guest (outer.sh): ARGS = BUILDDIR.  t-rsm-verbs.sh's 2 x 2 jobs (and rma1, 2 x 1)
 # with and without mpi_yield_when_idle 1; two rounds, interleaved.
 B=$1
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/test/guest/guest_env.sh" xbguest 1536
-. "$top/test/guest/guest_hosts.sh"
-W=$GH/test; mkdir -p "$W"
-gh_up_tap 2 2
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. "$(dirname "$0")/inner-common.sh"
 RSM=(--mca pml ob1 --mca btl self,rsm)
 j() {
     local l=$1 s=$2 t0 rc; shift 2; t0=$(date +%s.%N)
