@@ -10,8 +10,8 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/run TMPDIR=/run/tmp
 # and every rank load: the guest has no X server or GPU (hwloc_gl loads libX11 and tries
 # displays :0-:9; hwloc_opencl loads libOpenCL; hwloc_xml_libxml loads libxml2 and ICU,
 # where hwloc's own XML reader does the same job).  Under TCG that cost a 2-rank job
-# 1.5-3 s of its 8-10 (test/guest/README.md, docs/results-2026-12-04-guest-launch); guest_hosts.sh gives the
-# hosts the same.
+# 1.5-3 s of its 8-10 (test/guest/README.md, docs/results-2026-12-04-guest-launch);
+# guest_hosts.sh gives the hosts the same.
 export HWLOC_PLUGINS_BLACKLIST=hwloc_gl,hwloc_opencl,hwloc_xml_libxml
 ip link set lo up
 hostname "$1"

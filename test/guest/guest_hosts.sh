@@ -94,7 +94,8 @@ gh_up() {
                 "$i" "$i" "$i" > "$GH/hosts/$h.env"
         fi
         # (guest_env.sh's hwloc setting: the agent starts orted with this file's environment only)
-        [ -n "${HWLOC_PLUGINS_BLACKLIST:-}" ] && echo "HWLOC_PLUGINS_BLACKLIST=$HWLOC_PLUGINS_BLACKLIST" >> "$GH/hosts/$h.env"
+        [ -n "${HWLOC_PLUGINS_BLACKLIST:-}" ] &&
+            echo "HWLOC_PLUGINS_BLACKLIST=$HWLOC_PLUGINS_BLACKLIST" >> "$GH/hosts/$h.env"
         mkdir -p "$own"
         # the holder: a shell that makes the host (name, mounts) and becomes `sleep`; its
         # namespaces live as long as it does (the guest powers off at the end)

@@ -10,8 +10,9 @@
 # host and MPI_COMM_TYPE_SHARED splits by host, mpi_p2p passes with on- and off-host
 # peers in one job; pml ucx over the rxe devices moves a verified stream (rxe packet
 # counters); launch overhead per job; a job of more ranks than the guest's CPUs yields
-# when idle, one that fits does not, the job's own --mca wins; nothing left after the jobs.  Out here: no QEMU
-# process and no temporary file left, on every exit path.  About 2 minutes.
+# when idle, one that fits does not, the job's own --mca wins; nothing left after the
+# jobs.  Out here: no QEMU process and no temporary file left, on every exit path.  About
+# 2 minutes.
 # Skipped (77) without QEMU, the kernel package, its veth/bridge/overlay/rdma_rxe modules,
 # cpio or static libc.
 . "$(dirname "$0")/../lib.sh"
