@@ -11,7 +11,7 @@
 #  - a rank SIGKILLed in the middle of a pmeth job: the job ends, no rank, packet socket
 #    or /dev/shm file is left on any host, and after destroy nothing of the cluster.
 # One cluster per layout serves every job on it (creating one costs seconds).
-# PMETH_SOAK_SECONDS (default 30) sets the soak's traffic time.
+# PMETH_SOAK_SECONDS (default 20) sets the soak's traffic time.
 . "${TOP_SRCDIR:-.}/test/lib.sh"
 . "$TOP_SRCDIR/test/vcluster/vclib.sh"
 . "$TOP_SRCDIR/test/ext/mpi4py_lib.sh"
@@ -207,7 +207,7 @@ dropped() {
 # tx_total: bytes the nodes sent on their links
 tx_total() { local n s=0; for n in $(nodes); do s=$((s + $(ifstat "$n" eth0 tx_bytes))); done; echo $s; }
 
-soak_secs=${PMETH_SOAK_SECONDS:-30}
+soak_secs=${PMETH_SOAK_SECONDS:-20}
 loss=(); for n in $(nodes); do loss+=("loss:$n/eth0:0.01:both"); done
 vc fault "${loss[@]}" >/dev/null
 tx0=$(tx_total); start=$SECONDS
