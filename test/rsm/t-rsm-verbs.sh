@@ -64,7 +64,9 @@ guest_prepare
 # ranks per host of the registered-memory jobs (8: 16 ranks, ~22 s; 50-60 s when rxe
 # retransmits heavily, as with btl_rsm_verbs_timeout 14)
 MEM_N=${RSM_VERBS_MEM_N:-2,4,8}
-guest_boot 900 3072 2 "$TOP_SRCDIR/test/rsm/rsm_verbs_guest.sh" "$TOP_BUILDDIR" "$MEM_N" 900
+# the guest's time limit, which its script also keeps to (section 7b)
+GUEST_SECS=900
+guest_boot "$GUEST_SECS" 3072 2 "$TOP_SRCDIR/test/rsm/rsm_verbs_guest.sh" "$TOP_BUILDDIR" "$MEM_N" "$GUEST_SECS"
 n_mem=$(tr ',' '\n' <<< "$MEM_N" | grep -c .)
 guest_report "guest" $((56 + 5 * n_mem)) "rsm verbs: "
 echo "# this test: $((SECONDS - t0)) s in all"
