@@ -274,6 +274,7 @@ typedef struct mca_btl_rsm_component_t {
     size_t verbs_pool_size;
     unsigned int verbs_pool_chunks, verbs_grow_after;
     unsigned int verbs_sq_depth, verbs_srq_depth, verbs_signal, verbs_connect_timeout_ms;
+    unsigned int verbs_resend_ms;      /* unanswered REQ or GROW: again after this */
     int verbs_gid_index;
     unsigned int verbs_timeout, verbs_retry_count;
     size_t verbs_single_copy_min;   /* smallest message to a remote peer sent by RDMA read */

@@ -440,10 +440,15 @@ static int rsm_component_register(void)
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_signal, OPAL_INFO_LVL_6);
     c->verbs_connect_timeout_ms = 10000;
     reg("verbs_connect_timeout_ms", "Give up connecting to a peer that has not answered the "
-        "connection request (resent every 200 ms) within this many ms of this process's time "
-        "in MPI (time away from MPI does not count).  A peer that is away from MPI answers "
-        "from its listener thread (btl_rsm_verbs_listener)",
+        "connection request (resent every btl_rsm_verbs_resend_ms) within this many ms of "
+        "this process's time in MPI (time away from MPI does not count).  A peer that is "
+        "away from MPI answers from its listener thread (btl_rsm_verbs_listener)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_connect_timeout_ms, OPAL_INFO_LVL_5);
+    c->verbs_resend_ms = 200;
+    reg("verbs_resend_ms", "Resend a connection request or a pool's growth request (datagrams, "
+        "which the fabric may drop) that has had no answer for this many ms, 1..60000; each "
+        "answer to a request sent twice arrives twice, and the late one is ignored",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->verbs_resend_ms, OPAL_INFO_LVL_6);
     /* 0: in the soft-RoCE guest a delay of 1 ms cut a stream's packets by 2% and its
      * time by nothing that could be told from the guest's noise (btl_rsm/README.md) */
     c->verbs_ack_delay_us = 0;
@@ -684,6 +689,10 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     if (c->verbs_block < RSM_POSTBOX_SIZE || c->verbs_block > 65536
         || (c->verbs_block & (c->verbs_block - 1)) != 0) {
         bad_params("btl_rsm_verbs_block must be a power of two in 64..65536");
+        return NULL;
+    }
+    if (c->verbs_resend_ms < 1 || c->verbs_resend_ms > 60000) {
+        bad_params("btl_rsm_verbs_resend_ms must be 1..60000");
         return NULL;
     }
     if (c->verbs_ack_delay_us > 1000000) {

@@ -1165,6 +1165,7 @@ static void reply(mca_btl_base_endpoint_t *ep, const rsm_vmsg_t *req, int type, 
             m.pool_rkey[i] = v->in_pool_mr[i]->rkey;
         }
         m.pool_len = (uint32_t) vs.pool_bytes;
+        m.asked = req->pool_chunks;
         m.rails = (uint8_t) (v->in_rails > 0 ? v->in_rails : 1);
         for (unsigned r = 1; r < v->in_rails; r++) {
             m.rail[r - 1] = (rsm_vrail_t){.addr = vs.rail[r].self, .qpn = v->in_rail[r].qp->qp_num,
@@ -1374,6 +1375,13 @@ static void take_grown(const rsm_vmsg_t *m)
     if (v->state != VS_UP || m->conn != v->out.qp->qp_num || g == NULL || g->made == g->chunks) {
         return;                     /* a duplicate, or for another connection */
     }
+    int verdict = rsm_vgrown_verdict(m->asked, m->pool_chunks, g->made);
+    if (verdict == RSM_VGROWN_STALE) {
+        /* answers an earlier growth's resent GROW: this growth's answer is to come */
+        RSM_VERBOSE(10, "a late answer from %s to the GROW for %u chunks (%u mapped; the pool "
+                    "grows to %u)", peer_str(ep), m->asked, m->pool_chunks, g->made);
+        return;
+    }
     unsigned n = m->pool_chunks < g->made ? m->pool_chunks : g->made;
     for (unsigned i = v->chunks; i < n; i++) {
         v->pool_raddr[i] = m->pool_raddr[i];
@@ -1382,14 +1390,15 @@ static void take_grown(const rsm_vmsg_t *m)
     if (n > v->chunks) {
         v->chunks = n;
     }
-    if (m->pool_chunks < g->made) {
+    if (verdict == RSM_VGROWN_SHORT) {
         group_abandon_growth(g, "a receiver could not map the new chunk");
         return;
     }
     group_check_grown(g);
 }
 
-/* GROWs are resent until answered; a growth that takes longer than a
+/* GROWs are resent every btl_rsm_verbs_resend_ms until answered (so a GROW
+ * may be answered twice: take_grown); a growth that takes longer than a
  * connection may is given up (the pool keeps its size). */
 static void retry_grows(void)
 {
@@ -1407,7 +1416,7 @@ static void retry_grows(void)
         for (uint32_t i = 0; i < vs.n_eps; i++) {
             struct rsm_vpeer *v = vs.eps[i]->v;
             if (v->group == g && v->state == VS_UP && v->chunks < g->made
-                && now - v->grow_last_ns > 200000000ull) {
+                && now - v->grow_last_ns > (uint64_t) c->verbs_resend_ms * 1000000ull) {
                 send_grow(vs.eps[i]);
             }
         }
@@ -1546,8 +1555,9 @@ static int poll_handshakes(void)
     return count;
 }
 
-/* REQs are resent every 200 ms until answered, for btl_rsm_verbs_connect_timeout_ms
- * of time in MPI (progress runs this on every call while a connection waits).
+/* REQs are resent every btl_rsm_verbs_resend_ms (200) until answered, for
+ * btl_rsm_verbs_connect_timeout_ms of time in MPI (progress runs this on every
+ * call while a connection waits).
  * Time away from MPI does not count: a REQ lost just before the application
  * went off to compute must not fail the connection the moment it is back. */
 static void retry_requests(void)
@@ -1572,7 +1582,7 @@ static void retry_requests(void)
             conn_failed(ep, "connecting", why);
             continue;
         }
-        if (now - v->req_last_ns >= 200000000ull) {
+        if (now - v->req_last_ns >= (uint64_t) c->verbs_resend_ms * 1000000ull) {
             (void) send_req(ep);
         }
     }
@@ -1660,7 +1670,8 @@ static void poll_events(void)
 
 /* Progress costs the shm path nothing measurable: the completion queues are
  * polled only once a connection exists, and the handshake queue every 64th call
- * (a handshake waits at most 64 progress calls; a REQ is resent after 200 ms).
+ * (a handshake waits at most 64 progress calls; a REQ is resent after
+ * btl_rsm_verbs_resend_ms).
  * The device's asynchronous events (a port down, a queue pair in error) are read
  * every RSM_VEVENT_TICKS-th call (about a millisecond of spinning on hardware):
  * each look is a read(2), nearly always finding nothing, and at every 64th call
@@ -2082,7 +2093,7 @@ static int put_nolock(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t
  * messages for progress (a REP may let messages go, which calls ob1: never
  * from this thread).  The queue is armed before it is polled, so a message that
  * arrives meanwhile raises the next event; one the thread leaves to a process
- * that then goes away is resent by its sender 200 ms later.
+ * that then goes away is resent by its sender btl_rsm_verbs_resend_ms later.
  *
  * Cost.  Nothing while no handshake arrives (the thread sleeps in the kernel);
  * while it runs every entry point makes two plain stores and a load (ventry).  It

@@ -64,6 +64,9 @@ const char *rsm_vmsg_check(const void *msg, size_t len, uint64_t me, uint32_t ex
         }
         return NULL;
     }
+    if (m.type == RSM_VMSG_GROWN && (m.asked < 1 || m.asked > RSM_VMSG_CHUNKS)) {
+        return "the count of chunks asked for is out of range";
+    }
     if (m.pool_len < expect_pool_len) {
         return "remote pool too short";
     }

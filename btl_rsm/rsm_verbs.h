@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #define RSM_VMSG_MAGIC 0x52534d56u      /* "RSMV" */
-#define RSM_VMSG_VERSION 5      /* 5: direct units (rsm_vimm_pack_direct) */
+#define RSM_VMSG_VERSION 6      /* 6: GROWN names the growth it answers (asked) */
 
 enum { RSM_VMSG_REQ = 1, RSM_VMSG_REP = 2, RSM_VMSG_REJ = 3, RSM_VMSG_GROW = 4, RSM_VMSG_GROWN = 5 };
 
@@ -81,6 +81,9 @@ typedef struct rsm_vrail {
  * queue pair QPN", GROWN "mapped: here they are".  Chunk i is the segment
  * "/rsm-<tag>-vp<i>" and stripe i of the layout (rsm_postbox.h): a run names
  * its chunk, and the receiver checks it against the chunks it has mapped.
+ * An unanswered GROW is resent, so one GROW can be answered twice; each GROWN
+ * echoes the count its GROW asked for, and the sender judges a growth only by
+ * the answers to it (rsm_vgrown_verdict).
  *
  * Rails: a REQ offers the sender's queue pairs on its other ports (RAILS - 1 of
  * them), the REP answers with as many of the receiver's as it connected.  They
@@ -102,7 +105,8 @@ typedef struct rsm_vmsg {
     uint32_t pool_len;          /* REP, GROWN: bytes of each chunk */
     uint8_t pool_chunks;        /* REQ, GROW: chunks to map; REP, GROWN: chunks mapped (1..4) */
     uint8_t rails;              /* REQ: rails offered; REP: rails connected (1..RSM_VRAILS_MAX) */
-    uint8_t pad[2];
+    uint8_t asked;              /* GROWN: the pool_chunks of the GROW it answers (1..4) */
+    uint8_t pad;
     char pool_tag[RSM_VPOOL_TAG];   /* REQ, GROW: names the pool (lowercase hex digits) */
     rsm_vrail_t rail[RSM_VRAILS_MAX - 1];   /* REQ, REP: rails 1.. */
 } rsm_vmsg_t;
@@ -116,6 +120,21 @@ typedef struct rsm_vmsg {
  * malformed. */
 const char *rsm_vmsg_check(const void *msg, size_t len, uint64_t me, uint32_t expect_len,
                            uint32_t expect_pool_len);
+
+/* What a GROWN tells a sender whose pool is growing to MADE chunks: the GROW it
+ * answers ASKED for that many, and its receiver has MAPPED chunks.  An answer
+ * to an earlier growth's GROW (resent while the first answer was on its way,
+ * so answered twice) says nothing about this growth: stale, however few it
+ * names.  Otherwise the receiver has mapped the new chunk, or could not. */
+enum { RSM_VGROWN_STALE, RSM_VGROWN_SHORT, RSM_VGROWN_MAPPED };
+
+static inline int rsm_vgrown_verdict(unsigned asked, unsigned mapped, unsigned made)
+{
+    if (asked < made) {
+        return RSM_VGROWN_STALE;
+    }
+    return mapped < made ? RSM_VGROWN_SHORT : RSM_VGROWN_MAPPED;
+}
 
 /* The tail named by a unit's immediate: accepted only when it moves the
  * receiver's view forward by 1..QLEN postboxes past what it has consumed.

@@ -417,11 +417,16 @@ done
 # btl_rsm_verbs_pool_chunks (3, the default); rank 1's pool on h1 and ranks 2 and 3's on h0
 # stay at one.  Then registered memory per rank, the pool files per host and the growth
 # counters are exactly the formula's; the same job with pool_chunks 1 gives the stream's
-# rate without growth, beside it.
+# rate without growth, beside it.  The growing job resends unanswered requests after 5 ms
+# (btl_rsm_verbs_resend_ms; 200 by default), so most GROWs and REQs are answered twice:
+# a late answer to the first growth's GROW once stopped the second growth (a CI run;
+# docs/results-2026-12-04-rsm-verbs-grow).
 for chunks in 3 1; do
-    L="2 hosts x 2 ranks, self,rsm, btl_rsm_verbs_pool_chunks $chunks, mpit_read verbs-grow"
+    resend=() said=""
+    [ "$chunks" -gt 1 ] && resend=(--mca btl_rsm_verbs_resend_ms 5) said=", btl_rsm_verbs_resend_ms 5"
+    L="2 hosts x 2 ranks, self,rsm, btl_rsm_verbs_pool_chunks $chunks$said, mpit_read verbs-grow"
     # (single copy off: the stream goes through the pool)
-    job grow$chunks 150 -np 4 --host h0:2,h1:2 "${RSM[@]}" --mca btl_rsm_verbs_pool_chunks $chunks \
+    job grow$chunks 150 -np 4 --host h0:2,h1:2 "${RSM[@]}" --mca btl_rsm_verbs_pool_chunks $chunks "${resend[@]}" \
         --mca btl_rsm_verbs_single_copy_min 18446744073709551615 "$B/test/mpi/mpit_read" verbs-grow $((chunks - 1))
     relay_tap "$L: " < "$W/grow$chunks"
     if [ "$job_rc" -ne 0 ] || ! grep -q '^1\.\.' "$W/grow$chunks"; then

@@ -173,6 +173,7 @@ bad() { # label extra message
 bad "btl_rsm_verbs_listener 3" "--mca btl_rsm_verbs_listener 3" "btl_rsm_verbs_listener must be 0, 1 or 2"
 bad "btl_rsm_verbs_block 1000" "--mca btl_rsm_verbs_block 1000" "btl_rsm_verbs_block must be a power of two in 64..65536"
 bad "btl_rsm_verbs_ack_delay_us 2000000" "--mca btl_rsm_verbs_ack_delay_us 2000000" "btl_rsm_verbs_ack_delay_us must be 0..1000000"
+bad "btl_rsm_verbs_resend_ms 0" "--mca btl_rsm_verbs_resend_ms 0" "btl_rsm_verbs_resend_ms must be 1..60000"
 bad "btl_rsm_verbs_timeout 32" "--mca btl_rsm_verbs_timeout 32" "btl_rsm_verbs_timeout must be 0..31"
 bad "btl_rsm_verbs 3" "--mca btl_rsm_verbs 3" "btl_rsm_verbs must be 0, 1 or 2"
 bad "btl_rsm_verbs_pool_chunks 0" "--mca btl_rsm_verbs_pool_chunks 0" "btl_rsm_verbs_pool_chunks must be 1..4"

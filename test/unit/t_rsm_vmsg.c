@@ -2,7 +2,9 @@
  * messages (length, magic, version, type, addressee, queue pair and packet
  * numbers, the remote region's length and wrap, the pool's tag and length) and the immediate that names a
  * queue's new tail (only forward, never past a whole queue), and the further
- * rails a REQ or REP offers (count, each one's address and queue pair). */
+ * rails a REQ or REP offers (count, each one's address and queue pair); and
+ * how a sender reads a GROWN while its pool grows (an answer to an earlier,
+ * resent GROW is stale). */
 #include <string.h>
 
 #include "rsm_verbs.h"
@@ -92,8 +94,25 @@ int main(void)
     CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a REP whose second chunk wraps");
     m = good_rep(); m.pool_chunks = 4; m.pool_raddr[3] = 0x7f0000200000ull;
     CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) == NULL, "a REP of 4 chunks passes");
-    m.type = RSM_VMSG_GROWN;
+    m.type = RSM_VMSG_GROWN; m.asked = 4;
     CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) == NULL, "a GROWN of 4 chunks passes");
+    m.asked = 0;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a GROWN answering a GROW of 0 chunks");
+    m.asked = 5;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a GROWN answering a GROW of 5 chunks");
+    m.asked = 3;
+    CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) == NULL,
+          "a GROWN with more mapped than its GROW asked for passes (a later GROW's chunk)");
+    /* a pool growing from 2 to 3 chunks: the duplicate answer to the resent GROW
+     * of the growth from 1 to 2 (asked 2, mapped 2) must not end the growth */
+    CHECK(rsm_vgrown_verdict(2, 2, 3) == RSM_VGROWN_STALE,
+          "growing to 3: a late second answer to the GROW for 2 is stale, not a failure");
+    CHECK(rsm_vgrown_verdict(2, 3, 3) == RSM_VGROWN_STALE,
+          "growing to 3: an answer to the GROW for 2 is stale even when it shows chunk 3");
+    CHECK(rsm_vgrown_verdict(3, 2, 3) == RSM_VGROWN_SHORT,
+          "growing to 3: the receiver answers the GROW for 3 with 2 mapped: it could not map");
+    CHECK(rsm_vgrown_verdict(3, 3, 3) == RSM_VGROWN_MAPPED, "growing to 3: 3 mapped");
+    CHECK(rsm_vgrown_verdict(4, 4, 3) == RSM_VGROWN_MAPPED, "growing to 3: more than 3 mapped");
     m = good_rep(); m.pool_chunks = 5;
     CHECK(rsm_vmsg_check(&m, sizeof(m), me, 128, 4096) != NULL, "a REP of 5 chunks: refused");
     m = good(); m.pool_chunks = 0;
