@@ -1,13 +1,15 @@
 #!/bin/bash
-# In the guest (outer.sh): ARGS = BUILDDIR OLD_MCA_DIR ROUNDS [GROW_AFTER [RESEND_MS
-# [WHICH]]].  t-rsm-verbs.sh's verbs-grow job (2 hosts x 2 ranks; rank 0 streams to ranks
-# 2 and 3 until its pool on h1 has grown twice, to 3 chunks) ROUNDS times with the
-# component before the fix (OLD_MCA_DIR: a copy of Open MPI's component directory with a
-# build of this tree whose rsm_vgrown_verdict never says stale) and after it (the
-# installed one), interleaved; every other round with a busy loop on the guest's vCPUs
-# beside the job, so that answers to GROW come later.  Per job: rank 0's pool_grows
-# counter, the stream's bytes and seconds, and the verbose lines of growth
-# (btl_base_verbose 10): grew, gave up, late answers.
+# In the guest: ARGS = BUILDDIR OLD_MCA_DIR ROUNDS [GROW_AFTER [RESEND_MS [WHICH]]]; from
+# this directory: GUEST_SECS=2400 OUT=/tmp/grow.txt ../results-2026-12-04-guest-launch/outer.sh
+# $PWD/grow-inner.sh OLD_MCA_DIR ROUNDS [GROW_AFTER [RESEND_MS [WHICH]]].
+# t-rsm-verbs.sh's verbs-grow job (2 hosts x 2 ranks; rank 0 streams to ranks 2 and 3
+# until its pool on h1 has grown twice, to 3 chunks) ROUNDS times with the component
+# before the fix (OLD_MCA_DIR: a copy of Open MPI's component directory with a build of
+# this tree whose rsm_vgrown_verdict never says stale) and after it (the installed one),
+# interleaved; every other round with a busy loop on the guest's vCPUs beside the job, so
+# that answers to GROW come later.  Per job: rank 0's pool_grows counter, the stream's
+# bytes and seconds, and the verbose lines of growth (btl_base_verbose 10): grew, gave
+# up, late answers.
 # GROW_AFTER (btl_rsm_verbs_grow_after, default 16) 1 starts the second growth at the
 # first pool-full event after the first.  RESEND_MS (btl_rsm_verbs_resend_ms, default
 # 200) short resends GROWs before their answers come, so they are answered twice.
