@@ -172,6 +172,9 @@ struct mca_btl_base_endpoint_t {
     uint32_t heal_inflight;             /* bit per path: a health probe is out */
     uint64_t heal_sent_ns[PMETH_MAX_LINKS];
     uint64_t apm_nonce;                 /* of our path probes (not the start-up ones) */
+    uint32_t probe_serial;              /* of the last path probe sent (pmeth_path_probe_nonce) */
+    uint32_t load_serial_first;         /* the first probe of the load being checked */
+    uint32_t heal_serial[PMETH_MAX_LINKS];      /* the health probe out on each path */
     uint64_t probe_heard_ns[PMETH_MAX_LINKS];   /* a path probe last answered there */
     uint64_t alive_probe_ns;            /* a link fell silent: the others were probed */
     uint64_t recover_from_ns;           /* a path left the stripe with frames in flight */
@@ -505,7 +508,7 @@ void pmeth_apm_acks_lost(mca_btl_base_endpoint_t *ep, uint64_t now);
 /* the peer's PATH_DOWN notice: a path of ours to it is dead */
 void pmeth_apm_path_down_notice(mca_btl_base_endpoint_t *ep, const pmeth_wire_view_t *v);
 /* an answer to one of our path probes */
-bool pmeth_apm_probe_reply(mca_btl_base_endpoint_t *ep, uint8_t path);
+bool pmeth_apm_probe_reply(mca_btl_base_endpoint_t *ep, uint8_t path, uint32_t serial);
 /* EP's path P is not in the stripe any more */
 static inline bool pmeth_path_usable(const mca_btl_base_endpoint_t *ep, uint8_t p)
 {

@@ -220,19 +220,23 @@ static void watch(mca_btl_base_endpoint_t *ep)
 }
 
 /* A PROBE of ours on path P (small: the MTU was checked at start-up). */
-static void send_path_probe(mca_btl_base_endpoint_t *ep, uint8_t p)
+/* Returns the probe's serial (taken even when no frame was free: then it is
+ * simply never answered). */
+static uint32_t send_path_probe(mca_btl_base_endpoint_t *ep, uint8_t p)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     const pmeth_path_t *path = &ep->paths[p];
     pmeth_link_t *link = &c->links[path->local];
     void *frame;
     uint32_t cap;
+    uint32_t serial = ++ep->probe_serial;
     int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
     if (id < 0) {
-        return;         /* unanswered, then: asked again or counted as failed */
+        return serial;  /* unanswered, then: asked again or counted as failed */
     }
     uint32_t len = PMETH_WIRE_HDR_LEN + PMETH_WIRE_PROBE_LEN;
-    pmeth_wire_probe_t probe = {.nonce = ep->apm_nonce, .from_link = path->local,
+    pmeth_wire_probe_t probe = {.nonce = pmeth_path_probe_nonce(ep->apm_nonce, serial),
+                                .from_link = path->local,
                                 .to_link = path->peer_link, .full = false, .mtu = link->mtu,
                                 .frame_len = len};
     pmeth_wire_build_probe(frame, len, path->peer_mac, link->mac, (uint16_t) c->ethertype,
@@ -240,20 +244,26 @@ static void send_path_probe(mca_btl_base_endpoint_t *ep, uint8_t p)
     pmeth_link_post_once(link, id, len);
     pmeth_link_kick(link);
     c->apm_probes_sent++;
+    return serial;
 }
 
-bool pmeth_apm_probe_reply(mca_btl_base_endpoint_t *ep, uint8_t p)
+/* An answer on path P to our path probe SERIAL.  Any answer shows the path
+ * carries frames now; but a load is confirmed only by an answer to one of its
+ * own probes, and a health probe only by the answer to it: the late answer to
+ * a probe already counted as failed must not count for the next. */
+bool pmeth_apm_probe_reply(mca_btl_base_endpoint_t *ep, uint8_t p, uint32_t serial)
 {
     uint64_t now = pmeth_now_ns();
     if (ep->apm_conn == NULL) {
         return false;
     }
     ep->probe_heard_ns[p] = now;
-    if (ep->load_path == (int) p) {
+    if (ep->load_path == (int) p
+        && pmeth_serial_within(serial, ep->load_serial_first, ep->probe_serial)) {
         ep->load_path = -1;
         (void) apm_load_confirmed(ep->apm_conn, ep->load_gen, now);
     }
-    if (ep->heal_inflight & (1u << p)) {
+    if ((ep->heal_inflight & (1u << p)) && serial == ep->heal_serial[p]) {
         ep->heal_inflight &= ~(1u << p);
         (void) apm_probe_ok(ep->apm_conn, p, now);
     }
@@ -500,6 +510,7 @@ static bool service(mca_btl_base_endpoint_t *ep, uint64_t now)
         ep->load_gen = atomic_load_explicit(&ep->apm_load_gen, memory_order_relaxed);
         ep->load_tries = 0;
         ep->load_sent_ns = 0;
+        ep->load_serial_first = ep->probe_serial + 1;
     }
     if (ep->load_path >= 0 && now - ep->load_sent_ns >= interval) {
         if (ep->load_tries >= 3) {
@@ -522,7 +533,7 @@ static bool service(mca_btl_base_endpoint_t *ep, uint64_t now)
     uint32_t wanted = apm_probe_wanted(ep->apm_conn, now);
     for (uint8_t p = 0; p < ep->npaths; p++) {
         if ((wanted >> p & 1u) && now - ep->heal_sent_ns[p] >= interval) {
-            send_path_probe(ep, p);
+            ep->heal_serial[p] = send_path_probe(ep, p);
             ep->heal_inflight |= 1u << p;
             ep->heal_sent_ns[p] = now;
         }

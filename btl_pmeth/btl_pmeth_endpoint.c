@@ -188,11 +188,13 @@ void pmeth_probe_reply(pmeth_link_t *link, const pmeth_wire_view_t *v)
     mca_btl_base_endpoint_t *ep = c->by_id[v->src_id];
     const pmeth_wire_probe_t *p = &v->probe;
     uint8_t li = (uint8_t) (link - c->links), pj = p->to_link;
-    if (ep->apm_conn != NULL && p->nonce == ep->apm_nonce && p->from_link == li) {
+    uint32_t serial;
+    if (ep->apm_conn != NULL && pmeth_path_probe_serial(p->nonce, ep->apm_nonce, &serial)
+        && p->from_link == li) {
         /* a path probe of path migration (btl_pmeth_apm.c) */
         for (uint8_t k = 0; k < ep->npaths; k++) {
             if (ep->paths[k].local == li && ep->paths[k].peer_link == pj) {
-                (void) pmeth_apm_probe_reply(ep, k);
+                (void) pmeth_apm_probe_reply(ep, k, serial);
             }
         }
         return;

@@ -67,6 +67,10 @@ static void put_acks(mca_btl_base_endpoint_t *ep, void *frame)
     if (ep->delay_have) {
         pmeth_wire_set_delay(frame, ep->delay_least);
         ep->delay_have = false;
+    } else {
+        /* a frame sent again carried a delay measured before it was lost: a
+         * queue that built since would hide behind it (the least of a round) */
+        pmeth_wire_clear_delay(frame);
     }
 }
 

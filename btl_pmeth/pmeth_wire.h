@@ -123,6 +123,31 @@ typedef struct pmeth_wire_probe {
     uint32_t frame_len;                 /* PROBE: as sent; REPLY: as it arrived */
 } pmeth_wire_probe_t;
 
+/* A path probe of path migration (btl_pmeth_apm.c) names its endpoint's path
+ * probes by BASE's upper half and itself by a serial in the lower half, so an
+ * answer says which probe it answers: a late answer to a probe already given up
+ * (or to a load of an earlier generation) is not credited to the one now out.
+ * Start-up probes' nonces differ from BASE in the upper half. */
+static inline uint64_t pmeth_path_probe_nonce(uint64_t base, uint32_t serial)
+{
+    return base ^ serial;
+}
+
+static inline bool pmeth_path_probe_serial(uint64_t nonce, uint64_t base, uint32_t *serial)
+{
+    if ((nonce ^ base) >> 32 != 0) {
+        return false;
+    }
+    *serial = (uint32_t) (nonce ^ base);
+    return true;
+}
+
+/* Is SERIAL one of FIRST..LAST (serials wrap)? */
+static inline bool pmeth_serial_within(uint32_t serial, uint32_t first, uint32_t last)
+{
+    return (uint32_t) (serial - first) <= (uint32_t) (last - first);
+}
+
 typedef struct pmeth_wire_expect {
     uint16_t ethertype;
     uint32_t job_key;
@@ -279,6 +304,14 @@ static inline void pmeth_wire_set_delay(void *frame, uint32_t delay)
     uint8_t *f = frame;
     f[28] |= PMETH_WIRE_F_DELAY;
     pmeth_put32(f + 60, delay);
+}
+
+/* No delay report (a frame sent again: the one it carried is stale). */
+static inline void pmeth_wire_clear_delay(void *frame)
+{
+    uint8_t *f = frame;
+    f[28] &= (uint8_t) ~PMETH_WIRE_F_DELAY;
+    pmeth_put32(f + 60, 0);
 }
 
 /* Echo the newest resent frame we received (DATA and ACK frames). */

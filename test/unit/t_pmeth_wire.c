@@ -443,6 +443,14 @@ static void test_stamp_delay(void)
     pmeth_wire_set_delay(buf, 0);
     CHECK(parse_n(n, 8, &v) == PMETH_WIRE_OK && v.has_delay && v.delay == 0 && v.stamp == 7,
           "an ACK carries a stamp and a delay (0 is a delay like any other)");
+    n = make_data(64);
+    pmeth_wire_set_delay(buf, 0x12345678u);
+    pmeth_wire_clear_delay(buf);
+    CHECK(parse_n(n, 8, &v) == PMETH_WIRE_OK && !v.has_delay && v.delay == 0
+              && v.payload[0] == pattern(0),
+          "clear_delay: a frame sent again carries no delay (flag and bytes cleared, it parses)");
+    pmeth_wire_clear_delay(buf);
+    CHECK(parse_n(n, 8, &v) == PMETH_WIRE_OK && !v.has_delay, "clear_delay on no delay: still none");
     n = make_ack();
     buf[62] = 1;
     CHECK(parse(n) == PMETH_WIRE_MALFORMED, "delay bytes without the DELAY flag: malformed");
@@ -673,6 +681,30 @@ static void test_array_rule(void)
           "tags changing mid-array: dropped, and the rest of it");
 }
 
+/* Path probes name themselves (serial under the endpoint's base), so answers
+ * to probes given up are told from the answer to the probe out now. */
+static void test_path_probe_serials(void)
+{
+    const uint64_t base = 0x1234abcd00ff00ffull, startup = base ^ 0xa9a9a9a9a9a9a9a9ull;
+    uint32_t s = 0;
+    CHECK(pmeth_path_probe_serial(pmeth_path_probe_nonce(base, 7), base, &s) && s == 7,
+          "a path probe's serial comes back from its nonce");
+    CHECK(pmeth_path_probe_serial(pmeth_path_probe_nonce(base, 0xffffffffu), base, &s)
+              && s == 0xffffffffu, "serial 2^32-1 too");
+    CHECK(pmeth_path_probe_nonce(base, 7) != pmeth_path_probe_nonce(base, 8),
+          "two probes, two nonces: the answer to one is not the other's");
+    CHECK(!pmeth_path_probe_serial(startup, base, &s)
+              && !pmeth_path_probe_serial(startup ^ 0x5a5a000000000001ull, base, &s),
+          "a start-up probe's nonce (and its small companions') is no path probe's");
+    CHECK(!pmeth_path_probe_serial(base ^ (1ull << 32), base, &s),
+          "a nonce off in the upper half is no path probe's");
+    CHECK(pmeth_serial_within(5, 5, 7) && pmeth_serial_within(7, 5, 7) && !pmeth_serial_within(4, 5, 7)
+              && !pmeth_serial_within(8, 5, 7),
+          "a load's probes are FIRST..LAST: an earlier load's answer is not in");
+    CHECK(pmeth_serial_within(1, 0xfffffffeu, 2) && !pmeth_serial_within(0xfffffffdu, 0xfffffffeu, 2),
+          "serials wrap");
+}
+
 int main(void)
 {
     test_round_trips();
@@ -692,5 +724,6 @@ int main(void)
     test_random_frames();
     test_names();
     test_ethertype_owner();
+    test_path_probe_serials();
     return tap_done();
 }
