@@ -174,7 +174,7 @@ struct mca_btl_base_endpoint_t {
     uint64_t apm_nonce;                 /* of our path probes (not the start-up ones) */
     uint32_t probe_serial;              /* of the last path probe sent (pmeth_path_probe_nonce) */
     uint32_t load_serial_first;         /* the first probe of the load being checked */
-    uint32_t heal_serial[PMETH_MAX_LINKS];      /* the health probe out on each path */
+    uint32_t heal_from[PMETH_MAX_LINKS];        /* health probes since the last failed one */
     uint64_t probe_heard_ns[PMETH_MAX_LINKS];   /* a path probe last answered there */
     uint64_t alive_probe_ns;            /* a link fell silent: the others were probed */
     uint64_t recover_from_ns;           /* a path left the stripe with frames in flight */

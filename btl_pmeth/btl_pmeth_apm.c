@@ -219,10 +219,9 @@ static void watch(mca_btl_base_endpoint_t *ep)
     ep->apm_watched = true;
 }
 
-/* A PROBE of ours on path P (small: the MTU was checked at start-up). */
-/* Returns the probe's serial (taken even when no frame was free: then it is
- * simply never answered). */
-static uint32_t send_path_probe(mca_btl_base_endpoint_t *ep, uint8_t p)
+/* A PROBE of ours on path P (small: the MTU was checked at start-up).  Its
+ * serial is taken even when no frame is free (then it is never answered). */
+static void send_path_probe(mca_btl_base_endpoint_t *ep, uint8_t p)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     const pmeth_path_t *path = &ep->paths[p];
@@ -232,7 +231,7 @@ static uint32_t send_path_probe(mca_btl_base_endpoint_t *ep, uint8_t p)
     uint32_t serial = ++ep->probe_serial;
     int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
     if (id < 0) {
-        return serial;  /* unanswered, then: asked again or counted as failed */
+        return;         /* unanswered, then: asked again or counted as failed */
     }
     uint32_t len = PMETH_WIRE_HDR_LEN + PMETH_WIRE_PROBE_LEN;
     pmeth_wire_probe_t probe = {.nonce = pmeth_path_probe_nonce(ep->apm_nonce, serial),
@@ -244,13 +243,14 @@ static uint32_t send_path_probe(mca_btl_base_endpoint_t *ep, uint8_t p)
     pmeth_link_post_once(link, id, len);
     pmeth_link_kick(link);
     c->apm_probes_sent++;
-    return serial;
 }
 
 /* An answer on path P to our path probe SERIAL.  Any answer shows the path
  * carries frames now; but a load is confirmed only by an answer to one of its
- * own probes, and a health probe only by the answer to it: the late answer to
- * a probe already counted as failed must not count for the next. */
+ * own probes, and health only by an answer to a probe sent since the last one
+ * counted as failed: the late answer to that one must not count for the next.
+ * (Health probes go every apm_probe_ms while one is out, so an answer slower
+ * than that still counts, for whichever is out.) */
 bool pmeth_apm_probe_reply(mca_btl_base_endpoint_t *ep, uint8_t p, uint32_t serial)
 {
     uint64_t now = pmeth_now_ns();
@@ -263,7 +263,8 @@ bool pmeth_apm_probe_reply(mca_btl_base_endpoint_t *ep, uint8_t p, uint32_t seri
         ep->load_path = -1;
         (void) apm_load_confirmed(ep->apm_conn, ep->load_gen, now);
     }
-    if ((ep->heal_inflight & (1u << p)) && serial == ep->heal_serial[p]) {
+    if ((ep->heal_inflight & (1u << p))
+        && pmeth_serial_within(serial, ep->heal_from[p], ep->probe_serial)) {
         ep->heal_inflight &= ~(1u << p);
         (void) apm_probe_ok(ep->apm_conn, p, now);
     }
@@ -527,13 +528,14 @@ static bool service(mca_btl_base_endpoint_t *ep, uint64_t now)
     for (uint8_t p = 0; p < ep->npaths; p++) {
         if ((ep->heal_inflight >> p & 1u) && now - ep->heal_sent_ns[p] >= 3 * interval) {
             ep->heal_inflight &= ~(1u << p);
+            ep->heal_from[p] = ep->probe_serial + 1;
             (void) apm_probe_failed(ep->apm_conn, p, now);
         }
     }
     uint32_t wanted = apm_probe_wanted(ep->apm_conn, now);
     for (uint8_t p = 0; p < ep->npaths; p++) {
         if ((wanted >> p & 1u) && now - ep->heal_sent_ns[p] >= interval) {
-            ep->heal_serial[p] = send_path_probe(ep, p);
+            send_path_probe(ep, p);
             ep->heal_inflight |= 1u << p;
             ep->heal_sent_ns[p] = now;
         }
