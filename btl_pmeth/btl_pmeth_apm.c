@@ -253,18 +253,19 @@ static void send_path_probe(mca_btl_base_endpoint_t *ep, uint8_t p)
  * than that still counts, for whichever is out.) */
 bool pmeth_apm_probe_reply(mca_btl_base_endpoint_t *ep, uint8_t p, uint32_t serial)
 {
+    /* serials wrap as sequence numbers do; none is ahead of the last one sent */
+    bool since_load = !pmeth_seq_lt(serial, ep->load_serial_first);
+    bool since_failed = !pmeth_seq_lt(serial, ep->heal_from[p]);
     uint64_t now = pmeth_now_ns();
     if (ep->apm_conn == NULL) {
         return false;
     }
     ep->probe_heard_ns[p] = now;
-    if (ep->load_path == (int) p
-        && pmeth_serial_within(serial, ep->load_serial_first, ep->probe_serial)) {
+    if (ep->load_path == (int) p && since_load) {
         ep->load_path = -1;
         (void) apm_load_confirmed(ep->apm_conn, ep->load_gen, now);
     }
-    if ((ep->heal_inflight & (1u << p))
-        && pmeth_serial_within(serial, ep->heal_from[p], ep->probe_serial)) {
+    if ((ep->heal_inflight & (1u << p)) && since_failed) {
         ep->heal_inflight &= ~(1u << p);
         (void) apm_probe_ok(ep->apm_conn, p, now);
     }

@@ -67,11 +67,16 @@ static void put_acks(mca_btl_base_endpoint_t *ep, void *frame)
     if (ep->delay_have) {
         pmeth_wire_set_delay(frame, ep->delay_least);
         ep->delay_have = false;
-    } else {
-        /* a frame sent again carried a delay measured before it was lost: a
-         * queue that built since would hide behind it (the least of a round) */
-        pmeth_wire_clear_delay(frame);
     }
+}
+
+/* The same for a frame sent again (resent, or moved to another path): the
+ * delay it carried was measured before it was lost, and a queue that built
+ * since would hide behind it (the least report of a round counts). */
+static void put_acks_again(mca_btl_base_endpoint_t *ep, void *frame)
+{
+    pmeth_wire_clear_delay(frame);
+    put_acks(ep, frame);
 }
 
 /* Write the headers of FRAG's frame (addresses of its path, its sequence
@@ -494,7 +499,7 @@ bool pmeth_frag_move(mca_btl_pmeth_frag_t *frag, uint8_t xmit)
     memcpy(f + 6, link->mac, 6);
     f[29] = path->local;
     pmeth_wire_set_current(f, p == ep->primary);
-    put_acks(ep, f);
+    put_acks_again(ep, f);
     pmeth_wire_set_xmit(f, xmit);
     frag_moved(frag, id, p, f, frag->frame_len);
     pmeth_txwin_relink(ep->tx, frag->seq, path->local);
@@ -546,7 +551,7 @@ static void resend(mca_btl_pmeth_frag_t *frag, uint8_t xmit, bool fast)
     /* refresh the piggy-backed acks (the ones in the frame are old) and say
      * which transmission this is, for the receiver to echo */
     void *frame = pmeth_ring_tx_frame(link->ring, frag->frame_id);
-    put_acks(frag->endpoint, frame);
+    put_acks_again(frag->endpoint, frame);
     pmeth_wire_set_xmit(frame, xmit);
     if (pmeth_ring_tx_repost(link->ring, frag->frame_id) != 0) {
         return;         /* no free slot now: the timer brings it back */

@@ -142,12 +142,6 @@ static inline bool pmeth_path_probe_serial(uint64_t nonce, uint64_t base, uint32
     return true;
 }
 
-/* Is SERIAL one of FIRST..LAST (serials wrap)? */
-static inline bool pmeth_serial_within(uint32_t serial, uint32_t first, uint32_t last)
-{
-    return (uint32_t) (serial - first) <= (uint32_t) (last - first);
-}
-
 typedef struct pmeth_wire_expect {
     uint16_t ethertype;
     uint32_t job_key;
