@@ -30,9 +30,10 @@
 # each host's /dev/shm: one per remote sender);
 # a sender that streams (mpit_read verbs-grow) grows its pool on the other host to
 # btl_rsm_verbs_pool_chunks chunks while every other pool stays at one, registered bytes and
-# pool files as the formula (its requests resent after 5 ms, so answered twice); mpi4py's test_p2p_obj, _p2p_buf and _cco_buf on 2 x 1, and its
-# one-sided test_rma, _win and _rma_nb with --mca osc_rdma_btls rsm (all but MPI_Win_allocate_shared
-# across hosts, which MPI does not allow, pass)
+# pool files as the formula (its requests resent after 5 ms, so answered twice); mpi4py's
+# test_p2p_obj, _p2p_buf and _cco_buf on 2 x 1, and its one-sided test_rma, _win and
+# _rma_nb with --mca osc_rdma_btls rsm (all but MPI_Win_allocate_shared across hosts, which
+# MPI does not allow, pass)
 # (test_msgspec too until 2026-11-29, 100-264 s; the whole suite does not end in 15 minutes
 # under TCG); jobs of an ordinary
 # user (nobody, no capabilities): with 8 MiB of locked memory mpi_p2p passes over verbs, with
