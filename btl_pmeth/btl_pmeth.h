@@ -42,11 +42,13 @@
 #include "apm_thread.h"
 #include "pmeth_credit.h"
 #include "pmeth_pace.h"
+#include "pmeth_pathprobe.h"
 #include "pmeth_ring.h"
 #include "pmeth_window.h"
 #include "pmeth_wire.h"
 
 #define PMETH_MAX_LINKS 8
+_Static_assert(PMETH_MAX_LINKS <= PMETH_PATHPROBE_PATHS, "pmeth_pathprobe keeps a round per path");
 #define PMETH_MODEX_VERSION 1
 
 /* What each process publishes in the modex: its links as peers address them. */
@@ -169,12 +171,9 @@ struct mca_btl_base_endpoint_t {
     uint32_t load_gen;
     unsigned load_tries;
     uint64_t load_sent_ns;
-    uint32_t heal_inflight;             /* bit per path: a health probe is out */
     uint64_t heal_sent_ns[PMETH_MAX_LINKS];
     uint64_t apm_nonce;                 /* of our path probes (not the start-up ones) */
-    uint32_t probe_serial;              /* of the last path probe sent (pmeth_path_probe_nonce) */
-    uint32_t load_serial_first;         /* the first probe of the load being checked */
-    uint32_t heal_from[PMETH_MAX_LINKS];        /* health probes since the last failed one */
+    pmeth_pathprobe_t probes;           /* their serials: which answers count */
     uint64_t probe_heard_ns[PMETH_MAX_LINKS];   /* a path probe last answered there */
     uint64_t alive_probe_ns;            /* a link fell silent: the others were probed */
     uint64_t recover_from_ns;           /* a path left the stripe with frames in flight */

@@ -159,6 +159,7 @@ void pmeth_apm_endpoint_ready(mca_btl_base_endpoint_t *ep)
         return;
     }
     ep->apm_nonce = ep->probe_nonce ^ 0xa9a9a9a9a9a9a9a9ull;
+    pmeth_pathprobe_init(&ep->probes, 1);
     apm_path_t paths[PMETH_MAX_LINKS];
     memset(paths, 0, sizeof(paths));
     for (uint8_t p = 0; p < ep->npaths; p++) {
@@ -219,19 +220,20 @@ static void watch(mca_btl_base_endpoint_t *ep)
     ep->apm_watched = true;
 }
 
-/* A PROBE of ours on path P (small: the MTU was checked at start-up).  Its
- * serial is taken even when no frame is free (then it is never answered). */
-static void send_path_probe(mca_btl_base_endpoint_t *ep, uint8_t p)
+/* A PROBE of ours on path P (small: the MTU was checked at start-up); its
+ * serial.  The serial is taken even when no frame is free (then it is never
+ * answered). */
+static uint32_t send_path_probe(mca_btl_base_endpoint_t *ep, uint8_t p)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     const pmeth_path_t *path = &ep->paths[p];
     pmeth_link_t *link = &c->links[path->local];
     void *frame;
     uint32_t cap;
-    uint32_t serial = ++ep->probe_serial;
+    uint32_t serial = pmeth_pathprobe_next(&ep->probes);
     int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
     if (id < 0) {
-        return;         /* unanswered, then: asked again or counted as failed */
+        return serial;  /* unanswered, then: asked again or counted as failed */
     }
     uint32_t len = PMETH_WIRE_HDR_LEN + PMETH_WIRE_PROBE_LEN;
     pmeth_wire_probe_t probe = {.nonce = pmeth_path_probe_nonce(ep->apm_nonce, serial),
@@ -243,30 +245,25 @@ static void send_path_probe(mca_btl_base_endpoint_t *ep, uint8_t p)
     pmeth_link_post_once(link, id, len);
     pmeth_link_kick(link);
     c->apm_probes_sent++;
+    return serial;
 }
 
 /* An answer on path P to our path probe SERIAL.  Any answer shows the path
  * carries frames now; but a load is confirmed only by an answer to one of its
- * own probes, and health only by an answer to a probe sent since the last one
- * counted as failed: the late answer to that one must not count for the next.
- * (Health probes go every apm_probe_ms while one is out, so an answer slower
- * than that still counts, for whichever is out.) */
+ * own probes, and health only by an answer to a probe of the round now open
+ * (pmeth_pathprobe.h): a late answer from before must not count. */
 bool pmeth_apm_probe_reply(mca_btl_base_endpoint_t *ep, uint8_t p, uint32_t serial)
 {
-    /* serials wrap as sequence numbers do; none is ahead of the last one sent */
-    bool since_load = !pmeth_seq_lt(serial, ep->load_serial_first);
-    bool since_failed = !pmeth_seq_lt(serial, ep->heal_from[p]);
     uint64_t now = pmeth_now_ns();
     if (ep->apm_conn == NULL) {
         return false;
     }
     ep->probe_heard_ns[p] = now;
-    if (ep->load_path == (int) p && since_load) {
+    if (ep->load_path == (int) p && pmeth_pathprobe_load_answer(&ep->probes, serial)) {
         ep->load_path = -1;
         (void) apm_load_confirmed(ep->apm_conn, ep->load_gen, now);
     }
-    if ((ep->heal_inflight & (1u << p)) && since_failed) {
-        ep->heal_inflight &= ~(1u << p);
+    if (pmeth_pathprobe_health_answer(&ep->probes, p, serial)) {
         (void) apm_probe_ok(ep->apm_conn, p, now);
     }
     if (ep->alive_probe_ns != 0) {
@@ -512,32 +509,32 @@ static bool service(mca_btl_base_endpoint_t *ep, uint64_t now)
         ep->load_gen = atomic_load_explicit(&ep->apm_load_gen, memory_order_relaxed);
         ep->load_tries = 0;
         ep->load_sent_ns = 0;
-        ep->load_serial_first = ep->probe_serial + 1;
+        pmeth_pathprobe_load_begin(&ep->probes);
     }
     if (ep->load_path >= 0 && now - ep->load_sent_ns >= interval) {
         if (ep->load_tries >= 3) {
             uint32_t gen = ep->load_gen;
             ep->load_path = -1;
+            pmeth_pathprobe_load_end(&ep->probes);
             (void) apm_load_failed(ep->apm_conn, gen, now);
         } else {
-            send_path_probe(ep, (uint8_t) ep->load_path);
+            (void) send_path_probe(ep, (uint8_t) ep->load_path);
             ep->load_tries++;
             ep->load_sent_ns = now;
         }
     }
     /* health probes: a probe unanswered for 3 intervals failed */
     for (uint8_t p = 0; p < ep->npaths; p++) {
-        if ((ep->heal_inflight >> p & 1u) && now - ep->heal_sent_ns[p] >= 3 * interval) {
-            ep->heal_inflight &= ~(1u << p);
-            ep->heal_from[p] = ep->probe_serial + 1;
+        if (pmeth_pathprobe_health_open(&ep->probes, p)
+            && now - ep->heal_sent_ns[p] >= 3 * interval) {
+            pmeth_pathprobe_health_failed(&ep->probes, p);
             (void) apm_probe_failed(ep->apm_conn, p, now);
         }
     }
     uint32_t wanted = apm_probe_wanted(ep->apm_conn, now);
     for (uint8_t p = 0; p < ep->npaths; p++) {
         if ((wanted >> p & 1u) && now - ep->heal_sent_ns[p] >= interval) {
-            send_path_probe(ep, p);
-            ep->heal_inflight |= 1u << p;
+            pmeth_pathprobe_health_sent(&ep->probes, p, send_path_probe(ep, p));
             ep->heal_sent_ns[p] = now;
         }
     }
@@ -550,7 +547,7 @@ static bool service(mca_btl_base_endpoint_t *ep, uint64_t now)
         ep->apm_failed = false;         /* said once */
     }
     bool all = ep->usable == ((1u << ep->npaths) - 1) && !ep->apm_failed;
-    return !(all && ep->load_path < 0 && ep->heal_inflight == 0
+    return !(all && ep->load_path < 0 && ep->probes.health_out == 0
              && atomic_load_explicit(&ep->apm_load_path, memory_order_relaxed) < 0);
 }
 

@@ -272,7 +272,10 @@ static inline void pmeth_wire_set_credit(void *frame, uint8_t credit)
     f[35] = credit;
 }
 
-/* A DATA frame that uses up the grant we hold (or not, when sent again). */
+/* A DATA frame that uses up the grant we hold.  A frame sent again keeps the
+ * flag: when the first copy was lost, the copy sent again is the receiver's
+ * only cue to ack at once (and grant more); when it was not, the duplicate
+ * costs one ack. */
 static inline void pmeth_wire_set_more(void *frame, bool on)
 {
     uint8_t *f = frame;
