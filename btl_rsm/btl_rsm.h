@@ -322,10 +322,13 @@ typedef struct mca_btl_rsm_component_t {
     uint64_t pool_full;             /* new fragments that found the pool full after reclaim */
     uint32_t n_parked;              /* split gets waiting for the sender's half */
     uint64_t rma_puts, rma_put_bytes;       /* one-sided puts done (CMA writes) */
+    uint64_t rma_bounced;           /* one-sided puts and gets through a copy (verbs) */
     uint64_t amo_sent, amo_served;  /* atomics asked of peers; done for peers */
     uint64_t amo_refused;           /* of ours, refused by the target (not registered) */
     uint64_t dropped_amo;           /* peers' atomic requests or replies refused */
     uint32_t amo_replies_held;      /* replies waiting for room in the origin's queue */
+    uint32_t amo_requests_held;     /* atomics of ours waiting to be sent (btl_rsm_rma.c) */
+    uint64_t amo_held;              /* atomics ever held so (a callback inside progress) */
     struct rsm_parked_get *parked[RSM_HELP_SLOTS];
     uint64_t cleanup_registered;
     /* verbs statistics (MPI_T) */
@@ -530,7 +533,7 @@ int rsm_atomic_cswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, vo
                      uint64_t value, int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
                      void *cbcontext, void *cbdata);
 void rsm_rma_deliver(mca_btl_base_endpoint_t *ep, uint8_t tag, const void *data, uint32_t len);
-int rsm_rma_progress(void);         /* replies held for room; call while amo_replies_held */
+int rsm_rma_progress(void);         /* held replies and atomics; call while any is held */
 void rsm_rma_finalize(void);
 
 /* btl_rsm_pvar.c: the statistics as MPI_T performance variables */

@@ -926,7 +926,7 @@ static int rsm_component_progress(void)
     if (OPAL_UNLIKELY(c->n_parked > 0)) {
         count += rsm_get_progress();
     }
-    if (OPAL_UNLIKELY(c->amo_replies_held > 0)) {
+    if (OPAL_UNLIKELY(c->amo_replies_held + c->amo_requests_held > 0)) {
         count += rsm_rma_progress();
     }
     if (c->outbound_busy > 0) {

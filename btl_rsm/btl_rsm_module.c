@@ -191,9 +191,10 @@ static int rsm_finalize(mca_btl_base_module_t *btl)
         /* t-rsm-rma reads the first numbers by position: new ones go at the end */
         RSM_VERBOSE(10, "one-sided: %" PRIu64 " puts, %" PRIu64 " bytes; %" PRIu64 " atomics "
                     "asked of peers (%" PRIu64 " refused by them), %" PRIu64 " done for peers; %"
-                    PRIu64 " puts striped over rails, %" PRIu64 " bytes over further rails",
+                    PRIu64 " puts striped over rails, %" PRIu64 " bytes over further rails; %"
+                    PRIu64 " atomics held (asked for in a callback, sent from progress)",
                     c->rma_puts, c->rma_put_bytes, c->amo_sent, c->amo_refused, c->amo_served,
-                    c->rma_striped_puts, c->rma_rail_put_bytes);
+                    c->rma_striped_puts, c->rma_rail_put_bytes, c->amo_held);
     }
     RSM_VERBOSE(10, "%" PRIu64 " message starts staged while the pool was full, %" PRIu64
                 " refused; %" PRIu64 " tiny messages sent in a postbox's second half", c->staged,

@@ -18,12 +18,12 @@ enum {
     PV_GETS, PV_GET_BYTES, PV_SPLITS, PV_HALVES, PV_HALF_BYTES, PV_TAKEN_BACK,
     PV_NEAR, PV_FAR, PV_DIST_LOADED, PV_EAGER_LOWERED, PV_EAGER_LOAD_LOWERED,
     PV_DROP_MALFORMED, PV_DROP_TAG, PV_DROP_HELP, PV_POOL_FULL,
-    PV_RMA_PUTS, PV_RMA_PUT_BYTES, PV_AMO_SENT, PV_AMO_SERVED, PV_AMO_REFUSED, PV_DROP_AMO,
+    PV_RMA_PUTS, PV_RMA_PUT_BYTES, PV_AMO_SENT, PV_AMO_SERVED, PV_AMO_REFUSED, PV_AMO_HELD, PV_DROP_AMO,
     PV_V_CONNECTS, PV_V_ACCEPTS, PV_V_WRITES, PV_V_WRITE_BYTES, PV_V_ACK_WRITES, PV_V_ACKS_PIGGYBACKED, PV_V_DIRECT,
     PV_V_REGISTERED, PV_V_REGISTERED_SHARED, PV_V_POOL_GROWS, PV_V_BAD_HANDSHAKES,
     PV_V_READS, PV_V_READ_BYTES, PV_V_USER_REGISTERED, PV_V_USER_REGISTRATIONS,
     PV_V_STRIPED_READS, PV_V_RAIL_READ_BYTES, PV_V_POSTS, PV_V_ACCEPTS_AWAY,
-    PV_RMA_STRIPED_PUTS, PV_RMA_RAIL_PUT_BYTES,
+    PV_RMA_STRIPED_PUTS, PV_RMA_RAIL_PUT_BYTES, PV_RMA_BOUNCED,
     PV_COUNT
 };
 
@@ -89,6 +89,10 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
                        "memory for other ranks"},
     [PV_AMO_REFUSED] = {"rma_atomics_refused", "Of rma_atomics_sent, those the target refused "
                         "(the word was not in memory it registered for remote atomics)"},
+    [PV_AMO_HELD] = {"rma_atomics_held", "Of rma_atomics_sent, those asked for inside a "
+                     "completion callback when they could not go at once (the queue to the "
+                     "target full, 256 of ours unanswered, a connection being made), held and "
+                     "sent from progress"},
     [PV_DROP_AMO] = {"dropped_bad_atomics", "Peers' atomic requests refused (malformed, or "
                      "outside memory registered for remote atomics) and replies dropped "
                      "(answering nothing this rank asked)"},
@@ -145,6 +149,9 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
                              "two or more rails (btl_rsm_verbs_rails, btl_rsm_verbs_stripe_min)"},
     [PV_RMA_RAIL_PUT_BYTES] = {"rma_rail_put_bytes", "Bytes of rma_put_bytes that went over rails "
                                "other than the first"},
+    [PV_RMA_BOUNCED] = {"rma_bounced", "One-sided puts and gets to ranks on other hosts whose "
+                        "local buffer the RDMA device could not register (read-only memory, the "
+                        "locked-memory limit): they went through a registered copy"},
 };
 
 /* the send counters of endpoints already released (finalize) */
@@ -191,6 +198,8 @@ static void rsm_counters_read(uint64_t *v)
     v[PV_AMO_SENT] = c->amo_sent;
     v[PV_AMO_SERVED] = c->amo_served;
     v[PV_AMO_REFUSED] = c->amo_refused;
+    v[PV_AMO_HELD] = c->amo_held;
+    v[PV_RMA_BOUNCED] = c->rma_bounced;
     v[PV_DROP_AMO] = c->dropped_amo;
     v[PV_V_CONNECTS] = c->v_connects;
     v[PV_V_ACCEPTS] = c->v_accepts;

@@ -66,10 +66,13 @@ static bool amo_ready;
  * shared (fetch-and-add 1 until the exclusive bit is clear): it waits for itself
  * for ever (fixed in 4.1.5: open-mpi/ompi pull request 10473).  Windows of
  * MPI_Win_create and MPI_Win_allocate never do that.  So: remember the words a
- * compare-and-swap of ours locked that way, forget them at the add that
- * unlocks, and a shared add to one we still hold is that deadlock: say so and
- * end the job, instead of hanging.  No other use of the BTL's atomics is
- * affected (the exact value and the held word must both match). */
+ * compare-and-swap of ours locked that way on a peer of another host, forget
+ * them at the add that unlocks, and a shared add (of exactly 1) to one we still
+ * hold is that deadlock: say so and end the job, instead of hanging.  No other
+ * use of the BTL's atomics is affected: the peer, the exact values and the held
+ * word must all match (a program's own compare-and-swap 0 -> 2^63 and add of
+ * 1 to the same word of a window on this host, which is legal MPI, is left
+ * alone; on another host it would be taken for the deadlock). */
 #define OSC_LOCK_EXCLUSIVE 0x8000000000000000ull
 #define RSM_HELD_LOCKS 16
 static struct {
@@ -99,8 +102,8 @@ static bool held_lock_check(mca_btl_base_endpoint_t *ep, uint64_t addr, uint64_t
         held_locks[i] = held_locks[--n_held_locks];     /* the unlock */
         return true;
     }
-    if (operand >= OSC_LOCK_EXCLUSIVE) {
-        return true;                    /* taking back a shared count: not an acquire */
+    if (operand != 1) {
+        return true;                    /* not osc's shared acquire (it adds 1) */
     }
     opal_show_help("help-btl-rsm.txt", "osc-dynamic-deadlock", true, opal_process_info.nodename,
                    ep->proc != NULL ? OPAL_NAME_PRINT(ep->proc->proc_name) : "a rank");
@@ -150,6 +153,60 @@ static void store_old(void *local_address, uint32_t bytes, uint64_t old)
     }
 }
 
+/* Atomics that could not be sent at once while rsm was inside its own
+ * progress: a completion callback (osc rdma releasing a lock when a put
+ * completes, starting the next step of an accumulate) that gets "out of
+ * resource" retries in a loop around opal_progress, but rsm's progress does
+ * nothing while it is already running (it must not deliver out of order), so
+ * what would free the resource (replies to our atomics, ob1's queued fragments
+ * going out, a connection being made) never comes.  Such an atomic is held
+ * here and sent by progress, in order; later ones queue behind it. */
+typedef struct rsm_held_amo {
+    struct rsm_held_amo *next;
+    mca_btl_base_endpoint_t *ep;
+    rsm_amo_req_t req;
+    rsm_amo_wait_t wait;            /* what the reply completes */
+} rsm_held_amo_t;
+static rsm_held_amo_t *held_amo_head, **held_amo_tail = &held_amo_head;
+
+/* Send the atomic REQ to EP, its reply to complete W; OPAL_ERR_OUT_OF_RESOURCE
+ * when it cannot go now. */
+static int amo_send(mca_btl_base_endpoint_t *ep, rsm_amo_req_t *req, const rsm_amo_wait_t *w)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    if (!amo_ready) {
+        for (uint32_t i = 0; i < RSM_AMO_INFLIGHT; i++) {
+            amo_free[i] = (uint16_t) (RSM_AMO_INFLIGHT - 1 - i);
+        }
+        amo_nfree = RSM_AMO_INFLIGHT;
+        amo_ready = true;
+    }
+    int rc = ep->out_connected ? OPAL_SUCCESS : rsm_endpoint_connect(ep);
+    if (rc != OPAL_SUCCESS) {
+        /* another host's connection under way: asked again once made */
+        return rc == OPAL_ERR_RESOURCE_BUSY ? OPAL_ERR_OUT_OF_RESOURCE : rc;
+    }
+    if (amo_nfree == 0) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    if (req->op == RSM_AMO_ADD && (req->flags & (RSM_AMO_32BIT | RSM_AMO_FLOAT)) == 0
+        && !held_lock_check(ep, req->addr, req->operand)) {
+        return OPAL_ERROR;
+    }
+    const uint32_t i = amo_free[--amo_nfree];
+    const uint32_t gen = amo_waits[i].gen + 1;
+    req->id = (uint64_t) gen << 16 | i;
+    if (!rsm_send_internal(ep, RSM_TAG_AMO, req, sizeof(*req))) {
+        amo_free[amo_nfree++] = (uint16_t) i;
+        return OPAL_ERR_OUT_OF_RESOURCE;    /* no room in the queue yet */
+    }
+    amo_waits[i] = *w;
+    amo_waits[i].gen = gen;
+    amo_waits[i].busy = true;
+    c->amo_sent++;
+    return OPAL_SUCCESS;
+}
+
 static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
                      struct mca_btl_base_registration_handle_t *local_handle, uint64_t remote_address,
                      const struct mca_btl_base_registration_handle_t *remote_handle, uint32_t op,
@@ -163,6 +220,9 @@ static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
     if (op == 0 || !rsm_amo_req_read(&req, sizeof(req), &checked)) {
         return OPAL_ERR_NOT_SUPPORTED;  /* an operation we do not offer, or a misaligned word */
     }
+    if (ep != NULL && remote_handle == NULL && ep->remote) {
+        return OPAL_ERROR;              /* no mapping of another host's memory is ours */
+    }
     if (ep == NULL || remote_handle == NULL) {
         /* the word is in our own memory as osc rdma sees it: our own window (no
          * endpoint), or a window of MPI_Win_allocate in a segment every rank of the
@@ -173,47 +233,28 @@ static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
         cbfunc(&mca_btl_rsm, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
         return OPAL_SUCCESS;
     }
+    const rsm_amo_wait_t w = {.ep = ep, .local_address = local_address,
+                              .local_handle = local_handle, .cbfunc = cbfunc,
+                              .cbcontext = cbcontext, .cbdata = cbdata,
+                              .result_bytes = result_bytes,
+                              .takes_lock = ep->remote && op == RSM_AMO_CSWAP && compare == 0
+                                            && operand == OSC_LOCK_EXCLUSIVE && result_bytes == 8,
+                              .addr = remote_address};
     RSM_LOCK();
-    if (!amo_ready) {
-        for (uint32_t i = 0; i < RSM_AMO_INFLIGHT; i++) {
-            amo_free[i] = (uint16_t) (RSM_AMO_INFLIGHT - 1 - i);
+    int rc = held_amo_head == NULL ? amo_send(ep, &req, &w) : OPAL_ERR_OUT_OF_RESOURCE;
+    if (rc == OPAL_ERR_OUT_OF_RESOURCE && (c->in_progress || held_amo_head != NULL)) {
+        rsm_held_amo_t *h = malloc(sizeof(*h));
+        if (h != NULL) {
+            *h = (rsm_held_amo_t){.ep = ep, .req = req, .wait = w};
+            *held_amo_tail = h;
+            held_amo_tail = &h->next;
+            c->amo_requests_held++;
+            c->amo_held++;
+            rc = OPAL_SUCCESS;          /* sent from progress; the reply completes it */
         }
-        amo_nfree = RSM_AMO_INFLIGHT;
-        amo_ready = true;
     }
-    int rc = ep->out_connected ? OPAL_SUCCESS : rsm_endpoint_connect(ep);
-    if (rc != OPAL_SUCCESS) {
-        RSM_UNLOCK();
-        /* another host's connection under way: osc rdma progresses and asks again */
-        return rc == OPAL_ERR_RESOURCE_BUSY ? OPAL_ERR_OUT_OF_RESOURCE : rc;
-    }
-    if (amo_nfree == 0) {
-        RSM_UNLOCK();
-        return OPAL_ERR_OUT_OF_RESOURCE;    /* osc rdma progresses and asks again */
-    }
-    if (op == RSM_AMO_ADD && (checked.flags & (RSM_AMO_32BIT | RSM_AMO_FLOAT)) == 0
-        && !held_lock_check(ep, remote_address, operand)) {
-        RSM_UNLOCK();
-        return OPAL_ERROR;
-    }
-    const uint32_t i = amo_free[--amo_nfree];
-    rsm_amo_wait_t *w = &amo_waits[i];
-    w->gen++;
-    req.id = (uint64_t) w->gen << 16 | i;
-    if (!rsm_send_internal(ep, RSM_TAG_AMO, &req, sizeof(req))) {
-        amo_free[amo_nfree++] = (uint16_t) i;
-        RSM_UNLOCK();
-        return OPAL_ERR_OUT_OF_RESOURCE;    /* no room in the queue yet */
-    }
-    *w = (rsm_amo_wait_t){.ep = ep, .local_address = local_address, .local_handle = local_handle,
-                          .cbfunc = cbfunc, .cbcontext = cbcontext, .cbdata = cbdata,
-                          .result_bytes = result_bytes, .gen = w->gen, .busy = true,
-                          .takes_lock = op == RSM_AMO_CSWAP && compare == 0
-                                        && operand == OSC_LOCK_EXCLUSIVE && result_bytes == 8,
-                          .addr = remote_address};
-    c->amo_sent++;
     RSM_UNLOCK();
-    return OPAL_SUCCESS;
+    return rc;
 }
 
 int rsm_atomic_op(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, uint64_t remote_address,
@@ -403,6 +444,24 @@ int rsm_rma_progress(void)
         c->amo_replies_held--;
         sent++;
     }
+    while (held_amo_head != NULL) {
+        rsm_held_amo_t *h = held_amo_head;
+        int rc = amo_send(h->ep, &h->req, &h->wait);
+        if (rc == OPAL_ERR_OUT_OF_RESOURCE) {
+            break;
+        }
+        held_amo_head = h->next;
+        if (held_amo_head == NULL) {
+            held_amo_tail = &held_amo_head;
+        }
+        c->amo_requests_held--;
+        if (rc != OPAL_SUCCESS) {
+            h->wait.cbfunc(&mca_btl_rsm, h->ep, h->wait.local_address, h->wait.local_handle,
+                           h->wait.cbcontext, h->wait.cbdata, rc);
+        }
+        free(h);
+        sent++;
+    }
     return sent;
 }
 
@@ -415,4 +474,11 @@ void rsm_rma_finalize(void)
     }
     held_tail = &held_head;
     mca_btl_rsm_component.amo_replies_held = 0;
+    while (held_amo_head != NULL) {     /* the job ends: nobody waits for them */
+        rsm_held_amo_t *h = held_amo_head;
+        held_amo_head = h->next;
+        free(h);
+    }
+    held_amo_tail = &held_amo_head;
+    mca_btl_rsm_component.amo_requests_held = 0;
 }

@@ -179,7 +179,10 @@ static struct {
     uint64_t port_down_ns;          /* when our port went down (0: it is up) */
     mca_rcache_base_module_t *rcache;   /* user buffers (single copy), made at first use */
     bool rcache_failed;             /* could not make it: no single copy between hosts */
+    int reg_errno;                  /* why the last user registration failed */
     struct rsm_vread *free_reads, *all_reads;
+    struct rsm_vread *done_head, *done_last;    /* complete, callbacks not yet run (sq_room) */
+    unsigned in_sq_room;            /* sq_room is waiting for room: callbacks wait too */
     uint32_t ticks;                 /* progress calls: the handshake queue's turn */
     mca_btl_base_endpoint_t *owed;  /* receivers with acks to push once no message waits */
     /* the listener (below) and the entry points keep out of each other's way */
@@ -757,6 +760,9 @@ typedef struct rsm_vread {
     mca_btl_base_rdma_completion_fn_t cbfunc;   /* NULL: the get was refused, nobody waits */
     void *cbcontext, *cbdata;
     struct mca_btl_base_registration_handle_t *tmp; /* registered for this operation alone */
+    void *bounce;                   /* the device's copy of a buffer it could not register */
+    size_t bounce_len;
+    bool bounce_back;               /* a read into it: copied to local_address at the end */
     uint32_t nwr[RSM_VRAILS_MAX];   /* work requests each rail's piece took (cut at 1 GiB) */
     unsigned parts;                 /* pieces not complete */
     int status;                     /* the first piece's failure, or IBV_WC_SUCCESS */
@@ -768,6 +774,8 @@ static inline rsm_vrailqp_t *half_rails(struct rsm_vpeer *v, const rsm_vconn_t *
 {
     return q == &v->out ? v->out_rail : v->in_rail;
 }
+
+static void read_finish(rsm_vread_t *r);
 
 static void read_done(rsm_vread_t *r, unsigned rail, int status)
 {
@@ -783,11 +791,50 @@ static void read_done(rsm_vread_t *r, unsigned rail, int status)
     if (--r->parts > 0) {
         return;
     }
+    if (OPAL_UNLIKELY(vs.in_sq_room > 0)) {
+        /* sq_room polls for room in the middle of posting a message (its postboxes
+         * written, the queue's tail not yet moved): a callback that sent to the
+         * same peer now would take the same postboxes.  Progress runs it. */
+        r->next = NULL;
+        if (vs.done_head == NULL) {
+            vs.done_head = r;
+        } else {
+            vs.done_last->next = r;
+        }
+        vs.done_last = r;
+        return;
+    }
+    read_finish(r);
+}
+
+/* The reads sq_room completed: their callbacks, now that no posting is under way. */
+static int run_done_reads(void)
+{
+    int n = 0;
+    while (vs.done_head != NULL && vs.in_sq_room == 0) {
+        rsm_vread_t *r = vs.done_head;
+        vs.done_head = r->next;
+        read_finish(r);
+        n++;
+    }
+    return n;
+}
+
+static void read_finish(rsm_vread_t *r)
+{
     rsm_vread_t copy = *r;
+    r->tmp = NULL;
+    r->bounce = NULL;
     r->next = vs.free_reads;
     vs.free_reads = r;
     if (copy.tmp != NULL) {
         (void) rsm_verbs_deregister(copy.tmp);
+    }
+    if (copy.bounce != NULL) {
+        if (copy.bounce_back && copy.status == IBV_WC_SUCCESS) {
+            memcpy(copy.local_address, copy.bounce, copy.bounce_len);
+        }
+        free(copy.bounce);
     }
     if (copy.cbfunc != NULL && copy.status != IBV_WC_WR_FLUSH_ERR && !vs.closing) {
         copy.cbfunc(&mca_btl_rsm, copy.ep, copy.local_address, copy.local_handle, copy.cbcontext,
@@ -845,17 +892,22 @@ static int sq_room(rsm_vconn_t *q)
 {
     /* the receiver acked what we sent, so its completions are on their way */
     uint64_t start = now_ns();
+    int rc = OPAL_SUCCESS;
+    vs.in_sq_room++;                /* the reads completed meanwhile call back later */
     while (q->posted - q->completed + q->reads_out >= vs.dev.sq_depth - 1) {
         if (q->ep->v->state == VS_FAILED) {
-            return OPAL_ERROR;      /* already reported */
+            rc = OPAL_ERROR;        /* already reported */
+            break;
         }
         if (poll_send_cq() < 0 || now_ns() - start > 10000000000ull) {
             conn_failed(q->ep, "waiting for send queue room",
                         "no send completion for 10 s, or the completion queue failed");
-            return OPAL_ERROR;
+            rc = OPAL_ERROR;
+            break;
         }
     }
-    return OPAL_SUCCESS;
+    vs.in_sq_room--;
+    return rc;
 }
 
 /* When the receiver writes its acks.  An ack is a write and its RC
@@ -1683,7 +1735,10 @@ static void poll_events(void)
 static int progress_nolock(void)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
-    int count = 0;
+    int count = 0, done = 0;
+    if (OPAL_UNLIKELY(vs.done_head != NULL)) {
+        done = run_done_reads();
+    }
     if (c->v_connects + c->v_accepts > 0) {
         count = poll_recv_cq();
         (void) poll_send_cq();
@@ -1704,7 +1759,7 @@ static int progress_nolock(void)
             retry_grows();
         }
     }
-    return count < 0 ? 0 : count;
+    return (count < 0 ? 0 : count) + done;
 }
 
 /* ---- single copy between hosts ----
@@ -1763,6 +1818,7 @@ static int vreg_register(void *data, void *base, size_t size, mca_rcache_base_re
         rsm_vdev_t *d = k == 0 ? &vs.dev : &vs.rail[k];
         r->mr[k] = ibv_reg_mr(d->pd, base, size, access);
         if (r->mr[k] == NULL) {
+            vs.reg_errno = errno;
             RSM_VERBOSE(1, "could not register %zu bytes of a user buffer with %s (%s): a "
                         "message takes the two-copy path, a one-sided window is not created",
                         size, d->name, reg_error(errno));
@@ -1819,6 +1875,35 @@ int rsm_verbs_deregister(struct mca_btl_base_registration_handle_t *handle)
     return OPAL_SUCCESS;
 }
 
+/* Room for NWR more work requests on rail K of Q's half (RQ), waited for
+ * here.  For an operation asked for inside rsm's own progress (a completion
+ * callback: osc rdma's next step of an accumulate) "out of resource" would
+ * not do: its caller retries around opal_progress, where rsm does nothing
+ * while its progress runs, so the completions that make room would never be
+ * polled.  Polled here, as sq_room does, with callbacks held back. */
+static bool rail_room(rsm_vconn_t *q, rsm_vrailqp_t *rq, unsigned k, uint32_t nwr,
+                      unsigned depth)
+{
+    uint64_t start = now_ns();
+    bool room = vflush() == OPAL_SUCCESS;
+    vs.in_sq_room++;
+    while (room) {
+        uint64_t out = k == 0 ? q->posted - q->completed + q->reads_out : rq[k].reads_out;
+        if (out + nwr < depth - 1) {
+            break;
+        }
+        if (q->ep->v->state == VS_FAILED) {
+            room = false;           /* already reported */
+        } else if (poll_send_cq() < 0 || now_ns() - start > 10000000000ull) {
+            conn_failed(q->ep, "waiting for send queue room",
+                        "no send completion for 10 s, or the completion queue failed");
+            room = false;
+        }
+    }
+    vs.in_sq_room--;
+    return room;
+}
+
 /* One RDMA read or write of SIZE bytes between LOCAL_ADDRESS and the peer's
  * REMOTE_ADDRESS on Q, in one piece per rail up to RAILS: on the rails of the
  * sender's connection for ob1's single-copy reads, of our own connection for
@@ -1827,13 +1912,16 @@ int rsm_verbs_deregister(struct mca_btl_base_registration_handle_t *handle)
  * for this operation alone.  Once any piece is posted the operation owns it
  * (*TMP becomes NULL) and releases it when its last posted piece completes, also
  * after a failure: pieces of earlier rails may still be in flight then.  What is
- * left in *TMP the caller releases. */
+ * left in *TMP the caller releases.  ONESIDED: osc rdma's (inside rsm's progress
+ * it waits for send-queue room: rail_room); else ob1's, which queues a read
+ * refused for room and asks again from its own progress. */
 static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rails, bool write,
                        void *local_address, const uint32_t *lkeys, uint64_t remote_address,
                        const struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
                        struct mca_btl_base_registration_handle_t *local_handle,
-                       struct mca_btl_base_registration_handle_t **tmp,
-                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+                       struct mca_btl_base_registration_handle_t **tmp, void **bounce,
+                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata,
+                       bool onesided)
 {
     enum { PIECE = 1u << 30 };      /* well inside any port's largest message */
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
@@ -1852,7 +1940,9 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
         }
         uint64_t out = k == 0 ? q->posted - q->completed + q->reads_out : rq[k].reads_out;
         unsigned depth = k == 0 ? vs.dev.sq_depth : vs.rail[k].sq_depth;
-        if (nwr_of[k] > 0 && out + nwr_of[k] >= depth - 1) {
+        if (nwr_of[k] > 0 && out + nwr_of[k] >= depth - 1
+            && !(onesided && mca_btl_rsm_component.in_progress
+                 && rail_room(q, rq, k, nwr_of[k], depth))) {
             return OPAL_ERR_OUT_OF_RESOURCE;    /* the caller retries it from progress */
         }
     }
@@ -1870,6 +1960,10 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
     r->local_address = local_address;
     r->local_handle = local_handle;
     r->tmp = tmp != NULL ? *tmp : NULL;
+    r->bounce = bounce != NULL ? *bounce : NULL;
+    r->bounce_len = size;
+    r->bounce_back = !write;
+    char *from = r->bounce != NULL ? r->bounce : local_address;  /* what the device reads or writes */
     r->cbfunc = cbfunc;
     r->cbcontext = cbcontext;
     r->cbdata = cbdata;
@@ -1882,7 +1976,7 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
         size_t end = off + len_of[k];
         for (uint32_t w = 0; w < nwr_of[k]; w++) {
             size_t len = end - off < PIECE ? end - off : PIECE;
-            struct ibv_sge sge = {.addr = (uintptr_t) local_address + off, .length = (uint32_t) len,
+            struct ibv_sge sge = {.addr = (uintptr_t) from + off, .length = (uint32_t) len,
                                   .lkey = lkeys != NULL ? lkeys[k] : 0};
             struct ibv_send_wr wr = {.wr_id = k == 0 ? (uintptr_t) q : (uintptr_t) r | k << 1,
                                      .sg_list = &sge, .num_sge = 1,
@@ -1908,11 +2002,17 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
                     vs.rail_reads_out += w;
                 }
                 if (r->parts == 0) {
-                    r->tmp = NULL;  /* nothing posted: the caller releases it */
+                    r->tmp = NULL;  /* nothing posted: the caller releases them */
+                    r->bounce = NULL;
                     r->next = vs.free_reads;
                     vs.free_reads = r;
-                } else if (tmp != NULL) {
-                    *tmp = NULL;    /* released when the pieces posted complete */
+                } else {
+                    if (tmp != NULL) {
+                        *tmp = NULL;    /* released when the pieces posted complete */
+                    }
+                    if (bounce != NULL) {
+                        *bounce = NULL;
+                    }
                 }
                 conn_failed(ep, write ? "posting an RDMA write (one-sided)"
                                       : "posting an RDMA read", strerror(rc));
@@ -1934,7 +2034,10 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
         r->parts++;
     }
     if (tmp != NULL) {
-        *tmp = NULL;                /* read_done releases it */
+        *tmp = NULL;                /* read_finish releases it */
+    }
+    if (bounce != NULL) {
+        *bounce = NULL;
     }
     return OPAL_SUCCESS;
 }
@@ -1942,13 +2045,21 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
 /* The keys of the local buffer of a one-sided operation: osc rdma registers
  * none (btl_put/get_local_registration_threshold, btl_rsm_component.c), so
  * register it now (the cache makes that a lookup for a buffer used before),
- * unless a write is small enough to go inline.  *TMP: what to release at the end. */
-static int onesided_local(void *local_address, size_t size, bool write,
-                          struct mca_btl_base_registration_handle_t *local_handle,
-                          const uint32_t **lkeys, struct mca_btl_base_registration_handle_t **tmp)
+ * unless a write is small enough to go inline.  *TMP: what to release at the end.
+ * A buffer the device cannot register (read-only memory such as a const array:
+ * RDMA registers for local writing too; a locked-memory limit the cache could
+ * not evict its way under) goes through a copy that it can (*BOUNCE): osc rdma
+ * 4.1 asks again for ever after any error, so an error would be a hang.  Only
+ * when not even that copy can be registered does the job end, saying why. */
+static int onesided_local(mca_btl_base_endpoint_t *ep, void *local_address, size_t size,
+                          bool write, struct mca_btl_base_registration_handle_t *local_handle,
+                          const uint32_t **lkeys, struct mca_btl_base_registration_handle_t **tmp,
+                          void **bounce)
 {
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     *tmp = NULL;
     *lkeys = NULL;
+    *bounce = NULL;
     if (local_handle != NULL
         && (local_handle->kind == RSM_REG_VERBS || local_handle->kind == RSM_REG_WINDOW)) {
         *lkeys = local_handle->lkey;    /* ob1's, or a window's (rsm_register_mem) */
@@ -1957,13 +2068,39 @@ static int onesided_local(void *local_address, size_t size, bool write,
     if (write && size <= vs.dev.max_inline) {
         return OPAL_SUCCESS;
     }
-    if ((*tmp = rsm_verbs_register(local_address, size, false)) == NULL) {
-        RSM_VERBOSE(1, "could not register %zu bytes at %p with %s for a one-sided %s",
-                    size, local_address, vs.dev.name, write ? "put" : "get");
-        return OPAL_ERR_OUT_OF_RESOURCE;
+    vs.reg_errno = 0;
+    if ((*tmp = rsm_verbs_register(local_address, size, false)) != NULL) {
+        *lkeys = (*tmp)->lkey;
+        return OPAL_SUCCESS;
     }
-    *lkeys = (*tmp)->lkey;
-    return OPAL_SUCCESS;
+    int why = vs.reg_errno;
+    void *copy = NULL;
+    if (!vs.rcache_failed && posix_memalign(&copy, RSM_PAGE, size > 0 ? size : 1) == 0) {
+        if (write) {
+            memcpy(copy, local_address, size);
+        }
+        *tmp = rsm_verbs_register(copy, size, false);
+    }
+    if (*tmp != NULL) {
+        if (c->rma_bounced++ == 0) {
+            RSM_VERBOSE(1, "could not register %zu bytes at %p with %s for a one-sided %s (%s): "
+                        "such buffers go through a copy", size, local_address, vs.dev.name,
+                        write ? "put" : "get", why != 0 ? strerror(why) : "unknown");
+        }
+        *lkeys = (*tmp)->lkey;
+        *bounce = copy;
+        return OPAL_SUCCESS;
+    }
+    free(copy);
+    opal_show_help("help-btl-rsm.txt", "onesided-register-failed", true,
+                   opal_process_info.nodename, size, local_address, write ? "put" : "get",
+                   vs.dev.name,
+                   vs.rcache_failed ? "Open MPI's registration cache (rcache grdma) could not "
+                                      "be made"
+                   : vs.reg_errno != 0 ? reg_error(vs.reg_errno) : "unknown");
+    rsm_fatal(ep, "btl rsm: could not register %zu bytes for a one-sided %s with %s, nor a copy "
+              "of them", size, write ? "put" : "get", vs.dev.name);
+    return OPAL_ERROR;
 }
 
 /* A one-sided operation goes on our own connection to the target (made now if
@@ -1996,10 +2133,11 @@ static int onesided_nolock(mca_btl_base_endpoint_t *ep, bool write, void *local_
     rsm_vconn_t *q = onesided_conn(ep, &rc);
     const uint32_t *lkeys;
     struct mca_btl_base_registration_handle_t *tmp;
+    void *bounce;
     if (q == NULL) {
         return rc;
     }
-    rc = onesided_local(local_address, size, write, local_handle, &lkeys, &tmp);
+    rc = onesided_local(ep, local_address, size, write, local_handle, &lkeys, &tmp, &bounce);
     if (rc != OPAL_SUCCESS) {
         return rc;
     }
@@ -2008,10 +2146,11 @@ static int onesided_nolock(mca_btl_base_endpoint_t *ep, bool write, void *local_
     unsigned rails = lkeys != NULL && size >= c->verbs_stripe_min && v->out_rails > 1
                    ? v->out_rails : 1;
     rc = rdma_nolock(ep, q, rails, write, local_address, lkeys, remote_address, remote_handle,
-                     size, local_handle, &tmp, cbfunc, cbcontext, cbdata);
+                     size, local_handle, &tmp, &bounce, cbfunc, cbcontext, cbdata, true);
     if (tmp != NULL) {
         (void) rsm_verbs_deregister(tmp);   /* not taken: nothing was posted */
     }
+    free(bounce);
     if (rc == OPAL_SUCCESS && rails > 1) {
         if (write) {
             c->rma_striped_puts++;
@@ -2038,8 +2177,8 @@ static int get_nolock(mca_btl_base_endpoint_t *ep, void *local_address, uint64_t
          * short read takes rail 0 alone */
         unsigned rails = size >= c->verbs_stripe_min && v->in_rails > 1 ? v->in_rails : 1;
         rc = rdma_nolock(ep, &v->in, rails, false, local_address, local_handle->lkey,
-                         remote_address, remote_handle, size, local_handle, NULL, cbfunc,
-                         cbcontext, cbdata);
+                         remote_address, remote_handle, size, local_handle, NULL, NULL, cbfunc,
+                         cbcontext, cbdata, false);
         if (rc == OPAL_SUCCESS) {
             c->v_reads++;
             c->v_read_bytes += size;
@@ -2452,9 +2591,12 @@ void rsm_verbs_finalize(void)
     while (vs.all_reads != NULL) {
         rsm_vread_t *r = vs.all_reads;
         vs.all_reads = r->all_next;
+        free(r->bounce);                /* of one still in flight */
         free(r);
     }
     vs.free_reads = NULL;
+    vs.done_head = vs.done_last = NULL;     /* freed above (all_reads); nobody waits now */
+    vs.in_sq_room = 0;
     OBJ_DESTRUCT(&vs.by_name);
     OBJ_DESTRUCT(&vs.by_qpn);
     close_devices();

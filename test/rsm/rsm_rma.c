@@ -18,7 +18,14 @@
  * 1 _create_dynamic, 2 _allocate).  With "rails" (ranks on several hosts, the
  * verbs back end on two or more rails) it checks that a 1 MiB put and a 1 MiB
  * get to the next rank are each cut across the rails: the bytes, and the
- * striping counters.
+ * striping counters.  With "lockword" rank 0 compare-and-swaps 0 -> 2^63 into
+ * a word of the last rank's window and adds 1 to it, and every rank then reads
+ * it (legal MPI, and the very pattern btl rsm
+ * watches for as Open MPI 4.1.4's dynamic-window deadlock between hosts: on
+ * one host it must pass).  With "constput" rank 0 puts 4 KiB from a const
+ * array into the last rank's window: on one host the bytes must land; to a
+ * rank on another host, where the device cannot register read-only memory for
+ * RDMA, the job is expected to end with btl rsm's message, not to hang.
  */
 #include <mpi.h>
 #include <stdarg.h>
@@ -553,6 +560,72 @@ static void test_rails(void)
     pvars_close(&session, h, RV_N);
 }
 
+static void test_lockword(void)
+{
+    window_t w;
+    const int target = nranks - 1;
+    const MPI_Aint off = 4096;
+    int rc = win_open(&w, 0, 1);
+    check(rc == MPI_SUCCESS, "lockword: MPI_Win_create with ompi_single_accumulate");
+    if (rc != MPI_SUCCESS) {
+        return;
+    }
+    local_fill(&w, -1);
+    const int64_t locked = INT64_MIN, zero = 0, one = 1;
+    int64_t old = -1, after = 0, seen = 0;
+    MPI_Win_lock_all(0, w.win);
+    if (rank == 0) {
+        /* rank 0 (another rank than the target: the BTL's atomics, not the target's
+         * own in-place ones) swaps 0 -> 2^63 and then adds 1 */
+        MPI_Compare_and_swap(&locked, &zero, &old, MPI_INT64_T, target, off, w.win);
+        MPI_Win_flush(target, w.win);
+        MPI_Fetch_and_op(&one, &after, MPI_INT64_T, target, off, MPI_SUM, w.win);
+        MPI_Win_flush(target, w.win);
+    }
+    MPI_Win_unlock_all(w.win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock_all(0, w.win);
+    MPI_Fetch_and_op(NULL, &seen, MPI_INT64_T, target, off, MPI_NO_OP, w.win);
+    MPI_Win_flush(target, w.win);
+    MPI_Win_unlock_all(w.win);
+    check((rank != 0 || (old == 0 && after == INT64_MIN)) && seen == INT64_MIN + 1,
+          "lockword: rank 0 swapped 0 -> 2^63 into a word of rank %d and added 1 to it (the "
+          "pattern of osc rdma's 4.1.4 deadlock, legal in a program): every value right on "
+          "every rank, the job goes on", target);
+    win_close(&w);
+}
+
+/* in read-only memory (.rodata), in four distinct quarters */
+static const unsigned char const_source[4096] = {
+    [0 ... 1023] = 0x11, [1024 ... 2047] = 0x22, [2048 ... 3071] = 0x33, [3072 ... 4095] = 0x44};
+
+static void test_constput(void)
+{
+    window_t w;
+    const int target = nranks - 1;
+    int rc = win_open(&w, 0, 0);
+    check(rc == MPI_SUCCESS, "constput: MPI_Win_create");
+    if (rc != MPI_SUCCESS) {
+        return;
+    }
+    local_fill(&w, -1);
+    MPI_Win_fence(0, w.win);
+    if (rank == 0) {
+        /* with the default error handler of the window: an error ends the job */
+        MPI_Win_set_errhandler(w.win, MPI_ERRORS_ARE_FATAL);
+        MPI_Put(const_source, (int) sizeof(const_source), MPI_BYTE, target, 64,
+                (int) sizeof(const_source), MPI_BYTE, w.win);
+    }
+    MPI_Win_fence(0, w.win);
+    long bad = 0;
+    if (rank == target) {
+        bad = memcmp(w.base + 64, const_source, sizeof(const_source)) != 0;
+    }
+    check(bad == 0, "constput: a put of %zu B from a const array landed whole",
+          sizeof(const_source));
+    win_close(&w);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -572,9 +645,15 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return nfailed != 0;
     }
-    if (argc > 1 && (strcmp(argv[1], "mpit") == 0 || strcmp(argv[1], "rails") == 0)) {
+    if (argc > 1
+        && (strcmp(argv[1], "mpit") == 0 || strcmp(argv[1], "rails") == 0
+            || strcmp(argv[1], "lockword") == 0 || strcmp(argv[1], "constput") == 0)) {
         if (strcmp(argv[1], "mpit") == 0) {
             test_mpit();
+        } else if (strcmp(argv[1], "lockword") == 0) {
+            test_lockword();
+        } else if (strcmp(argv[1], "constput") == 0) {
+            test_constput();
         } else {
             test_rails();
         }

@@ -269,7 +269,8 @@ fi
 # fetched value (MPI_Win_create and MPI_Win_allocate windows: "flavours 02"); its MPI_T
 # counters move by one put and 100 fetch-and-ops to the rank on the other host; a window
 # spanning shm and verbs peers; a dynamic window, which Open MPI 4.1.4's osc rdma would hang
-# on (its pull request 10473), ends the job at once with the message that says so
+# on (its pull request 10473), ends the job at once with the message that says so; a put from
+# a const array, which the device cannot register, goes through a copy
 # rma NAME LABEL ARGS...: rsm_rma's TAP relayed, its exit status and number of checks
 rma() {
     local name=$1 label=$2 want=$3; shift 3
@@ -296,6 +297,13 @@ if [ "$job_rc" -ne 0 ] && [ "$job_rc" -ne 124 ] && [ "$job_rc" -ne 137 ] && grep
 else
     failed "$L: exit $job_rc after $job_secs s, without the osc rdma deadlock message" rmad
 fi
+
+# a put from read-only memory to a rank on the other host: the device cannot register it
+# (RDMA registers for local writing too), so it goes through a registered copy; every byte
+# lands, and rma_bounced counts it (before 2026-12-04 the job hung: osc rdma retries for ever)
+L="2 hosts x 1 rank, self,rsm, a put of 4 KiB from a const array"
+rma rmac "$L" 2 -np 2 --host h0:1,h1:1 "${RSM[@]}" --mca btl_base_verbose 1 "$B/test/rsm/rsm_rma" constput
+check "$L: it went through a copy (the verbose line names the buffer)" grep -q 'such buffers go through a copy' "$W/rmac" "$W/rmac.err"
 
 # --- 5. soak: random sizes (0 B..4 MiB), tags and peers, ANY_SOURCE/ANY_TAG, verified
 L="2 hosts x 2 ranks, self,rsm, rsm_soak $SOAK s"

@@ -7,8 +7,9 @@
 # from every rank, max / min / xor / replace); the finalize lines show rsm carried
 # the puts and served the atomics, and its MPI_T counters move by exactly what one put
 # and 100 fetch-and-ops make; with --mca osc_rdma_btls rsm mpi4py's one-sided tests all
-# run (none skipped) and pass at 2 and 3 ranks; with btl_rsm_rma 0 window creation fails
-# with an error returned to the program.
+# run (none skipped) and pass at 2 and 3 ranks; a program's compare-and-swap 0 -> 2^63 then
+# add of 1 (what rsm watches for between hosts) and a put from a const array pass; with
+# btl_rsm_rma 0 window creation fails with an error returned to the program.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/rsm_lib.sh"
 prog=$TOP_BUILDDIR/test/rsm/rsm_rma
@@ -38,6 +39,17 @@ for np in 2 3; do
     relay_tap "rsm np $np, MPI_T: " <<< "$out"
     [ "$rc" -eq 0 ] || { not_ok "rsm np $np, MPI_T: mpirun exited $rc"; tail -20 <<< "$out" | diag; }
 done
+# a program's own compare-and-swap 0 -> 2^63 and add of 1 to the same word (the pattern rsm
+# takes for osc rdma's dynamic-window deadlock between hosts) passes on one host; a put from
+# a const array lands (process_vm_writev reads read-only memory)
+for np in 2 3; do
+    out=$(mpirun_np "$np" 120 "$RSM_ARGS" -- "$prog" lockword 2>&1); rc=$?
+    relay_tap "rsm np $np: " <<< "$out"
+    [ "$rc" -eq 0 ] || { not_ok "rsm np $np, lockword: mpirun exited $rc"; tail -20 <<< "$out" | diag; }
+done
+out=$(mpirun_np 2 120 "$RSM_ARGS" -- "$prog" constput 2>&1); rc=$?
+relay_tap "rsm np 2: " <<< "$out"
+[ "$rc" -eq 0 ] || { not_ok "rsm np 2, constput: mpirun exited $rc"; tail -20 <<< "$out" | diag; }
 # mpi4py's own one-sided tests (test_rma, test_win, test_rma_nb: 126), which it skips
 # unless a window on MPI_COMM_SELF can be made: osc rdma 4.1 takes such a window only over a
 # BTL named in osc_rdma_btls (no BTL but self reaches the own rank, and self has no atomics),
