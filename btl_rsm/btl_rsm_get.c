@@ -325,6 +325,11 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
         RSM_LOCK();
         struct mca_btl_base_registration_handle_t *h = rsm_verbs_register(base, size, false);
         RSM_UNLOCK();
+        if (h == NULL) {
+            RSM_VERBOSE(1, "a message of %zu bytes to %s takes the two-copy path: its buffer "
+                        "could not be registered", size,
+                        ep->proc != NULL ? OPAL_NAME_PRINT(ep->proc->proc_name) : "a rank");
+        }
         return h;
     }
     if (!(flags & MCA_BTL_REG_FLAG_REMOTE_READ) && !one_sided) {

@@ -1819,9 +1819,10 @@ static int vreg_register(void *data, void *base, size_t size, mca_rcache_base_re
         r->mr[k] = ibv_reg_mr(d->pd, base, size, access);
         if (r->mr[k] == NULL) {
             vs.reg_errno = errno;
-            RSM_VERBOSE(1, "could not register %zu bytes of a user buffer with %s (%s): a "
-                        "message takes the two-copy path, a one-sided window is not created",
-                        size, d->name, reg_error(errno));
+            /* what follows is the caller's to say: a message takes the two-copy
+             * path, a window is not created, a one-sided buffer goes through a copy */
+            RSM_VERBOSE(1, "could not register %zu bytes of a user buffer at %p with %s (%s)",
+                        size, base, d->name, reg_error(errno));
             r->bytes = 0;
             (void) vreg_deregister(data, reg);
             return OPAL_ERR_OUT_OF_RESOURCE;
