@@ -182,7 +182,7 @@ static struct {
     int reg_errno;                  /* why the last user registration failed */
     struct rsm_vread *free_reads, *all_reads;
     struct rsm_vread *done_head, *done_last;    /* complete, callbacks not yet run (sq_room) */
-    unsigned in_sq_room;            /* sq_room is waiting for room: callbacks wait too */
+    unsigned in_sq_room;            /* sq_room or rail_room waits for room: callbacks wait too */
     uint32_t ticks;                 /* progress calls: the handshake queue's turn */
     mca_btl_base_endpoint_t *owed;  /* receivers with acks to push once no message waits */
     /* the listener (below) and the entry points keep out of each other's way */
@@ -794,7 +794,8 @@ static void read_done(rsm_vread_t *r, unsigned rail, int status)
     if (OPAL_UNLIKELY(vs.in_sq_room > 0)) {
         /* sq_room polls for room in the middle of posting a message (its postboxes
          * written, the queue's tail not yet moved): a callback that sent to the
-         * same peer now would take the same postboxes.  Progress runs it. */
+         * same peer now would take the same postboxes.  rail_room polls inside a
+         * callback already.  Progress runs it. */
         r->next = NULL;
         if (vs.done_head == NULL) {
             vs.done_head = r;
