@@ -159,8 +159,10 @@ struct mca_btl_base_endpoint_t {
      * primary = apm's current path; the stripe = the paths apm finds healthy */
     apm_conn_t *apm_conn;
     _Atomic bool apm_dirty;             /* apm changed something: re-read it (progress) */
-    _Atomic int apm_load_path;          /* apm asks for this path to be loaded (-1: none) */
-    _Atomic uint32_t apm_load_gen;
+    /* apm asks for a path to be loaded: its generation << 32 | (path + 1), 0
+     * for none; one word, so that path and generation are read as one pair
+     * when apm's thread asks again meanwhile */
+    _Atomic uint64_t apm_load;
     uint8_t nstripe;
     uint8_t stripe[PMETH_MAX_LINKS];    /* paths large frames are spread over */
     uint32_t usable;                    /* bit per path: in the stripe */

@@ -54,8 +54,7 @@ static void mark_dirty(mca_btl_base_endpoint_t *ep)
 static void on_load(void *ctx, apm_conn_t *conn, unsigned path, uint32_t gen)
 {
     mca_btl_base_endpoint_t *ep = apm_conn_user(conn);
-    atomic_store_explicit(&ep->apm_load_gen, gen, memory_order_relaxed);
-    atomic_store_explicit(&ep->apm_load_path, (int) path, memory_order_release);
+    atomic_store_explicit(&ep->apm_load, (uint64_t) gen << 32 | (path + 1u), memory_order_release);
     mark_dirty(ep);
 }
 
@@ -153,7 +152,7 @@ void pmeth_apm_endpoint_ready(mca_btl_base_endpoint_t *ep)
     }
     ep->reply_path = ep->primary;
     ep->load_path = -1;
-    atomic_init(&ep->apm_load_path, -1);
+    atomic_init(&ep->apm_load, 0);
     atomic_init(&ep->apm_dirty, false);
     if (c->apm == NULL || ep->npaths == 0) {
         return;
@@ -169,8 +168,11 @@ void pmeth_apm_endpoint_ready(mca_btl_base_endpoint_t *ep)
         paths[p].addr_len = 6;
         memcpy(paths[p].addr, ep->paths[p].peer_mac, 6);
     }
-    /* a single path gets a connection too: its loss is then reported, clearly
-     * and in bounded time, rather than retransmitted for ever */
+    /* a single path gets a connection too: a link that goes down is then
+     * reported, clearly and in bounded time, rather than retransmitted for
+     * ever.  One that drops everything with its carrier up is not: silence on
+     * every path is also what a stopped peer (a debugger, SIGSTOP) shows, and
+     * a path is blamed only when another one answers (pmeth_apm_check_silent) */
     ep->apm_conn = apm_conn_create(c->apm, paths, ep->npaths, ep->primary, ep, pmeth_now_ns());
     if (ep->apm_conn == NULL) {
         PMETH_VERBOSE(1, "path migration: no connection for %s (no memory): it runs without",
@@ -409,7 +411,7 @@ void pmeth_apm_refresh(mca_btl_base_endpoint_t *ep, uint64_t now)
         pmeth_endpoint_activate(ep);
     }
     if (now_usable != ((1u << ep->npaths) - 1) || ep->apm_failed
-        || atomic_load_explicit(&ep->apm_load_path, memory_order_acquire) >= 0
+        || atomic_load_explicit(&ep->apm_load, memory_order_acquire) != 0
         || ep->load_path >= 0) {
         watch(ep);
     }
@@ -503,10 +505,11 @@ static bool service(mca_btl_base_endpoint_t *ep, uint64_t now)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     uint64_t interval = (c->apm_probe_ms ? c->apm_probe_ms : 1) * MS;
-    int want = atomic_exchange_explicit(&ep->apm_load_path, -1, memory_order_acquire);
-    if (want >= 0 && want < ep->npaths) {
-        ep->load_path = want;
-        ep->load_gen = atomic_load_explicit(&ep->apm_load_gen, memory_order_relaxed);
+    uint64_t load = atomic_exchange_explicit(&ep->apm_load, 0, memory_order_acquire);
+    uint32_t want = (uint32_t) load;            /* path + 1 */
+    if (want != 0 && want <= ep->npaths) {
+        ep->load_path = (int) (want - 1);
+        ep->load_gen = (uint32_t) (load >> 32);
         ep->load_tries = 0;
         ep->load_sent_ns = 0;
         pmeth_pathprobe_load_begin(&ep->probes);
@@ -523,10 +526,9 @@ static bool service(mca_btl_base_endpoint_t *ep, uint64_t now)
             ep->load_sent_ns = now;
         }
     }
-    /* health probes: a probe unanswered for 3 intervals failed */
+    /* health probes: a round unanswered for 3 intervals failed */
     for (uint8_t p = 0; p < ep->npaths; p++) {
-        if (pmeth_pathprobe_health_open(&ep->probes, p)
-            && now - ep->heal_sent_ns[p] >= 3 * interval) {
+        if (pmeth_pathprobe_health_expired(&ep->probes, p, now, 3 * interval)) {
             pmeth_pathprobe_health_failed(&ep->probes, p);
             (void) apm_probe_failed(ep->apm_conn, p, now);
         }
@@ -534,7 +536,7 @@ static bool service(mca_btl_base_endpoint_t *ep, uint64_t now)
     uint32_t wanted = apm_probe_wanted(ep->apm_conn, now);
     for (uint8_t p = 0; p < ep->npaths; p++) {
         if ((wanted >> p & 1u) && now - ep->heal_sent_ns[p] >= interval) {
-            pmeth_pathprobe_health_sent(&ep->probes, p, send_path_probe(ep, p));
+            pmeth_pathprobe_health_sent(&ep->probes, p, send_path_probe(ep, p), now);
             ep->heal_sent_ns[p] = now;
         }
     }
@@ -548,7 +550,7 @@ static bool service(mca_btl_base_endpoint_t *ep, uint64_t now)
     }
     bool all = ep->usable == ((1u << ep->npaths) - 1) && !ep->apm_failed;
     return !(all && ep->load_path < 0 && ep->probes.health_out == 0
-             && atomic_load_explicit(&ep->apm_load_path, memory_order_relaxed) < 0);
+             && atomic_load_explicit(&ep->apm_load, memory_order_relaxed) == 0);
 }
 
 int pmeth_apm_progress(uint64_t now)

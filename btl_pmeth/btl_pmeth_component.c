@@ -335,8 +335,9 @@ static int pmeth_component_register(void)
     reg("apm", "Path migration between the links to a peer: 0 off, 1 on, 2 on when this process "
         "has two links or more (default).  A link that goes down, or on which frames go "
         "unanswered, leaves the peer's stripe; what was in flight on it is sent again on "
-        "another; it rejoins once probes pass.  With one link, 1 still bounds how long a lost "
-        "peer is waited for (btl_pmeth_apm_fail_timeout_ms)", MCA_BASE_VAR_TYPE_INT,
+        "another; it rejoins once probes pass.  With one link, 1 still bounds how long traffic "
+        "waits after that link goes down (btl_pmeth_apm_fail_timeout_ms); a last link that "
+        "drops everything with its carrier up looks like a stopped peer and is waited for", MCA_BASE_VAR_TYPE_INT,
         &c->apm_mode, OPAL_INFO_LVL_4);
     c->apm_policy = 0;
     reg("apm_policy", "How the alternate path is chosen among the healthy ones: 0 round robin "

@@ -589,6 +589,12 @@ int pmeth_endpoint_keep(mca_btl_base_endpoint_t *ep, uint64_t now)
     if (ep->tx == NULL) {
         return 0;
     }
+    /* a link lost while we are away: apm has moved the connection; resends
+     * follow it (else they go on the dead link until we are back in MPI, and a
+     * peer waiting in MPI for them waits as long) */
+    if (ep->apm_conn != NULL) {
+        pmeth_apm_poll(ep, now);
+    }
     int count = resend_due(ep, now);
     if (pmeth_rxwin_ack_due(ep->rx, now)) {
         count += pmeth_send_ack(ep);

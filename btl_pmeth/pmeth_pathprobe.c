@@ -33,13 +33,14 @@ uint32_t pmeth_pathprobe_next(pmeth_pathprobe_t *b)
     return ++b->last;
 }
 
-void pmeth_pathprobe_health_sent(pmeth_pathprobe_t *b, unsigned p, uint32_t serial)
+void pmeth_pathprobe_health_sent(pmeth_pathprobe_t *b, unsigned p, uint32_t serial, uint64_t now)
 {
     if (p >= PMETH_PATHPROBE_PATHS || pmeth_pathprobe_health_open(b, p)) {
         return;
     }
     b->health_out |= 1u << p;
     b->round_first[p] = serial;
+    b->round_ns[p] = now;
 }
 
 void pmeth_pathprobe_health_failed(pmeth_pathprobe_t *b, unsigned p)

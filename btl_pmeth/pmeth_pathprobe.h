@@ -5,9 +5,12 @@
  * Why.  Path migration probes a path for two reasons: to confirm a LOAD (apm
  * moved the primary path there, or put an alternate path back in the stripe:
  * three tries, each one probe) and to watch the HEALTH of a path that failed
- * (a probe every apm_probe_ms while one is out; one unanswered for three
- * intervals has failed; apm wants several answered ones in a row before the
- * path is trusted again).  A probe's answer can come late: the peer was
+ * (a probe every apm_probe_ms while one is out; a round its first probe
+ * opened that no answer closed within three intervals has failed; apm wants
+ * several answered ones in a row before the path is trusted again).  The
+ * round, not the last probe, is timed: a probe goes every interval, so
+ * timing the last one would never fail a path that answers one probe in ten,
+ * and apm would count its rare answers as answers in a row.  A probe's answer can come late: the peer was
  * descheduled, the frame waited in a full switch port, or the path died and
  * came back while it was on its way.  Credited to whichever probe is out now,
  * a late answer says a path works when the evidence is from before it failed
@@ -37,6 +40,7 @@ typedef struct pmeth_pathprobe {
     bool load_open;                     /* a load is being checked */
     uint32_t health_out;                /* bit per path: a round of health probes is open */
     uint32_t round_first[PMETH_PATHPROBE_PATHS];        /* first probe of that round */
+    uint64_t round_ns[PMETH_PATHPROBE_PATHS];           /* when that probe went */
 } pmeth_pathprobe_t;
 
 void pmeth_pathprobe_init(pmeth_pathprobe_t *b, uint32_t first_serial);
@@ -50,14 +54,21 @@ void pmeth_pathprobe_load_end(pmeth_pathprobe_t *b);
  * no frame is free to carry it, so that it is never answered. */
 uint32_t pmeth_pathprobe_next(pmeth_pathprobe_t *b);
 
-/* Health probe SERIAL (just taken) went on path P: it opens a round when
- * none is open. */
-void pmeth_pathprobe_health_sent(pmeth_pathprobe_t *b, unsigned p, uint32_t serial);
+/* Health probe SERIAL (just taken) went on path P at NOW: it opens a round
+ * when none is open. */
+void pmeth_pathprobe_health_sent(pmeth_pathprobe_t *b, unsigned p, uint32_t serial, uint64_t now);
 /* Path P's round ended unanswered (its probe counted as failed). */
 void pmeth_pathprobe_health_failed(pmeth_pathprobe_t *b, unsigned p);
 static inline bool pmeth_pathprobe_health_open(const pmeth_pathprobe_t *b, unsigned p)
 {
     return p < PMETH_PATHPROBE_PATHS && (b->health_out >> p & 1u);
+}
+/* Path P's round has been open LIMIT or longer at NOW: it failed (the caller
+ * then calls pmeth_pathprobe_health_failed). */
+static inline bool pmeth_pathprobe_health_expired(const pmeth_pathprobe_t *b, unsigned p,
+                                                  uint64_t now, uint64_t limit)
+{
+    return pmeth_pathprobe_health_open(b, p) && now - b->round_ns[p] >= limit;
 }
 
 /* An answer to probe SERIAL arrived on path P: does it confirm the load

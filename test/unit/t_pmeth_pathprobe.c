@@ -49,11 +49,11 @@ static void fixed_cases(void)
     pmeth_pathprobe_init(&b, 1);
     uint32_t h1 = pmeth_pathprobe_next(&b);
     CHECK(!pmeth_pathprobe_health_answer(&b, 0, h1), "health: no round open, nothing counts");
-    pmeth_pathprobe_health_sent(&b, 0, h1);
+    pmeth_pathprobe_health_sent(&b, 0, h1, 0);
     CHECK(pmeth_pathprobe_health_open(&b, 0) && !pmeth_pathprobe_health_open(&b, 1),
           "health: the probe opened a round on its path only");
     uint32_t h2 = pmeth_pathprobe_next(&b);
-    pmeth_pathprobe_health_sent(&b, 0, h2);
+    pmeth_pathprobe_health_sent(&b, 0, h2, 0);
     CHECK(!pmeth_pathprobe_health_answer(&b, 1, h2), "health: an answer for another path's round");
     CHECK(pmeth_pathprobe_health_answer(&b, 0, h2),
           "health: the answer to the round's second probe counts (a slow answer to the first "
@@ -61,7 +61,7 @@ static void fixed_cases(void)
     CHECK(!pmeth_pathprobe_health_open(&b, 0), "health: and ends the round");
     CHECK(!pmeth_pathprobe_health_answer(&b, 0, h1), "health: the first probe's late answer counts no more");
     uint32_t h3 = pmeth_pathprobe_next(&b);
-    pmeth_pathprobe_health_sent(&b, 0, h3);
+    pmeth_pathprobe_health_sent(&b, 0, h3, 0);
     CHECK(!pmeth_pathprobe_health_answer(&b, 0, h1) && !pmeth_pathprobe_health_answer(&b, 0, h2),
           "health: answers from the last round do not count for the next (one round, one answer)");
     CHECK(pmeth_pathprobe_health_answer(&b, 0, h3), "health: the new round's probe does");
@@ -69,11 +69,11 @@ static void fixed_cases(void)
     /* health: a round that failed; its late answer does not count for the next */
     pmeth_pathprobe_init(&b, 1);
     uint32_t f1 = pmeth_pathprobe_next(&b);
-    pmeth_pathprobe_health_sent(&b, 2, f1);
+    pmeth_pathprobe_health_sent(&b, 2, f1, 0);
     pmeth_pathprobe_health_failed(&b, 2);
     CHECK(!pmeth_pathprobe_health_open(&b, 2), "health: a failed probe ends its round");
     uint32_t f2 = pmeth_pathprobe_next(&b);
-    pmeth_pathprobe_health_sent(&b, 2, f2);
+    pmeth_pathprobe_health_sent(&b, 2, f2, 0);
     CHECK(!pmeth_pathprobe_health_answer(&b, 2, f1),
           "health: the late answer to the probe counted as failed does not count");
     CHECK(pmeth_pathprobe_health_answer(&b, 2, f2), "health: the next probe's does");
@@ -83,12 +83,12 @@ static void fixed_cases(void)
      * probe's answer, from before the failure, arrives late */
     pmeth_pathprobe_init(&b, 1);
     uint32_t g1 = pmeth_pathprobe_next(&b);
-    pmeth_pathprobe_health_sent(&b, 1, g1);
+    pmeth_pathprobe_health_sent(&b, 1, g1, 0);
     uint32_t g2 = pmeth_pathprobe_next(&b);
-    pmeth_pathprobe_health_sent(&b, 1, g2);
+    pmeth_pathprobe_health_sent(&b, 1, g2, 0);
     CHECK(pmeth_pathprobe_health_answer(&b, 1, g1), "health: a first answer");
     uint32_t g3 = pmeth_pathprobe_next(&b);
-    pmeth_pathprobe_health_sent(&b, 1, g3);
+    pmeth_pathprobe_health_sent(&b, 1, g3, 0);
     CHECK(!pmeth_pathprobe_health_answer(&b, 1, g2),
           "health: an answer to a probe sent before the path failed again does not count");
     CHECK(pmeth_pathprobe_health_open(&b, 1), "health: the round stays open");
@@ -96,17 +96,53 @@ static void fixed_cases(void)
     /* a load and health rounds at once do not take each other's answers */
     pmeth_pathprobe_init(&b, 1);
     uint32_t x1 = pmeth_pathprobe_next(&b);
-    pmeth_pathprobe_health_sent(&b, 3, x1);
+    pmeth_pathprobe_health_sent(&b, 3, x1, 0);
     pmeth_pathprobe_load_begin(&b);
     uint32_t x2 = pmeth_pathprobe_next(&b);
     CHECK(!pmeth_pathprobe_load_answer(&b, x1), "mixed: a health probe's answer confirms no load");
     CHECK(pmeth_pathprobe_health_answer(&b, 3, x1) && pmeth_pathprobe_load_answer(&b, x2),
           "mixed: each counts its own");
 
+    /* a round is timed from its first probe, not its last: probes go every
+     * interval, so the last one is never three intervals old */
+    pmeth_pathprobe_init(&b, 1);
+    pmeth_pathprobe_health_sent(&b, 0, pmeth_pathprobe_next(&b), 100);
+    pmeth_pathprobe_health_sent(&b, 0, pmeth_pathprobe_next(&b), 110);
+    pmeth_pathprobe_health_sent(&b, 0, pmeth_pathprobe_next(&b), 120);
+    CHECK(!pmeth_pathprobe_health_expired(&b, 0, 129, 30) && pmeth_pathprobe_health_expired(&b, 0, 130, 30),
+          "health: the round expires three intervals after its first probe, whatever went since");
+    CHECK(!pmeth_pathprobe_health_expired(&b, 1, 1000, 30), "health: a path with no round never expires");
+    pmeth_pathprobe_health_failed(&b, 0);
+    pmeth_pathprobe_health_sent(&b, 0, pmeth_pathprobe_next(&b), 130);
+    CHECK(!pmeth_pathprobe_health_expired(&b, 0, 159, 30) && pmeth_pathprobe_health_expired(&b, 0, 160, 30),
+          "health: the next round is timed from its own first probe");
+
+    /* a path that answers one probe in ten, probed as btl_pmeth_apm.c probes
+     * (one probe an interval, a round failed after three): between two answers
+     * that count there is always a failed round, so apm never sees two in a row */
+    pmeth_pathprobe_init(&b, 1);
+    int counted = 0, failed = 0, in_a_row = 0, most_in_a_row = 0;
+    for (uint64_t t = 0; t < 10000; t += 10) {
+        if (pmeth_pathprobe_health_expired(&b, 0, t, 30)) {
+            pmeth_pathprobe_health_failed(&b, 0);
+            failed++;
+            in_a_row = 0;
+        }
+        uint32_t s = pmeth_pathprobe_next(&b);
+        pmeth_pathprobe_health_sent(&b, 0, s, t);
+        if (s % 10 == 0 && pmeth_pathprobe_health_answer(&b, 0, s)) {
+            counted++;
+            most_in_a_row = ++in_a_row > most_in_a_row ? in_a_row : most_in_a_row;
+        }
+    }
+    CHECK(counted > 0 && failed > counted && most_in_a_row == 1,
+          "health: a path answering one probe in ten: %d answers counted, %d rounds failed, "
+          "at most %d answer(s) in a row", counted, failed, most_in_a_row);
+
     /* paths out of range are refused, not written */
     pmeth_pathprobe_init(&b, 1);
     uint32_t o1 = pmeth_pathprobe_next(&b);
-    pmeth_pathprobe_health_sent(&b, PMETH_PATHPROBE_PATHS, o1);
+    pmeth_pathprobe_health_sent(&b, PMETH_PATHPROBE_PATHS, o1, 0);
     pmeth_pathprobe_health_failed(&b, 1000);
     CHECK(b.health_out == 0 && !pmeth_pathprobe_health_answer(&b, PMETH_PATHPROBE_PATHS, o1)
               && !pmeth_pathprobe_health_open(&b, 1000),
@@ -115,10 +151,10 @@ static void fixed_cases(void)
     /* across the wrap of the serials */
     pmeth_pathprobe_init(&b, UINT32_MAX - 1);
     uint32_t w1 = pmeth_pathprobe_next(&b);
-    pmeth_pathprobe_health_sent(&b, 0, w1);
+    pmeth_pathprobe_health_sent(&b, 0, w1, 0);
     uint32_t w2 = pmeth_pathprobe_next(&b), w3 = pmeth_pathprobe_next(&b);
-    pmeth_pathprobe_health_sent(&b, 0, w2);
-    pmeth_pathprobe_health_sent(&b, 0, w3);
+    pmeth_pathprobe_health_sent(&b, 0, w2, 0);
+    pmeth_pathprobe_health_sent(&b, 0, w3, 0);
     CHECK(w1 == UINT32_MAX - 1 && w3 == 0, "wrap: serials %u, %u, %u", w1, w2, w3);
     CHECK(!pmeth_pathprobe_health_answer(&b, 0, w3 + 1), "wrap: a serial not yet sent counts for nothing");
     CHECK(!pmeth_pathprobe_health_answer(&b, 0, w1 - 1), "wrap: one from before the round neither");
@@ -165,7 +201,7 @@ static void random_run(void)
             m.last++;
             mismatches += (uint32_t) m.last != s;     /* the model's serial mod 2^32 */
             if ((r >> 20) & 1) {
-                pmeth_pathprobe_health_sent(&b, p, s);
+                pmeth_pathprobe_health_sent(&b, p, s, 0);
                 if (!m.open[p]) {
                     m.open[p] = 1;
                     m.round_first[p] = m.last;
