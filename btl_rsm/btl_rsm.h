@@ -262,6 +262,7 @@ typedef struct mca_btl_rsm_component_t {
     bool rma;                       /* offer put, get and atomics to osc rdma (btl_rsm_rma.c) */
     bool numa_place;
     unsigned int poll_budget;
+    unsigned int first_seq;             /* every queue's first sequence number (testing) */
     bool pair_tiny;                 /* two tiny messages per postbox (rsm_half_t) */
     bool site_default;              /* run in jobs that do not name rsm (xbtl_optin.h) */
     int verbs;                      /* 0 off, 1 remote peers, 2 every peer (btl_rsm_verbs.c) */
@@ -571,7 +572,7 @@ static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
         }
         const uint32_t head = ep->head, index = head & ep->q_mask;
         rsm_postbox_t *slot = &ep->in_queue[index];
-        if (atomic_load_explicit(&slot->flag, memory_order_acquire) != head + 1) {
+        if (atomic_load_explicit(&slot->flag, memory_order_acquire) != rsm_pb_flag(head)) {
             return (int) delivered;
         }
         rsm_pb_hdr_t h = rsm_pb_read_hdr(slot);

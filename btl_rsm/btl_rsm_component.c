@@ -504,6 +504,11 @@ static int rsm_component_register(void)
     c->poll_budget = 16;
     reg("poll_budget", "Messages taken from one sender per progress call (at least 1)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->poll_budget, OPAL_INFO_LVL_6);
+    c->first_seq = 0;
+    reg("first_seq", "For testing: the sequence number every postbox queue starts at.  Set it "
+        "for the whole job (both ends of a connection start there); 4294960000 takes a job "
+        "across the wrap of the 32-bit sequence numbers after 7,296 postboxes",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->first_seq, OPAL_INFO_LVL_9);
 
     /* the standard BTL parameters: eager/max-send/rndv limits, latency, bandwidth,
      * exclusivity, flags... registered by the base with these defaults */

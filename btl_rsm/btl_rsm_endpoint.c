@@ -220,8 +220,9 @@ int rsm_endpoint_connect(mca_btl_base_endpoint_t *ep)
     }
     ep->out_queue = rsm_layout_queue(lay, ep->area->seg[0].base, ep->local_rank);
     ep->out_acks = rsm_ctl_ack_row(lay, c->ctl.base, ep->local_rank);
-    ep->tail = ep->reclaimed = ep->slots_with_runs = 0;
-    ep->collect_mark = UINT32_MAX;      /* none yet: out of [reclaimed, tail) */
+    ep->tail = ep->reclaimed = c->first_seq;
+    ep->slots_with_runs = 0;
+    ep->collect_mark = c->first_seq - 1;        /* none yet: out of [reclaimed, tail) */
     rsm_seg_prefault(ep->out_queue, (size_t) lay->queue_len * RSM_POSTBOX_SIZE, true);
     /* ring the doorbell: our byte, then the generation the receiver polls */
     rsm_ctl_t *peer = ep->peer_ctl.base;
@@ -256,7 +257,7 @@ static int accept_one(mca_btl_base_endpoint_t *ep)
     }
     ep->in_queue = rsm_layout_queue(lay, ep->in_seg[0].base, c->my_local_rank);
     ep->in_acks = rsm_ctl_ack_row(lay, ep->peer_ctl.base, c->my_local_rank);
-    ep->head = ep->unacked = 0;
+    ep->head = ep->unacked = c->first_seq;
     rsm_seg_prefault(ep->in_queue, (size_t) lay->queue_len * RSM_POSTBOX_SIZE, false);
     ep->in_lay = lay;
     ep->in_connected = true;

@@ -95,12 +95,12 @@ int rsm_poll_second_half(mca_btl_base_endpoint_t *ep)
     const uint32_t head = ep->head;
     rsm_postbox_t *slot = &ep->in_queue[head & ep->q_mask];
     rsm_half_t *half = rsm_pb_half(slot);
-    if (atomic_load_explicit(&half->flag, memory_order_acquire) != head + 1) {
+    if (atomic_load_explicit(&half->flag, memory_order_acquire) != rsm_pb_flag(head)) {
         const rsm_postbox_t *next = &ep->in_queue[(head + 1) & ep->q_mask];
-        if (atomic_load_explicit(&next->flag, memory_order_acquire) != head + 2) {
+        if (atomic_load_explicit(&next->flag, memory_order_acquire) != rsm_pb_flag(head + 1)) {
             return 0;
         }
-        if (atomic_load_explicit(&half->flag, memory_order_acquire) != head + 1) {
+        if (atomic_load_explicit(&half->flag, memory_order_acquire) != rsm_pb_flag(head)) {
             ep->pair_wait = false;
             rsm_ack_through(ep, head);
             ep->head = head + 1;
@@ -151,7 +151,7 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
         rsm_postbox_t *slot = &ep->in_queue[index];
         /* verbs: nothing past the tail the newest immediate named has landed */
         if ((ep->remote && head == ep->in_published)
-            || atomic_load_explicit(&slot->flag, memory_order_acquire) != head + 1) {
+            || atomic_load_explicit(&slot->flag, memory_order_acquire) != rsm_pb_flag(head)) {
             break;
         }
         rsm_pb_hdr_t h = rsm_pb_read_hdr(slot);

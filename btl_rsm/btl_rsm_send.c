@@ -132,7 +132,7 @@ static inline bool send_tiny(mca_btl_base_endpoint_t *ep, uint8_t tag, const voi
         half->nbytes = (uint16_t) total;
         half->kind = RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST;
         half->tag = tag;
-        atomic_store_explicit(&half->flag, ep->tail /* the postbox's seq + 1 */,
+        atomic_store_explicit(&half->flag, rsm_pb_flag(ep->tail - 1) /* the postbox's */,
                               memory_order_release);
         ep->pair_open = false;
         ep->sent_paired++;

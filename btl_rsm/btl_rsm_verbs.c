@@ -1152,8 +1152,9 @@ static int connect_nolock(mca_btl_base_endpoint_t *ep)
     ep->area = &v->group->area;
     ep->out_queue = rsm_layout_queue(lay, q->buf, 0);
     ep->out_acks = (_Atomic uint8_t *) q->acks;
-    ep->tail = ep->reclaimed = ep->slots_with_runs = 0;
-    ep->collect_mark = UINT32_MAX;      /* periodic collections are for local peers only */
+    ep->tail = ep->reclaimed = ep->peer_consumed = c->first_seq;
+    ep->slots_with_runs = 0;
+    ep->collect_mark = c->first_seq - 1;        /* periodic collections are for local peers only */
     q->psn = random_psn();
     v->state = VS_CONNECTING;
     vs.connecting++;
@@ -1302,8 +1303,8 @@ static void accept_req(const rsm_vmsg_t *m)
     }
     ep->in_queue = rsm_layout_queue(&c->vlayout, q->buf, 0);
     ep->in_acks = (_Atomic uint8_t *) q->acks;
-    ep->head = ep->unacked = ep->in_published = 0;
-    v->acks_pushed = 0;
+    ep->head = ep->unacked = ep->in_published = c->first_seq;
+    v->acks_pushed = c->first_seq;
     ep->in_connected = true;
     opal_hash_table_set_value_uint32(&vs.by_qpn, q->qp->qp_num, ep);
     c->v_accepts++;

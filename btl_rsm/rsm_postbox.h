@@ -81,7 +81,7 @@ typedef struct rsm_run {        /* one contiguous piece of a pool: what crosses 
 } rsm_run_t;
 
 typedef struct rsm_postbox {
-    _Atomic uint32_t flag;      /* seq + 1, written last */
+    _Atomic uint32_t flag;      /* rsm_pb_flag(seq), written last */
     uint16_t nbytes;            /* INLINE: message bytes (the whole group); POINTER: runs used */
     uint8_t kind;
     uint8_t tag;                /* BTL tag, in the FIRST postbox */
@@ -103,7 +103,7 @@ _Static_assert(sizeof(rsm_postbox_t) == RSM_POSTBOX_SIZE, "a postbox is one cach
  * a line).  The sender publishes a tiny message as a PAIR postbox (half flag
  * zeroed in the same line, before the flag); if its next message to the same
  * receiver is tiny too and nothing else was written since, it goes into the
- * second half, published by the half's flag (seq + 1 of the postbox).  The
+ * second half, published by the half's flag (rsm_pb_flag of the postbox's seq).  The
  * receiver, after a PAIR's first half, waits for either that flag or the next
  * postbox's (the sender moved on; then the half flag is read once more, as the
  * sender may have written the half first) and acks the postbox only then, so
@@ -111,7 +111,7 @@ _Static_assert(sizeof(rsm_postbox_t) == RSM_POSTBOX_SIZE, "a postbox is one cach
 #define RSM_PB_HALF_OFF 32
 #define RSM_PB_HALF_DATA 24     /* payload bytes of either half */
 typedef struct rsm_half {
-    _Atomic uint32_t flag;      /* seq + 1 of the postbox, written last */
+    _Atomic uint32_t flag;      /* rsm_pb_flag(seq) of the postbox, written last */
     uint16_t nbytes;
     uint8_t kind;               /* RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST */
     uint8_t tag;
@@ -263,6 +263,17 @@ static inline bool rsm_half_valid(rsm_pb_hdr_t h)
     return h.kind == (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST) && h.nbytes <= RSM_PB_HALF_DATA;
 }
 
+/* A postbox's flag: its seq + 1, but never 0, which is the flag of a slot
+ * cleared for the next message (rsm_pb_clear_next, a PAIR's half): seq
+ * 2^32 - 1 would have it, and a receiver waiting for that postbox would take a
+ * cleared slot for it, every 2^32 postboxes (seconds of a stream of small
+ * messages).  It has 1, as seq 0 has; the two are never in one slot. */
+static inline uint32_t rsm_pb_flag(uint32_t seq)
+{
+    const uint32_t f = seq + 1;
+    return f + (f == 0);
+}
+
 /* Zero the flag of the postbox after a message before publishing the message:
  * it may hold payload of an earlier lap that happens to look like a flag. */
 static inline void rsm_pb_clear_next(rsm_postbox_t *slot)
@@ -337,7 +348,7 @@ static inline void rsm_pb_publish(rsm_postbox_t *slot, const rsm_postbox_t *pb, 
 {
     __builtin_memcpy((char *) slot + sizeof(uint32_t), (const char *) pb + sizeof(uint32_t),
                      sizeof(*pb) - sizeof(uint32_t));
-    atomic_store_explicit(&slot->flag, seq + 1, memory_order_release);
+    atomic_store_explicit(&slot->flag, rsm_pb_flag(seq), memory_order_release);
 }
 
 /* Publish a postbox whose payload was written in place: header, then flag. */
@@ -347,13 +358,13 @@ static inline void rsm_pb_publish_hdr(rsm_postbox_t *slot, uint16_t nbytes, uint
     slot->nbytes = nbytes;
     slot->kind = kind;
     slot->tag = tag;
-    atomic_store_explicit(&slot->flag, seq + 1, memory_order_release);
+    atomic_store_explicit(&slot->flag, rsm_pb_flag(seq), memory_order_release);
 }
 
 /* Has postbox SEQ arrived in SLOT?  If so copy it to *snap (acquire ordered). */
 static inline bool rsm_pb_take(const rsm_postbox_t *slot, uint32_t seq, rsm_postbox_t *snap)
 {
-    if (atomic_load_explicit((_Atomic uint32_t *) &slot->flag, memory_order_acquire) != seq + 1) {
+    if (atomic_load_explicit((_Atomic uint32_t *) &slot->flag, memory_order_acquire) != rsm_pb_flag(seq)) {
         return false;
     }
     __builtin_memcpy(snap, slot, sizeof(*snap));

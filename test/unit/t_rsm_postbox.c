@@ -41,6 +41,58 @@ static rsm_assembler_t fresh(void)
     return a;
 }
 
+/* The sender zeroes the next flag only when that slot last held follow-on
+ * payload: model a sender and a receiver on a 16-postbox ring, with every
+ * follow-on postbox's flag word forged to what the receiver will wait for
+ * there next lap, and check the receiver never takes a postbox early.  From
+ * sequence number START (a run across 2^32 checks that no flag is the
+ * cleared one). */
+static void stale_model(uint32_t start)
+{
+    const uint8_t FL = RSM_PB_FIRST | RSM_PB_LAST;
+    rsm_postbox_t snap;
+    enum { Q = 16, M = Q - 1 };
+    rsm_postbox_t ring[Q];
+    uint8_t stale[Q];
+    memset(ring, 0, sizeof(ring));
+    memset(stale, 0, sizeof(stale));
+    uint32_t tail = start, early = 0, late = 0, cleared = 0, singles = 0, single_clears = 0;
+    srand(7);
+    for (int m = 0; m < 20000; m++) {
+        uint32_t k = 1 + (uint32_t) rand() % 5, index = tail & M;
+        if (index + k > Q) {            /* pad to the ring's end */
+            uint32_t pad = Q - index;
+            cleared += stale[(tail + pad) & M];
+            rsm_pb_clear_stale(ring, stale, M, tail + pad);
+            rsm_pb_publish_hdr(&ring[index], 0, RSM_PB_PAD | FL, 0, tail);
+            tail += pad;
+            index = 0;
+        }
+        rsm_pb_mark_follow_on(stale, M, tail, k);
+        for (uint32_t i = 1; i < k; i++) {   /* follow-on payload over the flag word */
+            uint32_t forged = rsm_pb_flag(tail + i + Q);
+            memcpy((void *) &ring[index + i], &forged, sizeof(forged));
+        }
+        uint8_t was = stale[(tail + k) & M];
+        cleared += was;
+        if (k == 1) {
+            singles++;
+            single_clears += was;
+        }
+        rsm_pb_clear_stale(ring, stale, M, tail + k);
+        rsm_pb_publish_hdr(&ring[index], (uint16_t) (k == 1 ? 8 : 56 + (k - 1) * 64),
+                           RSM_PB_INLINE | FL, 1, tail);
+        late += !rsm_pb_take(&ring[index], tail, &snap);
+        tail += k;
+        early += rsm_pb_take(&ring[tail & M], tail, &snap);   /* the receiver's next poll */
+    }
+    CHECK(early == 0 && late == 0, "stale follow-on payload never reads as the next flag "
+          "(%u early, %u missed; from seq %u)", early, late, start);
+    CHECK(cleared > 0 && cleared < 20000 && single_clears < singles,
+          "the next flag is zeroed only after follow-on payload (%u of 20000 messages; from seq %u)",
+          cleared, start);
+}
+
 int main(void)
 {
     const char *why = "";
@@ -195,51 +247,12 @@ int main(void)
     rsm_pb_publish_hdr(&slot, 7, RSM_PB_INLINE | FL, 9, 41);
     CHECK(rsm_pb_take(&slot, 41, &snap) && snap.nbytes == 7 && snap.tag == 9,
           "a postbox written in place is published by its header");
-    /* the sender zeroes the next flag only when that slot last held follow-on
-     * payload: model a sender and a receiver on a 16-postbox ring, with every
-     * follow-on postbox's flag word forged to what the receiver will wait for
-     * there next lap, and check the receiver never takes a postbox early */
-    {
-        enum { Q = 16, M = Q - 1 };
-        rsm_postbox_t ring[Q];
-        uint8_t stale[Q];
-        memset(ring, 0, sizeof(ring));
-        memset(stale, 0, sizeof(stale));
-        uint32_t tail = 0, early = 0, late = 0, cleared = 0, singles = 0, single_clears = 0;
-        srand(7);
-        for (int m = 0; m < 20000; m++) {
-            uint32_t k = 1 + (uint32_t) rand() % 5, index = tail & M;
-            if (index + k > Q) {            /* pad to the ring's end */
-                uint32_t pad = Q - index;
-                cleared += stale[(tail + pad) & M];
-                rsm_pb_clear_stale(ring, stale, M, tail + pad);
-                rsm_pb_publish_hdr(&ring[index], 0, RSM_PB_PAD | FL, 0, tail);
-                tail += pad;
-                index = 0;
-            }
-            rsm_pb_mark_follow_on(stale, M, tail, k);
-            for (uint32_t i = 1; i < k; i++) {   /* follow-on payload over the flag word */
-                uint32_t forged = tail + i + Q + 1;
-                memcpy((void *) &ring[index + i], &forged, sizeof(forged));
-            }
-            uint8_t was = stale[(tail + k) & M];
-            cleared += was;
-            if (k == 1) {
-                singles++;
-                single_clears += was;
-            }
-            rsm_pb_clear_stale(ring, stale, M, tail + k);
-            rsm_pb_publish_hdr(&ring[index], (uint16_t) (k == 1 ? 8 : 56 + (k - 1) * 64),
-                               RSM_PB_INLINE | FL, 1, tail);
-            late += !rsm_pb_take(&ring[index], tail, &snap);
-            tail += k;
-            early += rsm_pb_take(&ring[tail & M], tail, &snap);   /* the receiver's next poll */
-        }
-        CHECK(early == 0 && late == 0, "stale follow-on payload never reads as the next flag "
-              "(%u early, %u missed)", early, late);
-        CHECK(cleared > 0 && cleared < 20000 && single_clears < singles,
-              "the next flag is zeroed only after follow-on payload (%u of 20000 messages)", cleared);
-    }
+    rsm_pb_clear_next(&slot);
+    CHECK(!rsm_pb_take(&slot, UINT32_MAX, &snap) && rsm_pb_flag(UINT32_MAX) != 0
+              && rsm_pb_flag(UINT32_MAX) != rsm_pb_flag(UINT32_MAX - 64),
+          "the postbox before the wrap of the sequence numbers is not a cleared slot");
+    stale_model(0);
+    stale_model(UINT32_MAX - 30000);        /* 20000 messages of 1-5 postboxes: across the wrap */
     CHECK(lay.queue_shift == 6, "queue shift");
     {   /* the range fills against the byte loops they replace: every start (the
          * ring's end included), every length up to the queue, bytes outside untouched */
