@@ -336,6 +336,7 @@ typedef struct mca_btl_rsm_component_t {
     uint64_t v_connects, v_accepts, v_writes, v_write_bytes, v_ack_writes, v_bad_handshakes;
     uint64_t v_accepts_away;        /* of v_accepts, by the listener while the process was away */
     uint64_t v_posts;               /* ibv_post_send calls for writes (pvar verbs_posts) */
+    uint64_t v_cq_waits;            /* waits for send completion queue room (verbs_cq_waits) */
     uint64_t v_acks_piggybacked;    /* units whose immediate carried acks we owed */
     uint64_t v_direct;              /* pool messages sent as one write (direct units) */
     uint64_t v_grows;               /* pools (per sender and destination host) grown a chunk */

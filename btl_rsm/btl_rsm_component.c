@@ -22,15 +22,24 @@
 #define RSM_INLINE_SHALLOW 1088     /* 1 KiB of payload and ob1's header */
 #define RSM_INLINE_DEEP 2112        /* 2 KiB of payload and ob1's header */
 
-/* An inline group, plus the postbox kept in reserve, may use at most half a
- * queue: a short queue lowers the limit. */
-static unsigned int fit_inline(unsigned int want, uint32_t postboxes, const char *which)
+/* A group of K postboxes may need a pad of K - 1 before it (a group never
+ * wraps) and the postbox kept in reserve after it, while the receiver keeps
+ * HELD postboxes unacknowledged for as long as it likes: 2K + HELD must fit
+ * the queue, or a sender waits for acks that never come while its receiver
+ * waits for its message.  A local receiver acks every postbox it consumes
+ * (HELD 2: half the queue less one, as before); one on another host lets
+ * fewer than an eighth of the queue ride on its own messages (note_acks in
+ * btl_rsm_verbs.c).  A short queue lowers the limit. */
+static unsigned int fit_inline(unsigned int want, uint32_t postboxes, uint32_t held,
+                               const char *which)
 {
-    unsigned int cap = postboxes >= 4 ? RSM_PB_DATA + (postboxes / 2 - 2) * RSM_POSTBOX_SIZE : 0;
+    unsigned int cap = postboxes >= 4 + held
+                           ? RSM_PB_DATA + ((postboxes - held) / 2 - 1) * RSM_POSTBOX_SIZE
+                           : 0;
     if (cap > 0xffff) {
         cap = 0xffff;
     }
-    if (postboxes >= 4 && want > cap) {
+    if (postboxes >= 4 + held && want > cap) {
         RSM_VERBOSE(1, "inline limit of %s peers lowered from %u to %u bytes to fit %u-postbox "
                     "queues", which, want, cap, postboxes);
         return cap;
@@ -102,6 +111,10 @@ static int node_layout_init(mca_btl_rsm_component_t *c, const mca_btl_base_modul
         max_msg = m->btl_rndv_eager_limit;
     }
     max_msg = rsm_round64(max_msg);
+    if (max_msg >= (1ull << 31)) {     /* no pool holds it; and not cut to 32 bits below */
+        *why = "each stripe's pool must hold the largest message, and stay below 2 GiB";
+        return -1;
+    }
     return rsm_layout_init(&c->layout, c->nlocal, c->local_postboxes, c->stripes, c->pool_size,
                            c->small_block, c->large_block, c->local_inline_max, (uint32_t) max_msg,
                            why);
@@ -736,11 +749,19 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     /* 2 KiB messages inline where queues are deep enough to hold many such
      * groups: no pool block, no barrier, no pointer postbox (near: latency of
      * 2 KiB 0.47 us instead of 0.64) */
+    if (c->inline_max != 0 && c->inline_max < RSM_PB_DATA) {
+        /* a postbox carries 56 bytes whatever the limit, and rsm's own short
+         * messages (paired tiny ones, the one-sided requests) need 40 */
+        RSM_VERBOSE(1, "inline limit raised from %u to %u bytes (one postbox)", c->inline_max,
+                    (unsigned) RSM_PB_DATA);
+        c->inline_max = RSM_PB_DATA;
+    }
     c->local_inline_max = fit_inline(c->inline_max ? c->inline_max
                                      : c->local_postboxes >= 512 ? RSM_INLINE_DEEP : RSM_INLINE_SHALLOW,
-                                     c->local_postboxes, "local");
+                                     c->local_postboxes, 2, "local");
     c->remote_inline_max = fit_inline(c->inline_max ? c->inline_max : RSM_INLINE_SHALLOW,
-                                      c->remote_postboxes, "remote (verbs)");
+                                      c->remote_postboxes, c->remote_postboxes / 8,
+                                      "remote (verbs)");
     c->inline_max = c->local_inline_max > c->remote_inline_max ? c->local_inline_max
                                                                : c->remote_inline_max;
     if (node_layout_init(c, m, &why) != 0) {

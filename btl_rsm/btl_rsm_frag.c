@@ -115,8 +115,12 @@ static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe
         }
         n = lay->stripes;       /* between hosts: pieces where no chunk holds it whole */
     }
+    /* pieces rounded up to cache lines may cover LEN before the last stripe:
+     * then fewer pieces (a piece of 0 bytes has no block, and the message
+     * would wait for one for ever) */
     size_t piece = rsm_round64((len + n - 1) / n), done = 0;
-    for (unsigned i = 0; i < n; i++) {
+    unsigned i = 0;
+    for (; i < n && (done < len || i == 0); i++) {
         uint32_t this_len = (uint32_t) (len - done < piece ? len - done : piece);
         uint32_t this_skew = i == 0 ? skew : 0;
         if (rsm_pool_alloc(&area->pool[i], this_len + this_skew, &frag->runs[i]) != 0) {
@@ -129,8 +133,8 @@ static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe
         frag->segments[i].seg_len = this_len;
         done += this_len;
     }
-    frag->nruns = (uint8_t) n;
-    frag->base.des_segment_count = n;
+    frag->nruns = (uint8_t) i;
+    frag->base.des_segment_count = i;
     return 0;
 }
 

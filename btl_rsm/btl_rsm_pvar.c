@@ -22,7 +22,7 @@ enum {
     PV_V_CONNECTS, PV_V_ACCEPTS, PV_V_WRITES, PV_V_WRITE_BYTES, PV_V_ACK_WRITES, PV_V_ACKS_PIGGYBACKED, PV_V_DIRECT,
     PV_V_REGISTERED, PV_V_REGISTERED_SHARED, PV_V_POOL_GROWS, PV_V_BAD_HANDSHAKES,
     PV_V_READS, PV_V_READ_BYTES, PV_V_USER_REGISTERED, PV_V_USER_REGISTRATIONS,
-    PV_V_STRIPED_READS, PV_V_RAIL_READ_BYTES, PV_V_POSTS, PV_V_ACCEPTS_AWAY,
+    PV_V_STRIPED_READS, PV_V_RAIL_READ_BYTES, PV_V_POSTS, PV_V_ACCEPTS_AWAY, PV_V_CQ_WAITS,
     PV_RMA_STRIPED_PUTS, PV_RMA_RAIL_PUT_BYTES, PV_RMA_BOUNCED,
     PV_COUNT
 };
@@ -108,6 +108,9 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
     [PV_V_POSTS] = {"verbs_posts", "Calls to ibv_post_send for those RDMA writes (doorbells): "
                     "a pool message's block writes go in one call with its pointer postbox, "
                     "so there are fewer than writes"},
+    [PV_V_CQ_WAITS] = {"verbs_cq_waits", "Times a signalled RDMA write or read waited for room "
+                       "in the device's send completion queue (4096 entries shared by every "
+                       "queue pair: many peers with many reads in flight)"},
     [PV_V_ACK_WRITES] = {"verbs_ack_writes", "RDMA writes of ack bytes into senders' ack rows"},
     [PV_V_ACKS_PIGGYBACKED] = {"verbs_acks_piggybacked", "Units sent to a peer whose immediate "
                                "carried the acks we owed it (no ack write needed)"},
@@ -207,6 +210,7 @@ static void rsm_counters_read(uint64_t *v)
     v[PV_V_WRITES] = c->v_writes;
     v[PV_V_WRITE_BYTES] = c->v_write_bytes;
     v[PV_V_POSTS] = c->v_posts;
+    v[PV_V_CQ_WAITS] = c->v_cq_waits;
     v[PV_V_ACK_WRITES] = c->v_ack_writes;
     v[PV_V_ACKS_PIGGYBACKED] = c->v_acks_piggybacked;
     v[PV_V_DIRECT] = c->v_direct;

@@ -151,6 +151,7 @@ struct rsm_vpeer {
     rsm_vrailqp_t in_rail[RSM_VRAILS_MAX];
     unsigned out_rails, in_rails;   /* rails of each half, rail 0 (out / in) included */
     uint32_t acks_pushed;           /* inbound: acks written through this seq (exclusive) */
+    uint32_t row_written;           /* inbound: ep->unacked at the last write of the whole row */
     uint32_t pool_msgs_acked;       /* inbound: ep->in_pool_msgs when acks were last pushed */
     bool ack_owed;                  /* inbound: on vs.owed, acks to push when idle */
     uint64_t owed_since_ns;         /* inbound: one pool message owed since (0: push when idle) */
@@ -568,6 +569,7 @@ static void conn_failed(mca_btl_base_endpoint_t *ep, const char *what, const cha
 }
 
 static int sq_room(rsm_vconn_t *q);
+static int cq_room(rsm_vdev_t *d, uint32_t n, mca_btl_base_endpoint_t *ep);
 
 /* Writes held back to go with the next one on the same queue pair: a pool
  * message's block writes wait for its pointer postbox's, so the message costs
@@ -594,12 +596,21 @@ static int vflush(void)
         vbatch.wr[i].next = &vbatch.wr[i + 1];
     }
     vbatch.wr[n - 1].next = NULL;
+    uint32_t signalled = 0;
+    for (unsigned i = 0; i < n; i++) {
+        signalled += (vbatch.wr[i].send_flags & IBV_SEND_SIGNALED) != 0;
+    }
+    if (OPAL_UNLIKELY(vs.dev.scq_out + signalled > RSM_VSCQ_ENTRIES)
+        && cq_room(&vs.dev, signalled, q->ep) != OPAL_SUCCESS) {
+        return OPAL_ERROR;
+    }
     struct ibv_send_wr *bad;
     int rc = ibv_post_send(q->qp, &vbatch.wr[0], &bad);
     if (OPAL_UNLIKELY(rc != 0)) {
         conn_failed(q->ep, "posting an RDMA write", strerror(rc));
         return OPAL_ERROR;
     }
+    vs.dev.scq_out += signalled;
     mca_btl_rsm_component.v_posts++;
     return OPAL_SUCCESS;
 }
@@ -743,6 +754,26 @@ static void push_acks(mca_btl_base_endpoint_t *ep)
     }
 }
 
+/* The receiver: the whole ack row as it stands, written at least every
+ * RSM_VROW_LAPS laps.  Why: the sender reads a slot's byte as acked when it
+ * is the lap tag it wrote there (rsm_lap_tag: 7 bits, the same every 128
+ * laps), and acks that ride on our own messages leave the row as it was.  A
+ * ping-pong of 128 laps (16,384 round trips on 128 postboxes) left bytes of
+ * an earlier stream that read as this lap's: the sender took unread
+ * postboxes, and the pool blocks they named, for free.  Rewritten this often,
+ * no byte is older than 32 laps and a couple in flight. */
+#define RSM_VROW_LAPS 32
+static void push_row(mca_btl_base_endpoint_t *ep, uint32_t qlen)
+{
+    struct rsm_vpeer *v = ep->v;
+    if (v->in.qp != NULL
+        && vpost(&v->in, v->in.acks, v->in.ack_mr->lkey, v->in.raddr, v->in.rkey, qlen, false, 0,
+                 false) == OPAL_SUCCESS) {
+        mca_btl_rsm_component.v_ack_writes++;
+        v->row_written = ep->unacked;
+    }
+}
+
 /* ---- completions ---- */
 
 /* A single-copy read (rsm_verbs_get) or a one-sided read or write (osc rdma's
@@ -849,6 +880,9 @@ static int poll_rail_cq(struct ibv_cq *cq, unsigned rail)
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     struct ibv_wc wc[16];
     int n = ibv_poll_cq(cq, 16, wc), done = 0;
+    rsm_vdev_t *d = rail == 0 ? &vs.dev : &vs.rail[rail];
+    /* unsignalled requests show up too, in error: never below 0 */
+    d->scq_out = n <= 0 ? d->scq_out : d->scq_out > (uint32_t) n ? d->scq_out - (uint32_t) n : 0;
     for (int i = 0; i < n; i++) {
         uint64_t id = wc[i].wr_id;
         bool last = (id & 1) != 0;
@@ -887,6 +921,33 @@ static int poll_send_cq(void)
         done = d < 0 ? d : done + d;
     }
     return done;
+}
+
+/* Room for N more signalled requests in device D's send completion queue
+ * (RSM_VSCQ_ENTRIES for every queue pair on it: with many peers, reads in
+ * flight can add up to more, and the device would drop completions, a read's
+ * among them, and its caller would wait for ever).  Polls meanwhile, as
+ * sq_room does. */
+static int cq_room(rsm_vdev_t *d, uint32_t n, mca_btl_base_endpoint_t *ep)
+{
+    uint64_t start = now_ns();
+    int rc = OPAL_SUCCESS;
+    vs.in_sq_room++;
+    while (d->scq_out + n > RSM_VSCQ_ENTRIES) {
+        if (ep->v->state == VS_FAILED) {
+            rc = OPAL_ERROR;        /* already reported */
+            break;
+        }
+        if (poll_send_cq() < 0 || now_ns() - start > 10000000000ull) {
+            conn_failed(ep, "waiting for completion queue room",
+                        "no send completion for 10 s, or the completion queue failed");
+            rc = OPAL_ERROR;
+            break;
+        }
+    }
+    vs.in_sq_room--;
+    mca_btl_rsm_component.v_cq_waits++;
+    return rc;
 }
 
 static int sq_room(rsm_vconn_t *q)
@@ -932,6 +993,9 @@ static void note_acks(mca_btl_base_endpoint_t *ep, uint32_t qlen)
     struct rsm_vpeer *v = ep->v;
     uint32_t postboxes = ep->unacked - v->acks_pushed;
     uint32_t pool_msgs = ep->in_pool_msgs - v->pool_msgs_acked;
+    if (OPAL_UNLIKELY(ep->unacked - v->row_written >= RSM_VROW_LAPS * qlen)) {
+        push_row(ep, qlen);
+    }
     if (postboxes >= qlen / 4 || pool_msgs >= 4) {
         v->pool_msgs_acked = ep->in_pool_msgs;
         push_acks(ep);
@@ -1304,7 +1368,7 @@ static void accept_req(const rsm_vmsg_t *m)
     ep->in_queue = rsm_layout_queue(&c->vlayout, q->buf, 0);
     ep->in_acks = (_Atomic uint8_t *) q->acks;
     ep->head = ep->unacked = ep->in_published = c->first_seq;
-    v->acks_pushed = c->first_seq;
+    v->acks_pushed = v->row_written = c->first_seq;
     ep->in_connected = true;
     opal_hash_table_set_value_uint32(&vs.by_qpn, q->qp->qp_num, ep);
     c->v_accepts++;
@@ -1670,11 +1734,34 @@ static void qp_event(const rsm_vevent_t *ev, unsigned rail)
     }
 }
 
+/* The device lost completions or died (a completion queue overrun, a shared
+ * receive queue in error, a fatal device error): every connection over it is
+ * reported failed, so that nothing waits for what will not come. */
+static bool device_event(const rsm_vevent_t *ev, const char *device)
+{
+    if (ev->type != IBV_EVENT_CQ_ERR && ev->type != IBV_EVENT_SRQ_ERR
+        && ev->type != IBV_EVENT_DEVICE_FATAL) {
+        return false;
+    }
+    const char *what = ibv_event_type_str((enum ibv_event_type) ev->type);
+    RSM_VERBOSE(1, "%s reported %s", device, what);
+    for (uint32_t i = 0; i < vs.n_eps; i++) {
+        const struct rsm_vpeer *v = vs.eps[i]->v;
+        if (v->state == VS_CONNECTING || v->state == VS_UP || vs.eps[i]->in_connected) {
+            conn_failed(vs.eps[i], "the device reported an error", what);
+        }
+    }
+    return true;
+}
+
 static void poll_events(void)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     rsm_vevent_t ev;
     while (rsm_vdev_event(&vs.dev, &ev)) {
+        if (device_event(&ev, vs.dev.name)) {
+            continue;
+        }
         if (ev.type == IBV_EVENT_PORT_ERR && ev.port == vs.dev.port) {
             if (vs.port_down_ns == 0) {
                 vs.port_down_ns = now_ns();
@@ -1693,6 +1780,9 @@ static void poll_events(void)
     /* a further rail: its reads fail (and say so) once their retries run out */
     for (unsigned k = 1; k < vs.n_rails; k++) {
         while (rsm_vdev_event(&vs.rail[k], &ev)) {
+            if (device_event(&ev, vs.rail[k].name)) {
+                continue;
+            }
             if (ev.type == IBV_EVENT_PORT_ERR || ev.type == IBV_EVENT_PORT_ACTIVE) {
                 RSM_VERBOSE(1, "%s (rail %u) is %s", vs.rail[k].name, k,
                             ev.type == IBV_EVENT_PORT_ERR ? "down" : "up");
@@ -1948,6 +2038,12 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
                  && rail_room(q, rq, k, nwr_of[k], depth))) {
             return OPAL_ERR_OUT_OF_RESOURCE;    /* the caller retries it from progress */
         }
+        rsm_vdev_t *d = k == 0 ? &vs.dev : &vs.rail[k];     /* its last piece is signalled */
+        if (nwr_of[k] > 0 && d->scq_out + 1 > RSM_VSCQ_ENTRIES
+            && !(onesided && mca_btl_rsm_component.in_progress
+                 && cq_room(d, 1, ep) == OPAL_SUCCESS)) {
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
     }
     rsm_vread_t *r = vs.free_reads;
     if (r != NULL) {
@@ -1995,6 +2091,9 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
                 wr.send_flags |= IBV_SEND_SIGNALED;
             }
             int rc = ibv_post_send(qp, &wr, &bad);
+            if (OPAL_LIKELY(rc == 0) && (wr.send_flags & IBV_SEND_SIGNALED)) {
+                (k == 0 ? &vs.dev : &vs.rail[k])->scq_out++;
+            }
             if (OPAL_UNLIKELY(rc != 0)) {
                 /* the pieces already posted complete (or flush) later; nobody waits for them */
                 r->cbfunc = NULL;

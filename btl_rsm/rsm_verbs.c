@@ -295,7 +295,7 @@ int rsm_vdev_open(rsm_vdev_t *d, const char *spec, unsigned skip, bool rail_only
     size_t ud_bytes = (size_t) (RSM_VUD_RECVS + 1) * RSM_VUD_SLOT;
     struct ibv_srq_init_attr sa = {.attr = {.max_wr = srq_depth, .max_sge = 1}};
     bool ok = (d->pd = ibv_alloc_pd(d->ctx)) != NULL
-              && (d->scq = ibv_create_cq(d->ctx, 4096, NULL, NULL, 0)) != NULL;
+              && (d->scq = ibv_create_cq(d->ctx, RSM_VSCQ_ENTRIES, NULL, NULL, 0)) != NULL;
     if (ok && !rail_only) {
         ok = (d->rcq = ibv_create_cq(d->ctx, (int) srq_depth + 64, NULL, NULL, 0)) != NULL
              && (d->uchan = ibv_create_comp_channel(d->ctx)) != NULL

@@ -224,11 +224,17 @@ static inline bool rsm_vimm_consumed(uint32_t imm, uint32_t known, uint32_t out_
 #ifdef RSM_VERBS_DEVICE_API
 #include <infiniband/verbs.h>
 
+/* Entries of a device's send completion queue, shared by every RC queue pair
+ * on it: signalled work requests wait while this many are unpolled
+ * (rsm_vdev_t.scq_out), as a full queue would lose completions. */
+#define RSM_VSCQ_ENTRIES 4096
+
 /* One port of one device, opened once per process. */
 typedef struct rsm_vdev {
     struct ibv_context *ctx;
     struct ibv_pd *pd;
     struct ibv_cq *scq;         /* send completions of every RC queue pair */
+    uint32_t scq_out;           /* signalled work requests posted, not yet polled */
     struct ibv_cq *rcq;         /* receive completions (WRITE WITH IMMEDIATE) */
     struct ibv_srq *srq;        /* shared by every RC queue pair */
     struct ibv_cq *ucq;         /* the UD queue pair's, both directions */

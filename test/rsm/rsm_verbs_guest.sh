@@ -144,6 +144,29 @@ for mode in verbs verbs-2copy; do
     fi
 done
 
+# --- 1b. sequence numbers: queues that start 296 postboxes before the wrap of their 32-bit
+# sequence numbers (btl_rsm_first_seq); and ack rows left 128 laps old by acks that rode on
+# replies: rsm_lapwrap on 16-postbox queues, N ping-pongs between two streams for N 2008..2040,
+# queues starting where a sweep from 1984 stands at 2008 (before push_row a sender took unread
+# postboxes for acked at N 2020 or 2024 there, and the receiver dropped what came after)
+L="2 hosts x 1 rank, queues from 296 postboxes before the wrap of their sequence numbers"
+job wrap 120 -np 2 --host h0:1,h1:1 "${RSM[@]}" --mca btl_rsm_first_seq 4294967000 \
+    "$B/bench/xb-bw" -m 1:1K -i 20
+if [ "$job_rc" -eq 0 ] && grep -q 'all payloads verified' "$W/wrap"; then
+    ok "$L: xb-bw 1 B-1 KiB, every payload verified ($job_secs s)"
+else
+    failed "$L: xb-bw 1 B-1 KiB, every payload verified (exit $job_rc in $job_secs s)" wrap
+fi
+L="2 hosts x 1 rank, 16-postbox queues, a stream, N ping-pongs, a stream into a sleeping receiver"
+job lapwrap 180 -np 2 --host h0:1,h1:1 "${RSM[@]}" --mca btl_rsm_postboxes 16 \
+    --mca btl_rsm_first_seq 50580 --mca btl_base_verbose 1 "$B/test/rsm/rsm_lapwrap" 2008 2040 16
+if [ "$job_rc" -eq 0 ] && grep -q 'every message verified' "$W/lapwrap" \
+   && ! grep -q 'dropped' "$W/lapwrap.err"; then
+    ok "$L, N 2008..2040: every message verified, none dropped ($job_secs s)"
+else
+    failed "$L, N 2008..2040: every message verified, none dropped (exit $job_rc in $job_secs s)" lapwrap
+fi
+
 # --- 2. 2 hosts x 2 ranks: on-host peers by shm, off-host ones by verbs, in one job
 L="2 hosts x 2 ranks, self,rsm (shm + verbs), mpi_p2p up to $MAX4 B"
 job mix 180 -np 4 --host h0:2,h1:2 "${RSM[@]}" "${VERBOSE[@]}" "$B/test/mpi/mpi_p2p" -M "$MAX4"

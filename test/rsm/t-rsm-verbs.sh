@@ -8,7 +8,9 @@
 # --mca pml ob1 --mca btl self,rsm: 2 hosts x 1 rank, mpi_p2p up to 16 MiB, the peer
 # over verbs (btl_base_verbose 10), its bytes counted on rxe0/rxe1 and the NICs, not on
 # loopback; the MPI_T counters btl_rsm_verbs_writes/_write_bytes/_connects move with
-# verified traffic (mpit_read verbs); 2 hosts x 2 ranks, mpi_p2p with on-host peers by shm
+# verified traffic (mpit_read verbs); xb-bw with queues starting just before the wrap of
+# their sequence numbers, and rsm_lapwrap (ack rows 128 laps old must not read as this
+# lap's), every message verified; 2 hosts x 2 ranks, mpi_p2p with on-host peers by shm
 # and off-host ones by verbs in one job; the same with btl_rsm_verbs 2 (every peer by
 # verbs); btl_rsm_verbs 0 makes the job fail at once with the peer unreachable, not hang;
 # rsm_soak on 2 x 2; rank 0 away from MPI for 4 s while rank 1 first sends to it (mpi_late,
@@ -54,7 +56,8 @@
 guest_require veth bridge overlay crc32_generic rdma_rxe
 grep -q '^#define XBTL_HAVE_VERBS 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null ||
     { echo "# skipped: btl rsm built without its verbs back end (no libibverbs-dev at configure)"; exit 77; }
-for p in test/mpi/mpi_p2p test/mpi/mpit_read test/mpi/mpi_late test/mpi/mpi_threads test/rsm/rsm_soak; do
+for p in test/mpi/mpi_p2p test/mpi/mpit_read test/mpi/mpi_late test/mpi/mpi_threads test/rsm/rsm_soak \
+         test/rsm/rsm_lapwrap; do
     [ -x "$TOP_BUILDDIR/$p" ] || { echo "# $TOP_BUILDDIR/$p not built (make check)"; exit 77; }
 done
 for c in nsenter unshare rdma; do
@@ -69,6 +72,6 @@ MEM_N=${RSM_VERBS_MEM_N:-2,4,8}
 GUEST_SECS=900
 guest_boot "$GUEST_SECS" 3072 2 "$TOP_SRCDIR/test/rsm/rsm_verbs_guest.sh" "$TOP_BUILDDIR" "$MEM_N" "$GUEST_SECS"
 n_mem=$(tr ',' '\n' <<< "$MEM_N" | grep -c .)
-guest_report "guest" $((56 + 5 * n_mem)) "rsm verbs: "
+guest_report "guest" $((58 + 5 * n_mem)) "rsm verbs: "
 echo "# this test: $((SECONDS - t0)) s in all"
 tap_done
