@@ -71,7 +71,11 @@ typedef struct pmeth_modex {
     pmeth_modex_link_t links[PMETH_MAX_LINKS];
 } pmeth_modex_t;
 
-#define PMETH_DEFER_MAX 32     /* frames the keeper may leave for progress, per link */
+/* Frames the keeper may leave for progress, per link.  It answers peers'
+ * PROBEs only while it can take frames from the ring: at 32, a rank away from
+ * MPI that had been sent 32 frames no longer answered a peer meeting it for the
+ * first time, which then called it unreachable */
+#define PMETH_DEFER_MAX 256
 #define PMETH_PROBE_ALIVE 2    /* probe_small: the peer answered after the full probe went */
 
 typedef struct pmeth_link {
@@ -282,6 +286,7 @@ typedef struct mca_btl_pmeth_component_t {
     uint64_t early_callbacks;           /* ob1 told a fragment was done before its ack */
     uint64_t peers_added_lazily;        /* senders we met before ob1 added them */
     uint64_t data_kept;                 /* data frames kept for the next poll, not dropped */
+    uint64_t deferred_released;         /* frames left for progress, given back unread */
     uint64_t peers_probed_ahead;        /* peers probed before ob1 asked for them */
     uint64_t peers_reprobed;            /* peers called unreachable that then sent to us */
     uint64_t held_moved;                /* held frames copied out of a ring about to wrap */

@@ -278,10 +278,11 @@ static void summary(void)
                   c->acks_sent, dropped, c->staged, c->copies_tx, c->copies_rx);
     PMETH_VERBOSE(10, "%" PRIu64 " held frames moved out of a ring about to wrap; %" PRIu64
                   " peers added when their first frame came, %" PRIu64 " probed ahead, %" PRIu64
-                  " data frames kept for the next poll; %" PRIu64
+                  " data frames kept for the next poll (%" PRIu64 " given back unread); %" PRIu64
                   " fragments completed before their ack; buffer arrays: %" PRIu64 " sent, %" PRIu64
                   " received, %" PRIu64 " dropped as malformed", c->held_moved,
-                  c->peers_added_lazily, c->peers_probed_ahead, c->data_kept, c->early_callbacks,
+                  c->peers_added_lazily, c->peers_probed_ahead, c->data_kept,
+                  c->deferred_released, c->early_callbacks,
                   c->arrays_sent, c->arrays_received, c->arrays_dropped);
     static const char *policy_names[] = {"off", "static", "demand"};
     PMETH_VERBOSE(10, "credits (%s, budget %u frames, floor %u): %" PRIu64 " fragments waited "

@@ -26,7 +26,7 @@ enum {
     PV_KEEPER_PASSES, PV_KEEPER_FRAMES, PV_ARRAYS_SENT, PV_ARRAYS_RECEIVED, PV_ARRAYS_DROPPED,
     PV_PACE_CUTS, PV_PACE_LIFTS, PV_BURST_WAITS, PV_START_WAITS, PV_LAZY_PEERS,
     PV_PROBED_AHEAD, PV_REPROBED, PV_KEEPER_PROBES, PV_DATA_KEPT, PV_DIRECT_SENDS,
-    PV_DIRECT_COPIES,
+    PV_DIRECT_COPIES, PV_DEFERRED_RELEASED,
     PV_COUNT
 };
 
@@ -50,6 +50,10 @@ static xbtl_counter_def_t pmeth_counters[PV_COUNT] = {
     [PV_DATA_KEPT] = {"data_frames_kept", "Data frames kept in the ring for the next progress "
                       "call instead of dropped: from a peer ob1 had not added yet (added "
                       "then), or while ob1's add_procs probed another peer"},
+    [PV_DEFERRED_RELEASED] = {"deferred_frames_released", "Frames left in the receive ring for "
+                              "progress (by the keeper thread, or kept while add_procs probed) "
+                              "given back unread before the kernel came round to their slots: "
+                              "not acknowledged, they come again"},
     [PV_RTX_FAST] = {"retransmits_fast", "Frames sent again because later frames were "
                      "selectively acknowledged past them (fast retransmit)"},
     [PV_KEEPER_PASSES] = {"keeper_passes", "Times the keeper thread (btl_pmeth_keeper_us) found "
@@ -150,6 +154,7 @@ static void pmeth_counters_read(uint64_t *v)
     v[PV_DUPLICATES] = c->duplicates;
     v[PV_LAZY_PEERS] = c->peers_added_lazily;
     v[PV_DATA_KEPT] = c->data_kept;
+    v[PV_DEFERRED_RELEASED] = c->deferred_released;
     v[PV_PROBED_AHEAD] = c->peers_probed_ahead;
     v[PV_REPROBED] = c->peers_reprobed;
     v[PV_KEEPER_PROBES] = c->keeper_probes;

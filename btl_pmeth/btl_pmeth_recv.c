@@ -118,6 +118,26 @@ static void move_old_held_aside(pmeth_link_t *link)
     }
 }
 
+/* Frames left for progress (by the keeper, or kept while add_procs probes)
+ * sit in their ring slots as held ones do, and a slot the kernel comes round
+ * to stops the ring.  One seven eighths of a lap old is given back unread:
+ * not acked, its sender sends it again.  (AF_XDP frames never block.) */
+static void release_old_deferred(pmeth_link_t *link)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    uint32_t slots, kept = 0;
+    for (uint32_t i = 0; i < link->ndeferred; i++) {
+        const struct pmeth_rx_frame *f = &link->deferred[i];
+        if (pmeth_ring_rx_age(link->ring, f->id, &slots) > slots - slots / 8) {
+            pmeth_ring_rx_put(link->ring, f->id);
+            c->deferred_released++;
+        } else {
+            link->deferred[kept++] = *f;
+        }
+    }
+    link->ndeferred = kept;
+}
+
 /* Hold the frame in ring slot F of LINK where it is (on the link's list of
  * held frames, which moves it out of the ring before the ring laps it). */
 static pmeth_held_t *hold(pmeth_link_t *link, const struct pmeth_rx_frame *f)
@@ -478,22 +498,31 @@ static int take_frame(pmeth_link_t *link, const struct pmeth_rx_frame *f, uint64
     return 0;
 }
 
+/* What the keeper left while we were away, and data kept while ob1 could not
+ * take it (take_frame): before anything newer.  (Its own function: the copy
+ * is large, the fast path's frame small.) */
+static __attribute__((noinline)) int take_deferred(pmeth_link_t *link, uint64_t *now)
+{
+    struct pmeth_rx_frame kept[PMETH_DEFER_MAX];
+    uint32_t n = link->ndeferred;
+    int total = 0;
+    memcpy(kept, link->deferred, n * sizeof(kept[0]));
+    link->ndeferred = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        total += take_frame(link, &kept[i], now, false);
+    }
+    return total;
+}
+
 int pmeth_poll_link(pmeth_link_t *link, unsigned budget)
 {
     struct pmeth_rx_frame frames[64];
     uint64_t now = 0;
     int total = 0;
     if (OPAL_UNLIKELY(link->ndeferred > 0) && !mca_btl_pmeth_component.probing) {
-        /* what the keeper left while we were away, and data kept while ob1 could not
-         * take it (take_frame): before anything newer.  Not while add_procs probes:
-         * what is kept then waits for the progress call after it. */
-        struct pmeth_rx_frame kept[PMETH_DEFER_MAX];
-        uint32_t n = link->ndeferred;
-        memcpy(kept, link->deferred, n * sizeof(kept[0]));
-        link->ndeferred = 0;
-        for (uint32_t i = 0; i < n; i++) {
-            total += take_frame(link, &kept[i], &now, false);
-        }
+        /* not while add_procs probes: what is kept then waits for the progress
+         * call after it */
+        total += take_deferred(link, &now);
     }
     if (budget > 64) {
         budget = 64;
@@ -501,6 +530,9 @@ int pmeth_poll_link(pmeth_link_t *link, unsigned budget)
     int n = pmeth_ring_rx_poll(link->ring, frames, (int) budget);
     if (link->held_oldest != NULL) {
         move_old_held_aside(link);
+    }
+    if (OPAL_UNLIKELY(link->ndeferred > 0)) {
+        release_old_deferred(link);     /* add_procs probes: they wait */
     }
     for (int i = 0; i < n; i++) {
         total += take_frame(link, &frames[i], &now, true);
@@ -521,6 +553,14 @@ int pmeth_keeper_poll_link(pmeth_link_t *link)
         int n = pmeth_ring_rx_poll(link->ring, frames, (int) (PMETH_DEFER_MAX - link->ndeferred));
         if (n <= 0) {
             break;
+        }
+        /* the ring moves on while frames wait in it: held ones move aside,
+         * deferred ones that would stop it go back (as in pmeth_poll_link) */
+        if (link->held_oldest != NULL) {
+            move_old_held_aside(link);
+        }
+        if (link->ndeferred > 0) {
+            release_old_deferred(link);
         }
         for (int i = 0; i < n; i++) {
             /* what the keeper may take: a PROBE (answered: a peer that meets us while

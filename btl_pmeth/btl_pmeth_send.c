@@ -398,7 +398,7 @@ void pmeth_acked(mca_btl_base_endpoint_t *ep, const pmeth_wire_view_t *v, uint64
         pmeth_txwin_echo(ep->tx, v->echo_seq, v->echo_xmit);
     }
     /* the grant first: ob1's callbacks below may place more fragments */
-    pmeth_credit_grant_update(&ep->grant, v->has_credit, v->credit, v->ack,
+    pmeth_credit_grant_update(&ep->grant, v->has_credit, v->credit, v->ack, ep->tx->next,
                               mca_btl_pmeth_component.wcfg.window, now,
                               mca_btl_pmeth_component.credit_lease_ns);
     if (v->has_delay) {

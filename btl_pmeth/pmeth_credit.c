@@ -107,8 +107,12 @@ uint8_t pmeth_credit_encode(const pmeth_credit_pool_t *p, uint32_t frames)
 }
 
 void pmeth_credit_grant_update(pmeth_credit_grant_t *g, bool has, uint8_t byte, uint32_t ack,
-                               uint32_t window, uint64_t now, uint64_t lease_ns)
+                               uint32_t sent_end, uint32_t window, uint64_t now,
+                               uint64_t lease_ns)
 {
+    if (pmeth_seq_lt(sent_end, ack)) {
+        return;             /* acks frames never sent */
+    }
     if (!has) {
         g->unlimited = true;
         return;

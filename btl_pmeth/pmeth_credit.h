@@ -122,9 +122,13 @@ typedef struct pmeth_credit_grant {
 
 /* A frame from the receiver at NOW carried ACK and grant byte BYTE (HAS: the
  * byte is there; a frame without it means the receiver keeps no credits).  A
- * frame older than the newest grant (its ack is behind) changes nothing. */
+ * frame older than the newest grant (its ack is behind) changes nothing; nor
+ * does one whose ack is past SENT_END, the next sequence number we would send
+ * (forged, or another job's: grants are ordered by their acks, and one far
+ * ahead would make every real grant look older than it). */
 void pmeth_credit_grant_update(pmeth_credit_grant_t *g, bool has, uint8_t byte, uint32_t ack,
-                               uint32_t window, uint64_t now, uint64_t lease_ns);
+                               uint32_t sent_end, uint32_t window, uint64_t now,
+                               uint64_t lease_ns);
 /* Frames the sender may have in flight (sent, not cumulatively acknowledged)
  * now: the grant while its lease runs, else FLOOR. */
 static inline uint32_t pmeth_credit_allowed(const pmeth_credit_grant_t *g, uint32_t floor,

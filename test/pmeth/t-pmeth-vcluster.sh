@@ -210,6 +210,20 @@ check "no keeper, rank 0 sends first once back: rank 1 took every message (it ha
     sh -c "[ $rc -eq 0 ] && grep -q 'late: rank 1, 10 messages both ways, 0 wrong' '$LOG/late1' \
            && grep -q 'late: rank 0, 10 messages both ways, 0 wrong' '$LOG/late1'"
 
+# A rank away from MPI while 64 messages of a third rank wait for it: the keeper leaves
+# them in the ring for progress and still reads on, to answer a new peer's probes (it
+# stopped at 32 such frames until 2026-12-05, and rank 1 then called rank 0 unreachable).
+# 4 ranks by node: rank 3 (n1) sends the 64, rank 1 (n1) first sends to rank 0 (n0) 0.75 s
+# in, rank 2 (n0) only finalizes
+pm "$LOG/crowd" --ppn 2 --mpirun-args "--map-by node" --mca btl self,vader,pmeth \
+    --mca btl_pmeth_probe_timeout_ms 1000 --mca btl_pmeth_probe_ahead 0 -- "$LATE" 3 1 64; rc=$?
+kp=$(grep -ho "[0-9]* peers' probes answered" "$LOG/crowd.err" | awk '{s += $1} END {print s + 0}')
+check "rank 0 away for 3 s while 64 messages of rank 3 arrive, then rank 1 first sends to it: its keeper answered $kp probes; every payload verified" \
+    sh -c "[ $rc -eq 0 ] && [ $kp -ge 2 ] && grep -q 'late: rank 0, 10 messages both ways, 0 wrong' '$LOG/crowd' \
+           && grep -q 'late: rank 1, 10 messages both ways, 0 wrong' '$LOG/crowd' \
+           && grep -q 'late: rank 3, 64 messages to rank 0' '$LOG/crowd'"
+[ "$rc" -eq 0 ] || tail -15 "$LOG/crowd.err" | diag
+
 # rank 1 sends first, rank 0 has not added it (it only receives): rank 1's first data frame
 # is kept in rank 0's ring until rank 0 adds rank 1 (lazily, at its next progress call), not
 # dropped to come again after rank 1's retransmit timer

@@ -87,29 +87,38 @@ static void test_lease(void)
     pmeth_credit_grant_t g;
     memset(&g, 0, sizeof(g));
     CHECK(pmeth_credit_allowed(&g, 8, 0) == 8, "nothing heard yet: the floor");
-    pmeth_credit_grant_update(&g, true, 100, 50, 256, 1 * MS, 5 * MS);
+    pmeth_credit_grant_update(&g, true, 100, 50, 0x100u, 256, 1 * MS, 5 * MS);
     CHECK(pmeth_credit_allowed(&g, 8, 2 * MS) == 100, "a grant of 100 while its lease runs");
     CHECK(pmeth_credit_allowed(&g, 8, 6 * MS + 1) == 8, "after the lease: the floor again");
-    pmeth_credit_grant_update(&g, true, 30, 60, 256, 7 * MS, 5 * MS);
+    pmeth_credit_grant_update(&g, true, 30, 60, 0x100u, 256, 7 * MS, 5 * MS);
     CHECK(pmeth_credit_allowed(&g, 8, 7 * MS) == 30, "a newer, smaller grant replaces it");
-    pmeth_credit_grant_update(&g, true, 200, 55, 256, 7 * MS + 1, 5 * MS);
+    pmeth_credit_grant_update(&g, true, 200, 55, 0x100u, 256, 7 * MS + 1, 5 * MS);
     CHECK(pmeth_credit_allowed(&g, 8, 7 * MS + 2) == 30 && g.ack == 60,
           "a grant that came with an older ack (overtaken on another link) is ignored");
-    pmeth_credit_grant_update(&g, true, 40, 60, 256, 7 * MS + 3, 5 * MS);
+    pmeth_credit_grant_update(&g, true, 40, 60, 0x100u, 256, 7 * MS + 3, 5 * MS);
     CHECK(pmeth_credit_allowed(&g, 8, 7 * MS + 4) == 40, "same ack, later frame: taken");
     memset(&g, 0, sizeof(g));
-    pmeth_credit_grant_update(&g, true, 90, 0xfffffff0u, 256, 1, 5 * MS);
-    pmeth_credit_grant_update(&g, true, 70, 0x10u, 256, 2, 5 * MS);
+    pmeth_credit_grant_update(&g, true, 90, 0xfffffff0u, 0x100u, 256, 1, 5 * MS);
+    pmeth_credit_grant_update(&g, true, 70, 0x10u, 0x100u, 256, 2, 5 * MS);
     CHECK(pmeth_credit_allowed(&g, 8, 3) == 70, "acks compare in serial arithmetic (wrap)");
-    pmeth_credit_grant_update(&g, false, 0, 0x20u, 256, 4, 5 * MS);
+    pmeth_credit_grant_update(&g, false, 0, 0x20u, 0x100u, 256, 4, 5 * MS);
     CHECK(pmeth_credit_allowed(&g, 8, 5) == PMETH_CREDIT_UNLIMITED,
           "a receiver that sends no grants limits nothing");
-    pmeth_credit_grant_update(&g, true, 12, 0x21u, 256, 6, 5 * MS);
+    pmeth_credit_grant_update(&g, true, 12, 0x21u, 0x100u, 256, 6, 5 * MS);
     CHECK(pmeth_credit_allowed(&g, 8, 7) == 12, "... until it does");
-    pmeth_credit_grant_update(&g, true, 255, 0x22u, 256, 8, 5 * MS);
+    pmeth_credit_grant_update(&g, true, 255, 0x22u, 0x100u, 256, 8, 5 * MS);
     CHECK(pmeth_credit_allowed(&g, 8, 9) == PMETH_CREDIT_UNLIMITED
               && pmeth_credit_allowed(&g, 8, 8 + 5 * MS) == 8,
           "255: no limit but the window, and a lease like any grant");
+    memset(&g, 0, sizeof(g));
+    pmeth_credit_grant_update(&g, true, 50, 0x40u, 0x100u, 256, 1, 5 * MS);
+    pmeth_credit_grant_update(&g, true, 250, 0x100u + (1u << 30), 0x100u, 256, 2, 5 * MS);
+    CHECK(pmeth_credit_allowed(&g, 8, 3) == 50 && g.ack == 0x40u,
+          "a grant with an ack of frames never sent (forged, another job's) is ignored");
+    pmeth_credit_grant_update(&g, true, 20, 0x41u, 0x100u, 256, 4, 5 * MS);
+    CHECK(pmeth_credit_allowed(&g, 8, 5) == 20, "... and the real grants after it still count");
+    pmeth_credit_grant_update(&g, true, 30, 0x100u, 0x100u, 256, 6, 5 * MS);
+    CHECK(pmeth_credit_allowed(&g, 8, 7) == 30, "an ack of everything sent is taken");
 }
 
 /*
@@ -168,8 +177,8 @@ static uint32_t simulate(pmeth_credit_policy_t pol, int sending, uint32_t budget
             k++;
             pmeth_credit_arrival(&pool, &peer[rr], now);
             uint8_t byte = pmeth_credit_encode(&pool, pmeth_credit_share(&pool));
-            pmeth_credit_grant_update(&grant[rr], pol != PMETH_CREDIT_OFF, byte, acked[rr], window,
-                                      now, epoch);
+            pmeth_credit_grant_update(&grant[rr], pol != PMETH_CREDIT_OFF, byte, acked[rr],
+                                      sent[rr], window, now, epoch);
         }
     }
     for (int s = 0; s < NS; s++) {
