@@ -14,13 +14,7 @@
 # Per job: exit status, seconds, checks passed, the finalize line's held atomics, and the
 # lines that name a failure.
 B=$1 OLD=$2 ROUNDS=${3:-3}
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/test/guest/guest_env.sh" xbguest 1536
-. "$top/test/guest/guest_hosts.sh"
-W=$GH/test
-mkdir -p "$W"
-gh_up_tap 2 2
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. "$(dirname "$0")/../results-2026-12-04-guest-launch/two-hosts.sh"
 RSM=(--mca pml ob1 --mca btl self,rsm --mca btl_base_verbose 10)
 SMALL=(--mca btl_rsm_postboxes 16 --mca btl_rsm_verbs_sq_depth 16
        --mca btl_rsm_verbs_signal_interval 4 --mca osc_rdma_network_max_amo 0)

@@ -15,13 +15,7 @@
 # 200) short resends GROWs before their answers come, so they are answered twice.
 # WHICH: both (default), before or after.
 B=$1 OLD=$2 ROUNDS=${3:-6} GROW_AFTER=${4:-16} RESEND_MS=${5:-200} WHICH=${6:-both}
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/test/guest/guest_env.sh" xbguest 1536
-. "$top/test/guest/guest_hosts.sh"
-W=$GH/test
-mkdir -p "$W"
-gh_up_tap 2 2
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. "$(dirname "$0")/../results-2026-12-04-guest-launch/two-hosts.sh"
 RSM=(--mca pml ob1 --mca btl self,rsm --mca btl_base_verbose 10 --mca btl_rsm_verbs_pool_chunks 3
      --mca btl_rsm_verbs_single_copy_min 18446744073709551615 --mca btl_rsm_verbs_grow_after "$GROW_AFTER"
      --mca btl_rsm_verbs_resend_ms "$RESEND_MS")

@@ -16,13 +16,7 @@
 #    (btl_rsm_first_seq 4294967000).
 # Per job: exit status, seconds, and the lines that name a failure.
 B=$1 OLD=$2 ROUNDS=${3:-2} FROM=${4:-1984} TO=${5:-2112} FIRST=${6:-0} BWI=${7:-2000}
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/test/guest/guest_env.sh" xbguest 1536
-. "$top/test/guest/guest_hosts.sh"
-W=$GH/test
-mkdir -p "$W"
-gh_up_tap 2 2
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. "$(dirname "$0")/../results-2026-12-04-guest-launch/two-hosts.sh"
 RSM=(--mca pml ob1 --mca btl self,rsm --mca btl_base_verbose 1)
 j() {
     local l=$1 secs=$2; shift 2
