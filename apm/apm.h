@@ -244,7 +244,8 @@ apm_result_t apm_path_dead(apm_conn_t *conn, unsigned path, uint64_t since, uint
 apm_result_t apm_probe_ok(apm_conn_t *conn, unsigned path, uint64_t now);
 apm_result_t apm_probe_failed(apm_conn_t *conn, unsigned path, uint64_t now);
 /* Link LINK changed for every connection: each of their paths on it goes down
- * or up.  Returns how many paths changed. */
+ * or up.  Returns how many paths changed.  apm remembers the links down: a
+ * connection made later starts with its paths on them down. */
 unsigned apm_link_event(apm_t *apm, int link, bool up, uint64_t now);
 
 /* ---- what the transport asks ------------------------------------------------------ */

@@ -46,6 +46,10 @@ struct apm {
     apm_conn_t **conns;
     size_t nconns, cap;
     apm_counters_t gone;        /* counters of destroyed connections */
+    /* links apm_link_event last said were down: a connection made later
+     * starts with its paths on them down (the event came before it) */
+    int *down_links;
+    size_t ndown, down_cap;
 };
 
 void apm_config_init(apm_config_t *cfg)
@@ -115,6 +119,7 @@ void apm_destroy(apm_t *apm)
         free(apm->conns[i]);
     }
     free(apm->conns);
+    free(apm->down_links);
     pthread_mutex_destroy(&apm->lock);
     free(apm);
 }
@@ -376,7 +381,49 @@ static void healed(apm_conn_t *c, unsigned p, uint64_t now)
     }
 }
 
+/* ---- links known down (apm_link_event), for connections made later ----------------- */
+
+static bool link_down(const apm_t *apm, int link)
+{
+    for (size_t i = 0; i < apm->ndown; i++) {
+        if (apm->down_links[i] == link) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* With no memory for the table a later connection starts with the link
+ * healthy, as before there was one: silence finds it out. */
+static void note_link(apm_t *apm, int link, bool up)
+{
+    for (size_t i = 0; i < apm->ndown; i++) {
+        if (apm->down_links[i] == link) {
+            if (up) {
+                apm->down_links[i] = apm->down_links[--apm->ndown];
+            }
+            return;
+        }
+    }
+    if (up) {
+        return;
+    }
+    if (apm->ndown == apm->down_cap) {
+        size_t cap = apm->down_cap ? apm->down_cap * 2 : 8;
+        int *grown = realloc(apm->down_links, cap * sizeof(*grown));
+        if (grown == NULL) {
+            return;
+        }
+        apm->down_links = grown;
+        apm->down_cap = cap;
+    }
+    apm->down_links[apm->ndown++] = link;
+}
+
 /* ---- connections -------------------------------------------------------------------- */
+
+static apm_result_t path_down(apm_conn_t *c, unsigned p, uint64_t now);
+static void tell_changed(apm_conn_t *c);
 
 apm_conn_t *apm_conn_create(apm_t *apm, const apm_path_t *paths, unsigned npaths, unsigned home,
                             void *user, uint64_t now)
@@ -424,6 +471,17 @@ apm_conn_t *apm_conn_create(apm_t *apm, const apm_path_t *paths, unsigned npaths
     apm->conns[apm->nconns++] = c;
     if (apm->cfg.auto_rearm) {
         rearm_now(c, now);
+    }
+    /* a link already down: its paths go down as if the event came now (the
+     * home path's loss moves the connection once an alternate is loaded) */
+    unsigned down = 0;
+    for (unsigned p = 0; p < npaths; p++) {
+        if (link_down(apm, c->path[p].link)) {
+            down += path_down(c, p, now) == APM_OK;
+        }
+    }
+    if (down > 0) {
+        tell_changed(c);
     }
     pthread_mutex_unlock(&apm->lock);
     return c;
@@ -711,6 +769,7 @@ unsigned apm_link_event(apm_t *apm, int link, bool up, uint64_t now)
 {
     unsigned changed = 0;
     pthread_mutex_lock(&apm->lock);
+    note_link(apm, link, up);
     for (size_t i = 0; i < apm->nconns; i++) {
         apm_conn_t *c = apm->conns[i];
         unsigned moved = 0;

@@ -706,6 +706,22 @@ static void test_link_event(void)
     CHECK(apm_link_event(apm, 101, true, T0 + 3 * MS) == 2 && info(a).path[1].health == APM_PATH_PROBING,
           "link up: both paths probing");
     CHECK(apm_link_event(apm, 999, false, T0) == 0, "an unknown link changes nothing");
+    /* a connection made while a link is down starts with its path there down */
+    apm_link_event(apm, 100, false, T0 + 4 * MS);
+    apm_conn_t *d = apm_conn_create(apm, paths, 3, 0, NULL, T0 + 5 * MS);
+    apm_conn_info_t i = info(d);
+    CHECK(i.path[0].health == APM_PATH_DOWN && i.path[1].health == APM_PATH_HEALTHY
+              && i.path[2].health == APM_PATH_HEALTHY && i.fault_pending && i.alternate == 1,
+          "made after link 100 (home) went down, and 101 down and back up: home down, the fault "
+          "pending until path 1 (loading) answers (state %s, alternate %d, healths %d %d %d)",
+          apm_state_name(i.state), i.alternate, (int) i.path[0].health, (int) i.path[1].health,
+          (int) i.path[2].health);
+    CHECK(apm_load_confirmed(d, info(d).gen, T0 + 6 * MS) == APM_OK && info(d).current == 1,
+          "... then on path 1");
+    apm_link_event(apm, 100, true, T0 + 7 * MS);
+    apm_conn_t *e = apm_conn_create(apm, paths, 2, 0, NULL, T0 + 8 * MS);
+    CHECK(info(e).path[0].health == APM_PATH_HEALTHY && !info(e).fault_pending,
+          "made after link 100 came back: every path healthy");
     apm_destroy(apm);                       /* frees the connections left */
 }
 
