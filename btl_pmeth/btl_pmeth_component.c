@@ -337,8 +337,8 @@ static int pmeth_component_register(void)
         "unanswered, leaves the peer's stripe; what was in flight on it is sent again on "
         "another; it rejoins once probes pass.  With one link, 1 still bounds how long traffic "
         "waits after that link goes down (btl_pmeth_apm_fail_timeout_ms); a last link that "
-        "drops everything with its carrier up looks like a stopped peer and is waited for", MCA_BASE_VAR_TYPE_INT,
-        &c->apm_mode, OPAL_INFO_LVL_4);
+        "drops everything with its carrier up looks like a stopped peer and is waited for",
+        MCA_BASE_VAR_TYPE_INT, &c->apm_mode, OPAL_INFO_LVL_4);
     c->apm_policy = 0;
     reg("apm_policy", "How the alternate path is chosen among the healthy ones: 0 round robin "
         "(the next after the last chosen), 1 ordered (the first in the peer's path order)",

@@ -10,9 +10,10 @@
  * several answered ones in a row before the path is trusted again).  The
  * round, not the last probe, is timed: a probe goes every interval, so
  * timing the last one would never fail a path that answers one probe in ten,
- * and apm would count its rare answers as answers in a row.  A probe's answer can come late: the peer was
- * descheduled, the frame waited in a full switch port, or the path died and
- * came back while it was on its way.  Credited to whichever probe is out now,
+ * and apm would count its rare answers as answers in a row.  A probe's
+ * answer can come late: the peer was descheduled, the frame waited in a full
+ * switch port, or the path died and came back while it was on its way.
+ * Credited to whichever probe is out now,
  * a late answer says a path works when the evidence is from before it failed
  * (again), or confirms a load with an answer to an earlier one.  So every
  * probe carries a serial (pmeth_path_probe_nonce, pmeth_wire.h), and:

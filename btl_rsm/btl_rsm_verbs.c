@@ -579,6 +579,7 @@ static int cq_room(rsm_vdev_t *d, uint32_t n, mca_btl_base_endpoint_t *ep);
 static struct {
     rsm_vconn_t *q;
     unsigned n;
+    uint32_t signalled;             /* of the n, those that will complete (rsm_vdev_t.scq_out) */
     struct ibv_send_wr wr[RSM_VBATCH];
     struct ibv_sge sge[RSM_VBATCH];
 } vbatch;
@@ -587,7 +588,8 @@ static int vflush(void)
 {
     rsm_vconn_t *q = vbatch.q;
     unsigned n = vbatch.n;
-    vbatch.n = 0;
+    const uint32_t signalled = vbatch.signalled;
+    vbatch.n = vbatch.signalled = 0;
     vbatch.q = NULL;
     if (n == 0) {
         return OPAL_SUCCESS;
@@ -596,10 +598,6 @@ static int vflush(void)
         vbatch.wr[i].next = &vbatch.wr[i + 1];
     }
     vbatch.wr[n - 1].next = NULL;
-    uint32_t signalled = 0;
-    for (unsigned i = 0; i < n; i++) {
-        signalled += (vbatch.wr[i].send_flags & IBV_SEND_SIGNALED) != 0;
-    }
     if (OPAL_UNLIKELY(vs.dev.scq_out + signalled > RSM_VSCQ_ENTRIES)
         && cq_room(&vs.dev, signalled, q->ep) != OPAL_SUCCESS) {
         return OPAL_ERROR;
@@ -642,6 +640,7 @@ static int vpost(rsm_vconn_t *q, void *src, uint32_t lkey, uint64_t raddr, uint3
     wr->wr.rdma.rkey = rkey;
     if (q->posted % c->verbs_signal == c->verbs_signal - 1) {
         wr->send_flags |= IBV_SEND_SIGNALED;
+        vbatch.signalled++;
     }
     if (len <= vs.dev.max_inline) {
         wr->send_flags |= IBV_SEND_INLINE;

@@ -364,7 +364,8 @@ static inline void rsm_pb_publish_hdr(rsm_postbox_t *slot, uint16_t nbytes, uint
 /* Has postbox SEQ arrived in SLOT?  If so copy it to *snap (acquire ordered). */
 static inline bool rsm_pb_take(const rsm_postbox_t *slot, uint32_t seq, rsm_postbox_t *snap)
 {
-    if (atomic_load_explicit((_Atomic uint32_t *) &slot->flag, memory_order_acquire) != rsm_pb_flag(seq)) {
+    if (atomic_load_explicit((_Atomic uint32_t *) &slot->flag, memory_order_acquire)
+        != rsm_pb_flag(seq)) {
         return false;
     }
     __builtin_memcpy(snap, slot, sizeof(*snap));

@@ -13,8 +13,8 @@
  * (pmeth: probing rank 0 in the background, btl_pmeth_probe_ahead, without an
  * answer if no keeper answered) and must take rank 0's messages all the same.
  * With CROWD above 0 and 3 ranks or more: the last rank sends CROWD messages
- * of 1000 B to rank 0 right away (the others but 0 and 1 only finalize), which arrive while rank 0 is away (pmeth's keeper
- * leaves them for progress), and rank 1 first sends only after AWAY / 4 s:
+ * of 1000 B to rank 0 right away (the others but 0 and 1 only finalize),
+ * which arrive while rank 0 is away (pmeth's keeper leaves them for progress), and rank 1 first sends only after AWAY / 4 s:
  * its probes must be answered all the same (pmeth's keeper stopped reading
  * the ring after 32 such frames until 2026-12-05).  Rank 0 takes the crowd's
  * messages first once back, verified; the last rank prints
@@ -68,7 +68,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < crowd; i++) {
             MPI_Recv(buf, CROWD_LEN, MPI_BYTE, crowd_rank, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             if (xb_mismatch(buf, CROWD_LEN, xb_seed(crowd_rank, 0, i)) >= 0) {
-                fprintf(stderr, "rank 0: wrong payload in message %d from rank %d\n", i, crowd_rank);
+                fprintf(stderr, "rank 0: wrong payload in message %d from rank %d\n", i,
+                        crowd_rank);
                 bad++;
             }
         }
