@@ -1256,6 +1256,17 @@ static mca_btl_base_endpoint_t *ep_for(uint64_t name)
     ep->q_mask = mca_btl_rsm_component.vlayout.queue_len - 1;
     ep->q_shift = mca_btl_rsm_component.vlayout.queue_shift;
     ep->inline_max = mca_btl_rsm_component.remote_inline_max;
+    /* Both halves at the first sequence number before either connects (each
+     * sets it again when it does).  Why: our units carry how far we consumed
+     * the peer's queue to us (acks_ride_along) also while that half is not
+     * connected yet, and the peer checks it against its own first number: a 0
+     * there, with queues starting elsewhere (btl_rsm_first_seq), made it drop
+     * our first message and hang when we sent before it did. */
+    const uint32_t first = mca_btl_rsm_component.first_seq;
+    ep->tail = ep->reclaimed = ep->peer_consumed = first;
+    ep->collect_mark = first - 1;
+    ep->head = ep->unacked = ep->in_published = first;
+    v->acks_pushed = v->row_written = first;
     v->name = name;
     opal_hash_table_set_value_uint64(&vs.by_name, name, ep);
     return ep;
@@ -2548,6 +2559,9 @@ bool rsm_verbs_init(bool job_on_one_host)
         }
     }
     if (why != NULL) {
+        /* also in the rank's own output: mpirun now and then loses a help text */
+        RSM_VERBOSE(1, "the RDMA back end (on %s) cannot start with the parameters given: %s",
+                    vs.dev.name, why);
         opal_show_help("help-btl-rsm.txt", "verbs-bad-params", true, opal_process_info.nodename,
                        vs.dev.name, why);
         close_devices();

@@ -150,13 +150,32 @@ done
 # queues starting where a sweep from 1984 stands at 2008 (before push_row a sender took unread
 # postboxes for acked at N 2020 or 2024 there, and the receiver dropped what came after)
 L="2 hosts x 1 rank, queues from 296 postboxes before the wrap of their sequence numbers"
+# (a rank that sent before it had taken its peer's request carried acks from 0, not from
+# the first number, and one run in five dropped that unit and hung: the drops are counted)
 job wrap 120 -np 2 --host h0:1,h1:1 "${RSM[@]}" --mca btl_rsm_first_seq 4294967000 \
-    "$B/bench/xb-bw" -m 1:1K -i 20
-if [ "$job_rc" -eq 0 ] && grep -q 'all payloads verified' "$W/wrap"; then
-    ok "$L: xb-bw 1 B-1 KiB, every payload verified ($job_secs s)"
+    --mca btl_base_verbose 1 "$B/bench/xb-bw" -m 1:1K -i 20
+if [ "$job_rc" -eq 0 ] && grep -q 'all payloads verified' "$W/wrap" \
+   && ! grep -q 'dropped' "$W/wrap.err"; then
+    ok "$L: xb-bw 1 B-1 KiB, every payload verified, none dropped ($job_secs s)"
 else
-    failed "$L: xb-bw 1 B-1 KiB, every payload verified (exit $job_rc in $job_secs s)" wrap
+    failed "$L: xb-bw 1 B-1 KiB, every payload verified, none dropped (exit $job_rc in $job_secs s)" wrap
 fi
+# rank 0's first message goes out before it has taken rank 1's own connection request (the
+# listener off, rank 0 away from MPI while rank 1 connects), with queues from there and from 0
+for fs in 4294967000 0; do
+    L="2 hosts x 1 rank, queues from $fs, rank 0's first message sent before it took rank 1's connection"
+    job firstsend 60 -np 2 --host h0:1,h1:1 "${RSM[@]}" --mca btl_rsm_first_seq "$fs" \
+        --mca btl_rsm_verbs_listener 0 "${VERBOSE[@]}" "$B/test/rsm/rsm_first_send"
+    # rank 0's own lines, in its order: the answer to its request before rank 1's request
+    order=$(cat "$W/firstsend" "$W/firstsend.err" | grep -a '^\[h0:' |
+            sed -n -E -e 's/.*btl:rsm: (connected to|accepted a connection from) .*/\1/p' | tr '\n' ,)
+    if [ "$job_rc" -eq 0 ] && grep -q 'both messages verified' "$W/firstsend" \
+       && ! grep -q 'dropped' "$W/firstsend.err" && [ "$order" = "connected to,accepted a connection from," ]; then
+        ok "$L: both messages verified, none dropped ($job_secs s)"
+    else
+        failed "$L: both messages verified, none dropped, rank 0 connected before it accepted (exit $job_rc in $job_secs s; rank 0: ${order:-no lines})" firstsend
+    fi
+done
 L="2 hosts x 1 rank, 16-postbox queues, a stream, N ping-pongs, a stream into a sleeping receiver"
 job lapwrap 180 -np 2 --host h0:1,h1:1 "${RSM[@]}" --mca btl_rsm_postboxes 16 \
     --mca btl_rsm_first_seq 50580 --mca btl_base_verbose 1 "$B/test/rsm/rsm_lapwrap" 2008 2040 16
@@ -196,9 +215,14 @@ check "$L: the verbs pools cap the one-host eager limit at 32 KiB + 64 ($n of 2 
 # --- 4. btl_rsm_verbs 0: the other host is unreachable, the job fails at once
 L="2 hosts x 1 rank, self,rsm, btl_rsm_verbs 0"
 job none 60 -np 2 --host h0:1,h1:1 "${RSM[@]}" --mca btl_rsm_verbs 0 "$B/test/mpi/mpi_p2p" -M 1024
+# (ob1's help text; mpirun 4.1 now and then loses a help text of ranks that abort at once,
+# saying so with ORTE_ERROR_LOG in show_help.c)
 if [ "$job_rc" -ne 0 ] && [ "$job_rc" -ne 124 ] && [ "$job_rc" -ne 137 ] &&
-        grep -q 'unable to reach each other' "$W/none" "$W/none.err"; then
-    ok "$L: the job failed cleanly (exit $job_rc after $job_secs s, time limit 60 s): ob1 reports the peer unreachable"
+        grep -q 'unable to reach each other\|ORTE_ERROR_LOG: .*show_help\.c' "$W/none" "$W/none.err"; then
+    said="ob1 reports the peer unreachable"
+    grep -q 'unable to reach each other' "$W/none" "$W/none.err" ||
+        said="mpirun lost ob1's help text (ORTE_ERROR_LOG in show_help.c)"
+    ok "$L: the job failed cleanly (exit $job_rc after $job_secs s, time limit 60 s): $said"
     grep -h 'Process [12] (.*) is on host' "$W/none" "$W/none.err" | sed 's/^ */# unreachable: /'
 else
     failed "$L: want a failure naming the unreachable peer within 60 s, got exit $job_rc after $job_secs s" none
@@ -211,7 +235,7 @@ L="2 hosts x 2 ranks, self,rsm,tcp, btl_rsm_verbs_pool_size 0"
 job vbad 120 -np 4 --host h0:2,h1:2 --mca pml ob1 --mca btl self,rsm,tcp "${VERBOSE[@]}" \
     --mca btl_rsm_verbs_pool_size 0 "$B/test/mpi/mpi_p2p" -M 65536
 if [ "$job_rc" -eq 0 ] && ! grep -q '^not ok' "$W/vbad" &&
-        grep -q "rsm BTL's RDMA back end (on rxe[01]:1) cannot start" "$W/vbad" "$W/vbad.err" &&
+        grep -q "RDMA back end (on rxe[01]:1) cannot start" "$W/vbad" "$W/vbad.err" &&
         grep -q 'pool must hold the largest message' "$W/vbad" "$W/vbad.err" &&
         [ "$(peers vbad | awk '$5 == "shm"' | wc -l)" -eq 4 ] && [ "$(peers vbad | awk '$5 == "verbs"' | wc -l)" -eq 0 ]; then
     ok "$L: the message names the back end and the parameter; 4 on-host peer lines by shm, none by verbs; mpi_p2p passed over shm and tcp ($job_secs s)"
