@@ -35,7 +35,13 @@ if command -v ib_write_lat >/dev/null; then
     snap > "$W/lat.0"
     gh_on h1 timeout 60 ib_write_lat -d rxe1 -x "$(gh_gid_index rxe1 "$(gh_addr 1)")" -n 500 > "$W/lat.srv" 2>&1 &
     srv=$!
-    for _ in $(seq 50); do grep -q 'Waiting for client' "$W/lat.srv" 2>/dev/null && break; sleep 0.1; done
+    # its client connects once, no retry: wait until the server listens (its "Waiting for
+    # client" is printf'd into a file, so it may come only at its exit)
+    for _ in $(seq 100); do
+        gh_on h1 ss -Hltn 'sport = :18515' 2>/dev/null | grep -q . && break
+        grep -q 'Waiting for client' "$W/lat.srv" 2>/dev/null && break
+        sleep 0.1
+    done
     gh_on h0 timeout 60 ib_write_lat -d rxe0 -x "$(gh_gid_index rxe0 "$(gh_addr 0)")" -n 500 "$(gh_addr 1)" > "$W/lat.cli" 2>&1
     rc=$?
     wait "$srv"

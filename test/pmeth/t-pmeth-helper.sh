@@ -192,7 +192,7 @@ else
     # a process killed while it holds one: the kernel closes its link, and the program goes
     "$VC" exec n0 -- $NOBODY "$ASK" "$XSOCK" eth0 --xdp-hold >"$LOG/hold" 2>&1 &
     holder=$!
-    for _ in $(seq 50); do grep -q holding "$LOG/hold" && break; sleep 0.1; done
+    for _ in $(seq 200); do grep -q holding "$LOG/hold" && break; sleep 0.1; done    # XDP loads take seconds
     held=$("$VC" exec n0 -- ip -d link show eth0 | grep -c 'prog/xdp')
     pkill -KILL -f -- "$ASK $XSOCK eth0 --xdp-hold"; wait "$holder" 2>/dev/null
     sleep 0.2

@@ -45,6 +45,9 @@ field() { grep -o "\b$1=[^ ]*" "$2" | head -1 | cut -d= -f2; }
 # srv NS IF MAC ID MODE OUT [EXTRA]: a server in the background, waits until it is ready
 srv() {
     local ns=$1 ifn=$2 mac=$3 id=$4 mode=$5 out=$6; shift 6
+    # emptied here, not by the background job's redirection: the wait below must not read
+    # the "ready" of an earlier server that wrote the same file
+    : > "$out"
     xb_limit -t 60 -m 512 -- ip netns exec "$ns" "$T" --if "$ifn" --mac "$mac" --me "$id" \
         --mode "$mode" --timeout 40 "$@" server >"$out" 2>&1 &
     local i
@@ -145,7 +148,8 @@ if grep -q 'was not built in' "$TMP/s"; then
 else
 ip netns exec "$NB" "$T" --if "$IB" --mac "$MB" --me 2 --mode xdp --timeout 30 server >"$TMP/sk" 2>&1 &
 kpid=$!
-for i in $(seq 100); do grep -q '^ready\|^open-failed' "$TMP/sk" && break; sleep 0.05; done
+# (up to 20 s, as srv: loading the XDP program takes seconds on a loaded machine)
+for i in $(seq 400); do grep -q '^ready\|^open-failed' "$TMP/sk" && break; sleep 0.05; done
 attached=$(ip -n "$NB" link show "$IB" | grep -c 'prog/xdp')
 kill -KILL $kpid; wait $kpid 2>/dev/null
 sleep 0.2

@@ -40,7 +40,7 @@ for np in 2 4 8 16; do
     formula=$(( np * C + np * A ))
     echo "# $np  $measured  $formula  $touched  $((measured / np))"
     check "np $np: /dev/shm holds $measured B = N*C + N*A = $formula B (job rc $rc)" \
-        [ "$rc" -eq 0 ] && [ "$measured" -eq "$formula" ]
+        [ "$rc" -eq 0 -a "${measured:-0}" -eq "$formula" ]
     eval "m$np=$measured"
 done
 # the default queue length follows the node: 4 ranks, 4096 postboxes a queue (past the knee)
@@ -96,7 +96,7 @@ for len in 0 8192; do
     what=$([ "$len" -eq 0 ] && echo "only 100 B messages (inline): no pool page has memory" \
            || echo "one 8 KiB message each way: one 64 KiB chunk of each pool has memory")
     check "np 2, $what: the 2 areas hold ${touched:-0} B = $want B (job rc $rc)" \
-        [ "$rc" -eq 0 ] && [ "${touched:-0}" -eq "$want" ]
+        [ "$rc" -eq 0 -a "${touched:-0}" -eq "$want" ]
 done
 
 # linear in senders: per-rank bytes grow only by the N*Q*64 queue term (4 KiB per extra rank)

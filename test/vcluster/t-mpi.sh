@@ -93,7 +93,12 @@ prlimit --as="$VC_MEM_AS" "$VC" mpirun --timeout 60 --launch ranks -- sleep 40 >
 lpid=$!
 for _ in $(seq 50); do [ -n "$(vc_job_procs n1)" ] && break; sleep 0.2; done
 check "job started inside the nodes" [ -n "$(vc_job_procs n1)" ]
-bridges=$(ps -eo args | grep -c "^socat .*xbvc/$XBVC_NAME/")
+# (the nodes' bridges start one after another: a rank can be up before the last bridge)
+for _ in $(seq 25); do
+    bridges=$(ps -eo args | grep -c "^socat .*xbvc/$XBVC_NAME/")
+    [ "$bridges" -ge 3 ] && break
+    sleep 0.2
+done
 check "PMIx bridge socat processes are running ($bridges)" [ "$bridges" -ge 3 ]
 kill -TERM $lpid; wait $lpid
 sleep 1

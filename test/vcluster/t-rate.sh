@@ -48,13 +48,20 @@ measure "1gbit mtu 9000 through the switch n0->n1 (UDP offered at 1.3 Gbit/s)" 1
 drops() { tc -n "xbvc-$XBVC_NAME-sw" -j -s qdisc show dev s0n0 | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['drops'])"; }
 # (UDP, each sender offering 0.9 Gbit/s: 1.8 in all; TCP's backing off at each overflow
 # kept the port as little as 70% busy)
-d0=$(drops)
-"$VC" exec n0 -- iperf3 -s -D -1 -p 5902; sleep 0.3
-timeout 30 "$VC" exec n2 -- iperf3 -c 198.18.0.1 -p 5902 -t 5 -u -b 900M -l 8000 >/dev/null 2>&1 &
-r=$(wire_rate n1 n0 eth0 198.18.0.1 3 900M)
-wait
-d1=$(drops)
-echo "# two senders into one switch port: $r bit/s arrive, switch port dropped $((d1 - d0)) frames"
+# (n2's stream outlasts the whole of n1's measured window; below 80% or without drops, as
+# a busy machine can make it, the pair is measured again, up to 3 times)
+for try in 1 2 3; do
+    d0=$(drops)
+    "$VC" exec n0 -- iperf3 -s -D -1 -p $((5901 + try)); wait_listen n0 $((5901 + try))
+    timeout 30 "$VC" exec n2 -- iperf3 -c 198.18.0.1 -p $((5901 + try)) -t 8 -u -b 900M -l 8000 \
+        >/dev/null 2>&1 &
+    r=$(wire_rate n1 n0 eth0 198.18.0.1 3 900M)
+    wait
+    d1=$(drops)
+    echo "# two senders into one switch port, try $try: $r bit/s arrive, switch port dropped $((d1 - d0)) frames"
+    python3 -c "import sys; sys.exit(0 if ${r:-0} >= 0.8e9 else 1)" && [ $((d1 - d0)) -gt 0 ] && break
+    python3 -c "import sys; sys.exit(0 if ${r:-0} > 1.1e9 else 1)" && break
+done
 # the port is the bottleneck: never more than its 1 Gbit/s (+10%) although 1.8 Gbit/s are
 # offered, and kept busy (>= 80%: a busy machine can only make it slower)
 check "many-to-one: the port delivers one link's rate, not two ($r bit/s in 0.8..1.1 Gbit/s)" \

@@ -74,6 +74,18 @@ import json,sys; d,k=sys.argv[1].split('_'); print(json.load(sys.stdin)[0]['stat
 # wire_rate SRC DST IF DSTADDR SECONDS [UDP_BPS]: bits/s that arrive at DST's IF while SRC
 # sends a TCP stream (or a UDP one offered at UDP_BPS), sampled from the interface counters
 # after a 1 s warm-up (slow start).
+# wait_listen NODE PORT: until a TCP socket listens on PORT in NODE (at most 5 s; iperf3's
+# server listens on TCP for its control connection, UDP tests too).  Why: iperf3 -D returns
+# before the daemon listens, and a client that comes first fails at once.
+wait_listen() {
+    local i
+    for i in $(seq 100); do
+        "$VC" exec "$1" -- ss -Hltn "sport = :$2" 2>/dev/null | grep -q . && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
 wire_rate() {
     local src=$1 dst=$2 ifn=$3 daddr=$4 secs=$5 udp=${6:-} port=$((5200 + RANDOM % 700))
     local load=()
@@ -81,7 +93,7 @@ wire_rate() {
     # back off when a bounded buffer on the way drops, so what arrives is what the path drains
     [ -n "$udp" ] && load=(-u -b "$udp" -l 8000)
     "$VC" exec "$dst" -- iperf3 -s -1 -D -B "$daddr" -p "$port" || return 1
-    sleep 0.3
+    wait_listen "$dst" "$port" || return 1
     timeout $((secs + 15)) "$VC" exec "$src" -- iperf3 -c "$daddr" -p "$port" -t $((secs + 2)) \
         "${load[@]}" >/dev/null 2>&1 &
     local cpid=$!
