@@ -121,7 +121,10 @@ rnd = random.Random(int(sys.argv[1])); secs = int(sys.argv[2])
 busy = {}
 out = []
 for i in range(8):
-    t = round(rnd.uniform(2, secs - 3), 1)
+    # the first three (a down, an out, an in: what the checks below look for) once the
+    # job's paths exist (MPI_Init of 8 ranks takes 1-2 s): a link down before then makes
+    # its paths down from the start, and no path leaves a stripe
+    t = round(rnd.uniform(4 if i < 3 else 2, secs - 3), 1)
     link = f"n{rnd.randrange(4)}/eth{rnd.randrange(2)}"
     dur = round(rnd.uniform(0.5, 2), 1)
     if any(a < t + dur + 0.5 and t < b + 0.5 for a, b in busy.get(link, [])):

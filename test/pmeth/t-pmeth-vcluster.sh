@@ -237,11 +237,12 @@ check "a first message to a rank that has not added its sender: kept in the ring
 # A link taken down for a second while frames are striped onto it, then brought back:
 # its frames wait in its ring (acked frames of the other link keep flowing until the
 # window fills), go out when it returns, and the stream completes with every byte right.
-# The stream (windows of 8 x 1 MiB, each acknowledged) runs for 3 s from MPI_Init, not for
-# a count, so the fault lands inside it however fast the links are.
+# The stream (windows of 8 x 1 MiB, each acknowledged) runs for 4 s from MPI_Init, not for
+# a count, so the fault (2 s after the launch: MPI_Init takes about 1 s) lands inside it
+# however fast the links are.
 t0=$(date +%s.%N)
-pm "$LOG/down" --mca btl self,pmeth --fault 1:down:n0/eth1 --fault 2:up:n0/eth1 \
-    -- "$TOP_BUILDDIR/test/pmeth/pmeth_failover" -s 1048576 -w 8 -t 3 -g 100; rc=$?
+pm "$LOG/down" --mca btl self,pmeth --fault 2:down:n0/eth1 --fault 3:up:n0/eth1 \
+    -- "$TOP_BUILDDIR/test/pmeth/pmeth_failover" -s 1048576 -w 8 -t 4 -g 100; rc=$?
 t1=$(date +%s.%N)
 downkicks=$(grep -ho '[0-9]* while the link was down' "$LOG/down.err" | awk '{s += $1} END {print s + 0}')
 echo "# link down 1 s: $(retrans "$LOG/down") frames resent, $downkicks kicks found the link down, $(awk "BEGIN {printf \"%.1f\", $t1 - $t0}") s"
