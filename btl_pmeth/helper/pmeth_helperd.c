@@ -29,8 +29,15 @@
  * so SO_MARK rules do not see them, and one such socket serves one process per
  * interface queue (a second job there is refused and falls back to AF_PACKET).
  *
- * One request at a time, each bounded to two seconds: a client that connects
- * and sends nothing delays others by that much, no more.
+ * Each connection is served by a child process of its own, at most
+ * CHILDREN_PER_UID of one user's and CHILDREN_MAX in all at a time, each
+ * killed if it is not done in CHILD_DEADLINE_MS.  Why: served one at a time
+ * in this process, a user could stall everyone's requests: with connections
+ * that send nothing (two seconds each, the backlog full of them), or with a
+ * descriptor passed along with a request that blocks the close that drops it
+ * (a TCP socket with unsent data and SO_LINGER: its close waits out the
+ * linger time in the closing process).  A child blocked so only holds one of
+ * its own user's places until it is killed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -52,6 +59,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,6 +71,9 @@
 #define DEFAULT_CONFIG "/etc/openmpi/pmeth-helper.conf"
 #define MAX_ALLOWED 64
 #define REQUEST_TIMEOUT_MS 2000
+#define CHILDREN_MAX 32
+#define CHILDREN_PER_UID 4
+#define CHILD_DEADLINE_MS 30000         /* the request, and an XDP program's load on a busy host */
 #define XDP_MAX_FRAMES_DEFAULT 4096     /* per ring: at most 32 MiB of UMEM a socket (4 KiB chunks) */
 
 struct policy {
@@ -593,6 +604,89 @@ static void serve(const struct policy *p, int conn)
     }
 }
 
+/* ---- one child process a connection ---- */
+
+struct child {
+    pid_t pid;
+    uid_t uid;
+    uint64_t started_ms;
+};
+static struct child children[CHILDREN_MAX];
+static unsigned nchildren;
+
+static uint64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t) t.tv_sec * 1000 + (uint64_t) t.tv_nsec / 1000000;
+}
+
+/* Children that ended are forgotten; one past its deadline is killed (a kill
+ * ends even a close that waits: the waits give way to a fatal signal). */
+static void reap_children(void)
+{
+    uint64_t now = now_ms();
+    for (unsigned i = 0; i < nchildren;) {
+        struct child *c = &children[i];
+        pid_t r = waitpid(c->pid, NULL, WNOHANG);
+        if (r == c->pid || (r < 0 && errno == ECHILD)) {
+            children[i] = children[--nchildren];
+            continue;
+        }
+        if (now - c->started_ms > CHILD_DEADLINE_MS) {
+            say("request of uid %u (pid %d serving it) not done in %d ms: stopped",
+                (unsigned) c->uid, (int) c->pid, CHILD_DEADLINE_MS);
+            kill(c->pid, SIGKILL);
+            c->started_ms = now;        /* reaped at a later pass */
+        }
+        i++;
+    }
+}
+
+static unsigned children_of(uid_t uid)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < nchildren; i++) {
+        n += children[i].uid == uid;
+    }
+    return n;
+}
+
+/* CONN, just accepted: served by a child, or refused when its user has
+ * CHILDREN_PER_UID requests in progress already. */
+static void serve_apart(const struct policy *p, int ls, int conn)
+{
+    struct ucred cred = {.pid = 0, .uid = (uid_t) -1, .gid = (gid_t) -1};
+    socklen_t clen = sizeof(cred);
+    if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0) {
+        say("connection without peer credentials (%s): dropped", strerror(errno));
+        return;
+    }
+    if (children_of(cred.uid) >= CHILDREN_PER_UID) {
+        char text[PMETH_HELPER_TEXT_MAX + 1];
+        snprintf(text, sizeof(text), "%d requests of this user are in progress already; "
+                 "try again", CHILDREN_PER_UID);
+        say("uid %u pid %d: refused: %s", (unsigned) cred.uid, (int) cred.pid, text);
+        reply(conn, PMETH_HELPER_FAILED, 0, NULL, 0, text);
+        return;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        say("uid %u pid %d: no process to serve it (fork: %s): dropped", (unsigned) cred.uid,
+            (int) cred.pid, strerror(errno));
+        return;
+    }
+    if (pid == 0) {
+        close(ls);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        serve(p, conn);
+        _exit(0);
+    }
+    children[nchildren++] = (struct child){.pid = pid, .uid = cred.uid, .started_ms = now_ms()};
+}
+
 /* Listen at the policy's path: a stale socket left by a killed helper is
  * replaced, a live helper or a file that is not a socket is not touched. */
 static int listen_at(const struct policy *p, struct stat *bound)
@@ -789,13 +883,19 @@ int main(int argc, char **argv)
         p.ethertype, p.lock_filter ? "locked" : "NOT locked (users can widen it)",
         p.mark_set ? ", sockets marked" : "", p.xdp ? ", AF_XDP sockets too" : "");
     while (!stop_signal) {
-        struct pollfd pfd = {.fd = ls, .events = POLLIN};
-        if (poll(&pfd, 1, -1) < 0) {
+        reap_children();
+        /* with every place taken, connections wait in the backlog; while children
+         * run, look at them every 100 ms */
+        struct pollfd pfd = {.fd = ls, .events = nchildren < CHILDREN_MAX ? POLLIN : 0};
+        if (poll(&pfd, 1, nchildren > 0 ? 100 : -1) < 0) {
             if (errno == EINTR) {
                 continue;
             }
             say("poll: %s", strerror(errno));
             break;
+        }
+        if (!(pfd.revents & POLLIN)) {
+            continue;
         }
         int conn = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
         if (conn < 0) {
@@ -804,8 +904,14 @@ int main(int argc, char **argv)
             }
             continue;
         }
-        serve(&p, conn);
+        serve_apart(&p, ls, conn);
         close(conn);
+    }
+    for (unsigned i = 0; i < nchildren; i++) {
+        kill(children[i].pid, SIGKILL);
+    }
+    while (nchildren > 0 && waitpid(-1, NULL, 0) > 0) {
+        nchildren--;
     }
     close(ls);
     unlink_ours(p.socket_path, &bound);

@@ -153,6 +153,39 @@ out=$("$VC" exec n0 -- $NOBODY "$ASK" "$SOCK" eth0 --escape)
 check "... and the helper still serves after all that" has "$out" "^granted"
 echo "$out" | sed 's/^/default helper (filter locked): /' | diag
 
+# a user who tries to stall the helper for everyone: a request that passes a TCP socket whose
+# close waits (unsent data to a peer that never reads, over loopback, SO_LINGER 60 s), and 8
+# connections that send nothing.  Served one at a time, the helper sat in that close for a
+# minute and others' requests timed out; now each connection has a process of its own, and
+# one user at most 4 at a time
+"$VC" exec n0 -- python3 - "$SOCK" >"$LOG/stall" 2>&1 <<'PY' &
+import socket, struct, sys, time
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
+c = socket.create_connection(l.getsockname()); c.setblocking(False)
+try:
+    while True:
+        c.send(b"x" * 65536)
+except BlockingIOError:
+    pass
+c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 60))
+h = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); h.connect(sys.argv[1])
+socket.send_fds(h, [bytes(40)], [c.fileno()]); c.close()
+idle = []
+for i in range(8):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(sys.argv[1]); idle.append(s)
+print("stalling", flush=True)
+time.sleep(60)
+PY
+staller=$!
+for _ in $(seq 100); do grep -q stalling "$LOG/stall" && break; sleep 0.1; done
+t0=$(date +%s.%N)
+out=$("$VC" exec n0 -- $NOBODY "$ASK" "$SOCK" eth0 --escape)
+took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+refused=$(grep -c 'uid 0 pid [0-9]*: refused: 4 requests of this user are in progress' "$LOG/helper0.log")
+check "a user stalling the helper (a passed socket whose close waits 60 s, 8 silent connections): nobody is served in $took s; the staller's connections past 4 refused ($refused)" \
+    eval 'grep -q stalling "$LOG/stall" && has "$out" "^granted" && [ "$refused" -ge 1 ] && awk "BEGIN { exit !($took < 3) }"'
+pkill -f -- "python3 - $SOCK" 2>/dev/null; wait "$staller" 2>/dev/null
+
 # ---- a locked filter and a mark --------------------------------------------------------
 helper n0 locked0 --allow eth0 --socket "$LOCKED" --lock-filter --mark 0x88b5
 helper n1 locked1 --allow eth0 --socket "$LOCKED" --lock-filter --mark 0x88b5
