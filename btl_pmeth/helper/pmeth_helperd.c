@@ -882,6 +882,11 @@ int main(int argc, char **argv)
         p.socket_path, (unsigned) p.mode, p.group[0] != '\0' ? ", group " : "", p.group, list,
         p.ethertype, p.lock_filter ? "locked" : "NOT locked (users can widen it)",
         p.mark_set ? ", sockets marked" : "", p.xdp ? ", AF_XDP sockets too" : "");
+    if (!p.mark_set) {
+        say("sends are not confined: a socket handed out may send any frame on any interface "
+            "here; set 'mark' and an nftables egress rule to confine them (btl_pmeth/README.md, "
+            "'Running as an ordinary user')");
+    }
     while (!stop_signal) {
         reap_children();
         /* with every place taken, connections wait in the backlog; while children
