@@ -135,6 +135,8 @@ static void rma_offer(mca_btl_rsm_component_t *c, mca_btl_base_module_t *m)
     }
     m->btl_flags |= MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET | MCA_BTL_FLAGS_ATOMIC_OPS
                     | MCA_BTL_FLAGS_ATOMIC_FOPS;
+    /* MIN and MAX: on float and double; on integers refused per operation (amo_start:
+     * no signedness in the interface), which osc rdma 4.1.4 takes as "emulate" */
     m->btl_atomic_flags = MCA_BTL_ATOMIC_SUPPORTS_ADD | MCA_BTL_ATOMIC_SUPPORTS_AND
         | MCA_BTL_ATOMIC_SUPPORTS_OR | MCA_BTL_ATOMIC_SUPPORTS_XOR | MCA_BTL_ATOMIC_SUPPORTS_LAND
         | MCA_BTL_ATOMIC_SUPPORTS_LOR | MCA_BTL_ATOMIC_SUPPORTS_LXOR

@@ -220,6 +220,14 @@ static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
     if (op == 0 || !rsm_amo_req_read(&req, sizeof(req), &checked)) {
         return OPAL_ERR_NOT_SUPPORTED;  /* an operation we do not offer, or a misaligned word */
     }
+    /* Integer MIN and MAX: the BTL interface does not say whether the type is
+     * signed (osc rdma maps MPI_MAX on MPI_UINT64_T and on MPI_INT64_T alike),
+     * and one compare cannot be right for both: a signed one made MIN(5, 2^63)
+     * 2^63.  Refused, so osc rdma falls back to its get-op-put under the
+     * accumulate lock, which applies the real type. */
+    if ((op == RSM_AMO_MIN || op == RSM_AMO_MAX) && !(flags & MCA_BTL_ATOMIC_FLAG_FLOAT)) {
+        return OPAL_ERR_NOT_SUPPORTED;
+    }
     if (ep != NULL && remote_handle == NULL && ep->remote) {
         return OPAL_ERROR;              /* no mapping of another host's memory is ours */
     }

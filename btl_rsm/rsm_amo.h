@@ -106,7 +106,9 @@ static inline uint64_t rsm_amo_combine(uint32_t op, uint32_t flags, uint64_t old
         memcpy(&ur, &r, 8);
         return ur;
     }
-    /* integers: MIN and MAX compare as signed, as Open MPI's own emulations do */
+    /* integers: MIN and MAX compare as signed, as Open MPI's own emulations do;
+     * our origins never ask for them (amo_start refuses them: the interface
+     * does not say the signedness), only a peer of another build could */
     const int64_t sa = narrow ? (int64_t) (int32_t) (uint32_t) old : (int64_t) old;
     const int64_t sb = narrow ? (int64_t) (int32_t) (uint32_t) operand : (int64_t) operand;
     uint64_t r;

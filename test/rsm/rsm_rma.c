@@ -6,7 +6,8 @@
  * to 1 MiB at odd offsets (fence and passive target), a sum accumulate from
  * every rank, a shared counter bumped by fetch-and-op and by compare-and-swap
  * (4 and 8 bytes) from every rank at once, fetch-and-op with max, min, xor and
- * replace, and a get-accumulate.  Every byte and every fetched value is
+ * replace, max and min on unsigned and signed words of 4 and 8 bytes, and a
+ * get-accumulate.  Every byte and every fetched value is
  * checked.  Rank 0 prints TAP lines ("ok N - ...").
  *
  * With the argument "no-window" it checks instead that MPI_Win_create fails
@@ -367,6 +368,56 @@ static void test_fop_ops(window_t *w, const char *label)
           "every rank", label);
 }
 
+/* MPI_MAX and MPI_MIN on unsigned words above the signed range, and on signed
+ * ones below 0: the BTL's atomics are told no signedness (osc rdma maps both
+ * to the same operation), and a signed compare made MAX(1, 0x80000000u) 1 */
+static void test_minmax_signedness(window_t *w, const char *label)
+{
+    const int t = 0;
+    local_fill(w, -1);
+    if (rank == t) {
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, w->win);
+        *(uint32_t *) (w->base + 32) = 1;
+        *(uint64_t *) (w->base + 40) = 5;
+        *(int32_t *) (w->base + 48) = -7;
+        *(int64_t *) (w->base + 56) = 3;
+        MPI_Win_unlock(rank, w->win);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    uint32_t u32 = 0x80000000u + (uint32_t) rank;
+    uint64_t u64 = ((uint64_t) 1 << 63) + (uint64_t) rank, u64_old = 0;
+    int32_t i32 = -100 - rank;
+    int64_t i64 = -1 - (int64_t) rank, i64_old = 0;
+    MPI_Win_lock_all(0, w->win);
+    MPI_Accumulate(&u32, 1, MPI_UINT32_T, t, disp(w, t, 32), 1, MPI_UINT32_T, MPI_MAX, w->win);
+    MPI_Fetch_and_op(&u64, &u64_old, MPI_UINT64_T, t, disp(w, t, 40), MPI_MIN, w->win);
+    MPI_Accumulate(&i32, 1, MPI_INT32_T, t, disp(w, t, 48), 1, MPI_INT32_T, MPI_MAX, w->win);
+    MPI_Fetch_and_op(&i64, &i64_old, MPI_INT64_T, t, disp(w, t, 56), MPI_MIN, w->win);
+    MPI_Win_unlock_all(w->win);
+    int bad = u64_old != 5 || i64_old > 3 || i64_old < -(int64_t) nranks;
+    MPI_Barrier(MPI_COMM_WORLD);
+    uint32_t got32 = 0;
+    uint64_t got64 = 0;
+    int32_t gots32 = 0;
+    int64_t gots64 = 0;
+    if (rank == t) {
+        MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, w->win);
+        got32 = *(uint32_t *) (w->base + 32);
+        got64 = *(uint64_t *) (w->base + 40);
+        gots32 = *(int32_t *) (w->base + 48);
+        gots64 = *(int64_t *) (w->base + 56);
+        MPI_Win_unlock(rank, w->win);
+        bad += got32 != 0x80000000u + (uint32_t) (nranks - 1);
+        bad += got64 != 5;
+        bad += gots32 != -7;
+        bad += gots64 != -(int64_t) nranks;
+    }
+    check(bad == 0, "%s: max and min by signedness: uint32 max 0x%x (want 0x%x), uint64 min %llu "
+          "(want 5, each rank fetched 5), int32 max %d (want -7), int64 min %lld (want %d)", label,
+          got32, 0x80000000u + (uint32_t) (nranks - 1), (unsigned long long) got64, gots32,
+          (long long) gots64, -nranks);
+}
+
 static void test_get_accumulate(window_t *w, const char *label)
 {
     enum { N = 16 };
@@ -686,6 +737,7 @@ int main(int argc, char **argv)
             test_counter_fop(&w, label);
             test_counter_cas(&w, label);
             test_fop_ops(&w, label);
+            test_minmax_signedness(&w, label);
             test_get_accumulate(&w, label);
             win_close(&w);
         }
