@@ -312,19 +312,24 @@ static void test_counter_cas(window_t *w, const char *label)
           "compare-and-swap loops: totals right, neighbours untouched", label, K_CAS);
 }
 
-static void test_fop_ops(window_t *w, const char *label)
+/* Every rank's window filled with the pattern, then LEN bytes of WORDS at OFF in
+ * rank T's (under an exclusive lock of its own window), before anyone goes on. */
+static void seed_words(window_t *w, int t, MPI_Aint off, const void *words, size_t len)
 {
-    const int t = 0;
     local_fill(w, -1);
     if (rank == t) {
         MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, w->win);
-        *(double *) (w->base + 0) = -1e300;
-        *(int32_t *) (w->base + 8) = 1 << 30;
-        *(int64_t *) (w->base + 16) = 0;
-        *(int64_t *) (w->base + 24) = -1;
+        memcpy(w->base + off, words, len);
         MPI_Win_unlock(rank, w->win);
     }
     MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static void test_fop_ops(window_t *w, const char *label)
+{
+    const int t = 0;
+    const struct { double d; int32_t i, pad; int64_t x, r; } init = {-1e300, 1 << 30, 0, 0, -1};
+    seed_words(w, t, 0, &init, sizeof(init));      /* at 0, 8, 16 and 24 */
     double dv = rank + 0.5, dold;
     int32_t iv = -3 * rank - 1, iold;
     int64_t xv = (int64_t) 0x1111 << rank, xold, rv = 1000 + rank, rold;
@@ -374,16 +379,9 @@ static void test_fop_ops(window_t *w, const char *label)
 static void test_minmax_signedness(window_t *w, const char *label)
 {
     const int t = 0;
-    local_fill(w, -1);
-    if (rank == t) {
-        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, w->win);
-        *(uint32_t *) (w->base + 32) = 1;
-        *(uint64_t *) (w->base + 40) = 5;
-        *(int32_t *) (w->base + 48) = -7;
-        *(int64_t *) (w->base + 56) = 3;
-        MPI_Win_unlock(rank, w->win);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
+    const struct { uint32_t u32, pad; uint64_t u64; int32_t s32, pad2; int64_t s64; } init =
+        {1, 0, 5, -7, 0, 3};
+    seed_words(w, t, 32, &init, sizeof(init));     /* at 32, 40, 48 and 56 */
     uint32_t u32 = 0x80000000u + (uint32_t) rank;
     uint64_t u64 = ((uint64_t) 1 << 63) + (uint64_t) rank, u64_old = 0;
     int32_t i32 = -100 - rank;
