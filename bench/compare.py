@@ -492,13 +492,11 @@ def main():
                       f" taken before and after it; near < {split:.0f} ns <= far (see README, 'Placement')")
         # rows whose two probes disagree (the host moved the vCPUs during them) are in
         # no table: said, so that a size missing from one is not a mystery
-        mixed = sorted({f"{n} {b}" for (b, n), per in samples.items() for ms in per.values()
-                        for vs in ms.values() for _, pr in vs if classify(pr, split) == "mixed"})
-        n_mixed = sum(1 for per in samples.values() for ms in per.values() for vs in ms.values()
-                      for _, pr in vs if classify(pr, split) == "mixed")
-        if n_mixed:
-            report.append(f"# {n_mixed} sample(s) taken while the placement changed (their two probes "
-                          f"disagree) are in no table: {', '.join(mixed)}")
+        mixed = [f"{n} {b}" for (b, n), per in samples.items() for ms in per.values()
+                 for vs in ms.values() for _, pr in vs if classify(pr, split) == "mixed"]
+        if mixed:
+            report.append(f"# {len(mixed)} sample(s) taken while the placement changed (their two probes "
+                          f"disagree) are in no table: {', '.join(sorted(set(mixed)))}")
     medians = {}   # placement -> bench -> metric -> transport -> size -> median
     for place in (["near", "far"] if split else ["all"]):
         for b in benches:

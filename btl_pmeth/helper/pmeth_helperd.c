@@ -499,14 +499,9 @@ static void serve_xdp(const struct policy *p, int conn, const char *who,
 #endif
 }
 
-static void serve(const struct policy *p, int conn)
+/* CONN, from the process CRED names (serve_apart read it before it forked us) */
+static void serve(const struct policy *p, int conn, struct ucred cred)
 {
-    struct ucred cred = {.pid = 0, .uid = (uid_t) -1, .gid = (gid_t) -1};
-    socklen_t clen = sizeof(cred);
-    if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0) {
-        say("connection without peer credentials (%s): dropped", strerror(errno));
-        return;
-    }
     struct passwd *pw = getpwuid(cred.uid);
     char who[128];
     snprintf(who, sizeof(who), "uid %u (%s) pid %d", (unsigned) cred.uid,
@@ -681,7 +676,7 @@ static void serve_apart(const struct policy *p, int ls, int conn)
         signal(SIGTERM, SIG_DFL);
         signal(SIGINT, SIG_DFL);
         signal(SIGHUP, SIG_DFL);
-        serve(p, conn);
+        serve(p, conn, cred);
         _exit(0);
     }
     children[nchildren++] = (struct child){.pid = pid, .uid = cred.uid, .started_ms = now_ms()};

@@ -1,20 +1,22 @@
 /*
  * A rank away from MPI when its peer first needs it.  Rank 0 makes no MPI call
  * for AWAY seconds right after MPI_Init (reading its input, say) while rank 1
- * sends to it, from AWAY / 10 s on.  ob1 adds rank 0 at that first message, and the BTL then needs an
- * answer from rank 0: pmeth probes its links (btl_pmeth_endpoint.c; the keeper
- * thread answers while rank 0 is away), rsm's verbs back end sends a connection
- * request (btl_rsm_verbs.c; the listener thread answers).  Without those
- * threads rank 1 gives up after btl_pmeth_probe_timeout_ms or
- * btl_rsm_verbs_connect_timeout_ms and the job ends.  Then the two exchange
- * verified messages of 0 B to 64 KiB both ways, and each prints
+ * sends to it, from AWAY / 10 s on.  ob1 adds rank 0 at that first message,
+ * and the BTL then needs an answer from rank 0: pmeth probes its links
+ * (btl_pmeth_endpoint.c; the keeper thread answers while rank 0 is away),
+ * rsm's verbs back end sends a connection request (btl_rsm_verbs.c; the
+ * listener thread answers).  Without those threads rank 1 gives up after
+ * btl_pmeth_probe_timeout_ms or btl_rsm_verbs_connect_timeout_ms and the job
+ * ends.  Then the two exchange verified messages of 0 B to 64 KiB both ways,
+ * and each prints
  *   late: rank R, N messages both ways, W wrong, first reply after T s
  * With FIRST 0, rank 0 sends first, once back: rank 1 has waited in MPI_Recv
  * (pmeth: probing rank 0 in the background, btl_pmeth_probe_ahead, without an
  * answer if no keeper answered) and must take rank 0's messages all the same.
  * With CROWD above 0 and 3 ranks or more: the last rank sends CROWD messages
  * of 1000 B to rank 0 right away (the others but 0 and 1 only finalize),
- * which arrive while rank 0 is away (pmeth's keeper leaves them for progress), and rank 1 first sends only after AWAY / 4 s:
+ * which arrive while rank 0 is away (pmeth's keeper leaves them for
+ * progress), and rank 1 first sends only after AWAY / 4 s:
  * its probes must be answered all the same (pmeth's keeper stopped reading
  * the ring after 32 such frames until 2026-12-05).  Rank 0 takes the crowd's
  * messages first once back, verified; the last rank prints
