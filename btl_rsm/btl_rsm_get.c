@@ -129,6 +129,23 @@ static int help_post(mca_btl_base_endpoint_t *ep, uint64_t src, void *dst, size_
     return slot;
 }
 
+/* Free a posted split whose get failed in its own read: ob1 then has the region sent
+ * instead and may complete the receive at once, so the sender must not write into
+ * the buffer after this.  A request still on its way finds the slot FREE and is
+ * dropped; a sender already writing (TAKEN) is waited for, one process_vm_writev of
+ * at most half the get.  (Left POSTED, the slot was also never free again.) */
+static void help_withdraw(int slot, uint64_t gen)
+{
+    _Atomic uint64_t *state = &my_slot((unsigned) slot)->state;
+    uint64_t seen = gen << 8 | RSM_HELP_POSTED;
+    if (!atomic_compare_exchange_strong(state, &seen, RSM_HELP_FREE)) {
+        while ((seen & 0xff) == RSM_HELP_TAKEN) {
+            seen = atomic_load_explicit(state, memory_order_acquire);
+        }
+        atomic_store_explicit(state, RSM_HELP_FREE, memory_order_relaxed);
+    }
+}
+
 int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
             uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
             struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
@@ -168,34 +185,22 @@ int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local
     }
     RSM_UNLOCK();
     if ((err = rsm_cma_copy(ep->pid, false, local_address, remote_address, first)) != 0) {
-        return get_failed(ep, err);     /* the slot stays POSTED: the job is going down */
+        if (slot >= 0) {
+            help_withdraw(slot, gen);
+        }
+        return get_failed(ep, err);
     }
     c->gets++;                          /* statistics only: races are harmless */
     c->get_bytes += size;
     c->splits += slot >= 0;
     if (slot >= 0) {
         _Atomic uint64_t *state = &my_slot(slot)->state;
-        uint64_t posted = gen << 8 | RSM_HELP_POSTED;
-        if (atomic_compare_exchange_strong(state, &posted, gen << 8 | RSM_HELP_MINE)
-            || (posted & 0xff) == RSM_HELP_FAILED) {
-            /* the sender has not started (or could not): the second half is ours */
-            err = rsm_cma_copy(ep->pid, false, (char *) local_address + first, remote_address + first,
-                           size - first);
-            atomic_store_explicit(state, RSM_HELP_FREE, memory_order_relaxed);
-            c->taken_back++;
-            if (err != 0) {
-                return get_failed(ep, err);
-            }
-        } else if ((posted & 0xff) == RSM_HELP_DONE) {
-            atomic_store_explicit(state, RSM_HELP_FREE, memory_order_relaxed);
-        } else {
-            /* TAKEN: the sender is writing it; finish from progress */
+        uint64_t seen = gen << 8 | RSM_HELP_POSTED;
+        if (!atomic_compare_exchange_strong(state, &seen, gen << 8 | RSM_HELP_MINE)
+            && (seen & 0xff) == RSM_HELP_TAKEN) {
+            /* the sender is writing it: finish from progress */
             rsm_parked_get_t *p = malloc(sizeof(*p));
-            if (p == NULL) {
-                while ((atomic_load_explicit(state, memory_order_acquire) & 0xff) == RSM_HELP_TAKEN) {
-                }
-                atomic_store_explicit(state, RSM_HELP_FREE, memory_order_relaxed);
-            } else {
+            if (p != NULL) {
                 *p = (rsm_parked_get_t){.ep = ep, .gen = gen, .local_address = local_address,
                                         .dst = (char *) local_address + first,
                                         .src = remote_address + first, .size = size,
@@ -207,6 +212,20 @@ int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local
                 RSM_UNLOCK();
                 return OPAL_SUCCESS;
             }
+            while (((seen = atomic_load_explicit(state, memory_order_acquire)) & 0xff)
+                   == RSM_HELP_TAKEN) {
+            }
+        }
+        err = 0;
+        if ((seen & 0xff) != RSM_HELP_DONE) {
+            /* the sender had not started (the slot is MINE now) or could not (FAILED) */
+            err = rsm_cma_copy(ep->pid, false, (char *) local_address + first, remote_address + first,
+                               size - first);
+            c->taken_back++;
+        }
+        atomic_store_explicit(state, RSM_HELP_FREE, memory_order_relaxed);
+        if (err != 0) {
+            return get_failed(ep, err);
         }
     }
     cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);

@@ -2,7 +2,7 @@
 # Point-to-point correctness over btl rsm beyond what test/mpi/t-p2p.sh covers
 # (1..4 ranks over every transport): 5 to 8 ranks, and 2..4 ranks with single
 # copy off, with single copy from 0 B / 64 KiB / 1 MiB / never, split with the sender from 4 KiB
-# or never, with striping, with tiny queues/pools and other inline limits; parameters out
+# or never, split gets whose read fails, with striping, with tiny queues/pools and other inline limits; parameters out
 # of range refused with a message.
 # All sizes 0 B..16 MiB, ANY_SOURCE/ANY_TAG, non-contiguous datatypes, verified.
 . "$(dirname "$0")/../lib.sh"
@@ -85,6 +85,17 @@ if [ -x "$bw" ]; then
     halves "btl_rsm_single_copy_split 0" "--mca btl_rsm_single_copy_split 0" 256K:1M 0
 else
     skip "rsm split get" "$bw not built"
+fi
+# A split get whose own read fails (process_vm_readv made to fail in the receiver by
+# rsm_cma_fault, more times than there are help slots): ob1 has each message sent instead,
+# verified, and the help slots come back (every later 1 MiB read splits again).
+fault=$TOP_BUILDDIR/test/rsm/rsm_cma_fault
+out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_rsm_single_copy_near 1" -- "$fault" 2>&1); rc=$?
+line=$(grep '^cma_fault: [0-9]* faults' <<< "$out")
+if [ "$rc" -eq 0 ] && grep -q 'all messages verified' <<< "$line"; then
+    ok "rsm split get after failed reads: ${line#cma_fault: }"
+else
+    not_ok "rsm split get after failed reads (rc $rc): ${line:-no summary}"; tail -20 <<< "$out" | diag
 fi
 # The near/far decision is taken from the acks (rsm_distance.h) and printed at verbosity 20:
 # one-way two-copy traffic of 64 KiB..1 MiB decides, and the threshold rules it.
