@@ -20,7 +20,12 @@
  *            ob1's fallback); every one must have met an injected fault;
  *   phase 2: disarmed, CLEAN messages, each verified, with rsm's split_gets
  *            MPI_T variable read before and after: it must grow by CLEAN
- *            (every one of these gets splits: rank 1 sends nothing by single copy).
+ *            (every one of these gets splits: rank 1 sends nothing by single copy);
+ *   phase 3: the sender's side fails instead: rank 0's process_vm_writev (the
+ *            second half it writes for rank 1) returns EFAULT while armed, so the
+ *            receiver must read that half itself.  Messages, each verified, until
+ *            WRITE_FAULTS writes have failed (at most 100: the receiver may take a
+ *            half back before the sender starts it).
  * Prints "cma_fault: ..." with the figures; exits 1 on any miss.
  */
 #define _GNU_SOURCE
@@ -41,9 +46,10 @@
 #define FAIL_MIN (64 << 10)     /* the probe at start-up and inline traffic stay real */
 #define FAULTY 12               /* more than the 8 help slots */
 #define CLEAN 12
+#define WRITE_FAULTS 3
 
-static atomic_bool armed;
-static atomic_long injected;
+static atomic_bool armed, armed_write;
+static atomic_long injected, injected_write;
 
 ssize_t process_vm_readv(pid_t pid, const struct iovec *local, unsigned long liovcnt,
                          const struct iovec *remote, unsigned long riovcnt, unsigned long flags)
@@ -58,6 +64,21 @@ ssize_t process_vm_readv(pid_t pid, const struct iovec *local, unsigned long lio
         return -1;
     }
     return syscall(SYS_process_vm_readv, pid, local, liovcnt, remote, riovcnt, flags);
+}
+
+ssize_t process_vm_writev(pid_t pid, const struct iovec *local, unsigned long liovcnt,
+                          const struct iovec *remote, unsigned long riovcnt, unsigned long flags)
+{
+    size_t len = 0;
+    for (unsigned long i = 0; i < liovcnt; i++) {
+        len += local[i].iov_len;
+    }
+    if (atomic_load(&armed_write) && len >= FAIL_MIN) {
+        atomic_fetch_add(&injected_write, 1);
+        errno = EFAULT;
+        return -1;
+    }
+    return syscall(SYS_process_vm_writev, pid, local, liovcnt, remote, riovcnt, flags);
 }
 
 static void fill(unsigned char *b, unsigned salt)
@@ -136,6 +157,17 @@ int main(int argc, char **argv)
     }
     unsigned long splits = split_gets(session, handle) - before;
 
+    atomic_store(&armed_write, rank == 0);
+    unsigned sent = 0;
+    for (int more = 1; more; sent++) {
+        bad |= exchange(rank, FAULTY + CLEAN + sent, buf, want);
+        more = atomic_load(&injected_write) < WRITE_FAULTS && sent + 1 < 100;
+        MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    }
+    atomic_store(&armed_write, false);
+    long write_faults = atomic_load(&injected_write);
+    MPI_Bcast(&write_faults, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+
     if (rank == 1) {
         if (faults < FAULTY) {
             printf("cma_fault: only %ld faults injected in %d messages (were they read by "
@@ -147,8 +179,14 @@ int main(int argc, char **argv)
                    splits, CLEAN);
             bad = 1;
         }
+        if (write_faults < WRITE_FAULTS) {
+            printf("cma_fault: the sender's half failed only %ld times in %u messages\n",
+                   write_faults, sent);
+            bad = 1;
+        }
         printf("cma_fault: %ld faults injected, %d messages after them by fallback, %lu of %d "
-               "later reads split; %s\n", faults, FAULTY, splits, CLEAN,
+               "later reads split; %ld halves the sender failed to write, in %u messages, read "
+               "by the receiver; %s\n", faults, FAULTY, splits, CLEAN, write_faults, sent,
                bad ? "FAILED" : "all messages verified");
     }
     int any = 0;

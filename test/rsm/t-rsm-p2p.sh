@@ -88,7 +88,8 @@ else
 fi
 # A split get whose own read fails (process_vm_readv made to fail in the receiver by
 # rsm_cma_fault, more times than there are help slots): ob1 has each message sent instead,
-# verified, and the help slots come back (every later 1 MiB read splits again).
+# verified, and the help slots come back (every later 1 MiB read splits again).  Then the
+# sender's write of a second half fails (process_vm_writev): the receiver reads it itself.
 fault=$TOP_BUILDDIR/test/rsm/rsm_cma_fault
 out=$(mpirun_np 2 120 "$RSM_ARGS --mca btl_rsm_single_copy_near 1" -- "$fault" 2>&1); rc=$?
 line=$(grep '^cma_fault: [0-9]* faults' <<< "$out")
