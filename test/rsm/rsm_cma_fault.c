@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <mpi.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,34 +52,34 @@
 static atomic_bool armed, armed_write;
 static atomic_long injected, injected_write;
 
-ssize_t process_vm_readv(pid_t pid, const struct iovec *local, unsigned long liovcnt,
-                         const struct iovec *remote, unsigned long riovcnt, unsigned long flags)
+/* Whether this call fails: armed, and at least FAIL_MIN bytes (then errno is EFAULT). */
+static bool inject(atomic_bool *arm, atomic_long *count, const struct iovec *local,
+                   unsigned long liovcnt)
 {
     size_t len = 0;
     for (unsigned long i = 0; i < liovcnt; i++) {
         len += local[i].iov_len;
     }
-    if (atomic_load(&armed) && len >= FAIL_MIN) {
-        atomic_fetch_add(&injected, 1);
-        errno = EFAULT;
-        return -1;
+    if (!atomic_load(arm) || len < FAIL_MIN) {
+        return false;
     }
-    return syscall(SYS_process_vm_readv, pid, local, liovcnt, remote, riovcnt, flags);
+    atomic_fetch_add(count, 1);
+    errno = EFAULT;
+    return true;
+}
+
+ssize_t process_vm_readv(pid_t pid, const struct iovec *local, unsigned long liovcnt,
+                         const struct iovec *remote, unsigned long riovcnt, unsigned long flags)
+{
+    return inject(&armed, &injected, local, liovcnt)
+               ? -1 : syscall(SYS_process_vm_readv, pid, local, liovcnt, remote, riovcnt, flags);
 }
 
 ssize_t process_vm_writev(pid_t pid, const struct iovec *local, unsigned long liovcnt,
                           const struct iovec *remote, unsigned long riovcnt, unsigned long flags)
 {
-    size_t len = 0;
-    for (unsigned long i = 0; i < liovcnt; i++) {
-        len += local[i].iov_len;
-    }
-    if (atomic_load(&armed_write) && len >= FAIL_MIN) {
-        atomic_fetch_add(&injected_write, 1);
-        errno = EFAULT;
-        return -1;
-    }
-    return syscall(SYS_process_vm_writev, pid, local, liovcnt, remote, riovcnt, flags);
+    return inject(&armed_write, &injected_write, local, liovcnt)
+               ? -1 : syscall(SYS_process_vm_writev, pid, local, liovcnt, remote, riovcnt, flags);
 }
 
 static void fill(unsigned char *b, unsigned salt)
