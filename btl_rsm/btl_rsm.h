@@ -260,6 +260,7 @@ typedef struct mca_btl_rsm_component_t {
     bool single_copy_near;          /* also to receivers under two_copy_ns */
     size_t single_copy_split;       /* smallest get split with the sender (0: never) */
     bool rma;                       /* offer put, get and atomics to osc rdma (btl_rsm_rma.c) */
+    bool float_atomics;             /* ... atomics on float and double among them */
     bool numa_place;
     unsigned int poll_budget;
     unsigned int first_seq;             /* every queue's first sequence number (testing) */

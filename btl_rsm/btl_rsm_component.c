@@ -142,8 +142,8 @@ static void rma_offer(mca_btl_rsm_component_t *c, mca_btl_base_module_t *m)
         | MCA_BTL_ATOMIC_SUPPORTS_LOR | MCA_BTL_ATOMIC_SUPPORTS_LXOR
         | MCA_BTL_ATOMIC_SUPPORTS_SWAP | MCA_BTL_ATOMIC_SUPPORTS_MIN
         | MCA_BTL_ATOMIC_SUPPORTS_MAX | MCA_BTL_ATOMIC_SUPPORTS_CSWAP
-        | MCA_BTL_ATOMIC_SUPPORTS_32BIT | MCA_BTL_ATOMIC_SUPPORTS_FLOAT
-        | MCA_BTL_ATOMIC_SUPPORTS_GLOB;
+        | MCA_BTL_ATOMIC_SUPPORTS_32BIT | MCA_BTL_ATOMIC_SUPPORTS_GLOB
+        | (c->float_atomics ? MCA_BTL_ATOMIC_SUPPORTS_FLOAT : 0);
     m->btl_put_limit = SIZE_MAX;
     m->btl_put_alignment = 0;
     /* no local registration: without these osc rdma copies every put and get below
@@ -382,6 +382,20 @@ static int rsm_component_register(void)
         "osc rdma hangs on dynamic windows spanning hosts (its pull request 10473): rsm ends "
         "such a job with a message instead (run it with --mca osc pt2pt)",
         MCA_BASE_VAR_TYPE_BOOL, &c->rma, OPAL_INFO_LVL_5);
+    /* Open MPI up to 4.1.4: osc rdma runs a get-accumulate of up to osc_rdma_network_max_amo
+     * elements as the BTL's fetching atomics, and with a derived result datatype unpacks the
+     * results from a pointer it has moved past them (fixed in 4.1.5, its pull request 10654).
+     * vader offers integer atomics only, so there MPI_FLOAT and MPI_DOUBLE go by get-op-put
+     * and come out right; rsm offering float atomics made them wrong over rsm alone. */
+    c->float_atomics = OMPI_MAJOR_VERSION > 4
+        || (OMPI_MAJOR_VERSION == 4 && (OMPI_MINOR_VERSION > 1 || OMPI_RELEASE_VERSION >= 5));
+    reg("float_atomics", "Offer osc rdma atomics on float and double too (with btl_rsm_rma): "
+        "MPI_Accumulate, MPI_Get_accumulate and MPI_Fetch_and_op of one MPI_FLOAT or "
+        "MPI_DOUBLE become one message to the target instead of osc rdma's get-op-put under "
+        "its accumulate lock.  Off by default with Open MPI 4.1.0-4.1.4, whose osc rdma then "
+        "returns wrong results to an MPI_Get_accumulate with a derived result datatype (its "
+        "pull request 10654, fixed in 4.1.5); turn it on where no job does that",
+        MCA_BASE_VAR_TYPE_BOOL, &c->float_atomics, OPAL_INFO_LVL_5);
     c->numa_place = true;
     reg("numa_place", "Place each sender's area on the NUMA node of the receivers it serves",
         MCA_BASE_VAR_TYPE_BOOL, &c->numa_place, OPAL_INFO_LVL_6);

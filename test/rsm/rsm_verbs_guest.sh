@@ -336,10 +336,10 @@ rma() {
     fi
 }
 L="2 hosts x 1 rank, self,rsm, one-sided"
-rma rma1 "$L" 40 -np 2 --host h0:1,h1:1 "${RSM[@]}" "$B/test/rsm/rsm_rma" flavours 02
+rma rma1 "$L" 44 -np 2 --host h0:1,h1:1 "${RSM[@]}" "$B/test/rsm/rsm_rma" flavours 02
 rma rmat "$L, MPI_T" 3 -np 2 --host h0:1,h1:1 "${RSM[@]}" "$B/test/rsm/rsm_rma" mpit
 L="2 hosts x 2 ranks, self,rsm (shm + verbs), one-sided"
-rma rma4 "$L" 40 -np 4 --host h0:2,h1:2 "${RSM[@]}" "$B/test/rsm/rsm_rma" flavours 02
+rma rma4 "$L" 44 -np 4 --host h0:2,h1:2 "${RSM[@]}" "$B/test/rsm/rsm_rma" flavours 02
 L="2 hosts x 1 rank, self,rsm, MPI_Win_create_dynamic"
 job rmad 120 -np 2 --host h0:1,h1:1 "${RSM[@]}" "$B/test/rsm/rsm_rma" flavours 1
 if [ "$job_rc" -ne 0 ] && [ "$job_rc" -ne 124 ] && [ "$job_rc" -ne 137 ] && grep -q 'would wait for ever' "$W/rmad" "$W/rmad.err" &&
@@ -391,7 +391,7 @@ check "$L: the second rail carried a share of each direction's $V2 B: xs0 sent $
 # connection): rsm_rma's windows with every byte checked, and its "rails" mode (a 1 MiB put
 # and get each way, the striping counters, and bytes seen leaving over both second NICs)
 L="2 hosts x 1 rank, 2 rails, self,rsm, one-sided"
-rma rmar2 "$L" 40 -np 2 --host h0:1,h1:1 "${RSM[@]}" "${R2[@]}" "$B/test/rsm/rsm_rma" flavours 02
+rma rmar2 "$L" 44 -np 2 --host h0:1,h1:1 "${RSM[@]}" "${R2[@]}" "$B/test/rsm/rsm_rma" flavours 02
 rma rmas2 "$L, striped" 5 -np 2 --host h0:1,h1:1 "${RSM[@]}" "${R2[@]}" "$B/test/rsm/rsm_rma" rails
 a0=$(d rmas2 xs0.tx_bytes); a1=$(d rmas2 xs1.tx_bytes)
 check "$L, striped: a share of each host's 1 MiB put and of the 1 MiB its peer read left over its second NIC: xs0 sent $a0 B, xs1 $a1 B (each >= 524288)" \

@@ -4,7 +4,8 @@
 # atomics (Debian's configuration turns osc pt2pt off, so without them such a window
 # cannot be made).  rsm_rma checks every byte and every fetched value (puts and
 # gets 1 B - 1 MiB, accumulates, counters bumped by fetch-and-op and compare-and-swap
-# from every rank, max / min / xor / replace); the finalize lines show rsm carried
+# from every rank, max / min / xor / replace, a get-accumulate with a derived result type,
+# and with float atomics on); the finalize lines show rsm carried
 # the puts and served the atomics, and its MPI_T counters move by exactly what one put
 # and 100 fetch-and-ops make; with --mca osc_rdma_btls rsm mpi4py's one-sided tests all
 # run (none skipped) and pass at 2 and 3 ranks; a program's compare-and-swap 0 -> 2^63 then
@@ -29,6 +30,12 @@ for np in 2 4; do
         grep 'one-sided\|refused' <<< "$out" | head -10 | diag
     fi
 done
+# float and double atomics on (btl_rsm_float_atomics; off by default with Open MPI 4.1.4, whose
+# osc rdma gets a get-accumulate with a derived result type wrong over them: that check is left
+# out here, and runs above with the default); the double atomics then go to rsm as messages
+out=$(mpirun_np 3 240 "$RSM_ARGS --mca btl_rsm_float_atomics 1" -- "$prog" float-atomics 2>&1); rc=$?
+relay_tap "rsm np 3, float atomics: " <<< "$out"
+[ "$rc" -eq 0 ] || { not_ok "rsm np 3, float atomics: mpirun exited $rc"; tail -20 <<< "$out" | diag; }
 # the same with single copy off for messages: one-sided still works, messages take two copies
 out=$(mpirun_np 3 240 "$RSM_ARGS --mca btl_rsm_single_copy 0" -- "$prog" 2>&1); rc=$?
 relay_tap "rsm np 3, single copy off: " <<< "$out"
