@@ -159,13 +159,26 @@ static pmeth_held_t *hold(pmeth_link_t *link, const struct pmeth_rx_frame *f)
     if (!h->on_lap) {
         return h;       /* an AF_XDP frame: given back in any order, never blocks the ring */
     }
-    h->lap_prev = link->held_newest;
-    if (link->held_newest != NULL) {
-        link->held_newest->lap_next = h;
+    /* in ring order, oldest first, since move_old_held_aside looks at the oldest
+     * only: frames are held in the order they arrived, but one kept for a later
+     * pass (deferred) can come after younger ones */
+    uint32_t slots, age = pmeth_ring_rx_age(link->ring, h->id, &slots);
+    pmeth_held_t *after = link->held_newest;
+    while (after != NULL && pmeth_ring_rx_age(link->ring, after->id, &slots) < age) {
+        after = after->lap_prev;
+    }
+    h->lap_prev = after;
+    h->lap_next = after != NULL ? after->lap_next : link->held_oldest;
+    if (after != NULL) {
+        after->lap_next = h;
     } else {
         link->held_oldest = h;
     }
-    link->held_newest = h;
+    if (h->lap_next != NULL) {
+        h->lap_next->lap_prev = h;
+    } else {
+        link->held_newest = h;
+    }
     return h;
 }
 

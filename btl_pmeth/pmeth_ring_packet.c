@@ -500,8 +500,14 @@ static void id_free(struct pmeth_ring *r, int id)
     r->free_id = id;
 }
 
-/* The next slot in kernel order, if the kernel is done with it; a frame the
- * caller still holds there is moved aside first. */
+/* The next slot in kernel order, if the kernel is done with it; a sent frame
+ * the caller still holds there (its retransmit copy) is moved aside first.  A
+ * frame taken and not yet posted is being filled through a pointer into the
+ * slot: that slot is not ours to give, and the kernel stops there anyway until
+ * it is posted, so the ring counts as full.  (Moving it aside gave its slot to
+ * the next frame while the first one's owner still wrote into it, and posted
+ * an empty copy: ob1 received garbage.  Seen with btl_pmeth_tx_frames 8 under
+ * a 16-frame buffer array.) */
 static int take_slot(struct pmeth_ring *r)
 {
     uint32_t s = r->tx_head;
@@ -511,6 +517,9 @@ static int take_slot(struct pmeth_ring *r)
         return -1;
     }
     int owner = r->slot_owner[s];
+    if (owner != NO_ID && r->ids[owner].state == ID_OWNED) {
+        return -1;
+    }
     if (owner != NO_ID) {
         struct tx_id *t = &r->ids[owner];
         uint32_t cap = r->frame_size - (uint32_t) TX_DATA_OFF;
@@ -891,7 +900,10 @@ uint32_t pmeth_ring_rx_age(const struct pmeth_ring *r, int id, uint32_t *slots)
     if ((uint32_t) id >= r->rx_nr) {
         return 0;       /* an AF_XDP frame (xrx): given back in any order */
     }
-    return (r->rx_head + r->rx_nr - (uint32_t) id) % r->rx_nr;
+    uint32_t age = (r->rx_head + r->rx_nr - (uint32_t) id) % r->rx_nr;
+    /* 0 for a frame we hold means the reader came all the way round to it (it
+     * stops at a slot we hold): a whole lap, not a fresh frame */
+    return age == 0 && r->rx_out[id] ? r->rx_nr : age;
 }
 
 void pmeth_ring_rx_put(struct pmeth_ring *r, int id)

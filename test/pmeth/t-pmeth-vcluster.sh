@@ -4,7 +4,7 @@
 # host, pmeth between hosts), 1% frame loss each way (4 threads a rank among them:
 # MPI_THREAD_MULTIPLE), one message of more than 4 GiB, a sender away from MPI under 20% loss
 # (the keeper thread resends; without it nothing arrives until the sender is back), a link
-# down for a second and back;
+# down for a second and back, the smallest rings;
 # frames really on the links asked for, the BTL copying no byte itself, probes naming an
 # MTU mismatch; and nothing left behind.
 . "${TOP_SRCDIR:-.}/test/lib.sh"
@@ -55,6 +55,13 @@ echo "# n0 sent eth0 $((b0 - a0)) B, eth1 $((b1 - a1)) B"
 d0=$((b0 - a0)); d1=$((b1 - a1))
 check "both links carried the large messages (striping): eth0 $d0 B, eth1 $d1 B" \
     [ $((d0 + d1)) -gt 4000000 -a $((d0 * 4)) -gt $((d0 + d1)) -a $((d1 * 4)) -gt $((d0 + d1)) ]
+# The smallest rings the component takes (8 frames each way) under 16-frame buffer arrays:
+# a frame still being filled must not be given to the next one when the send ring laps
+# (ob1 got garbage and crashed), and a frame held for a whole lap of the receive ring must
+# not look new (the link stopped: the job hung)
+VC_JOB_SECS=60 pm "$LOG/small" --mca btl self,pmeth --mca btl_pmeth_tx_frames 8 --mca btl_pmeth_rx_frames 8 \
+    -- "$P2P" -M 1048576; rc=$?
+p2p_tap "2 links, rings of 8 frames" "$LOG/small" $rc
 # The copies allowed.  Receiving: a frame held ahead of a gap (a missing frame, until it
 # comes again) for half a lap of its ring moves to private memory (btl_pmeth_recv.c); seen
 # about once in 25 runs here.  Sending: a message start whose frames cannot go at once waits
