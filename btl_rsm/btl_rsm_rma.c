@@ -338,10 +338,11 @@ static void send_reply(mca_btl_base_endpoint_t *ep, const rsm_amo_reply_t *rep)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     int rc = ep->out_connected ? OPAL_SUCCESS : rsm_endpoint_connect(ep);
-    if (rc != OPAL_SUCCESS && rc != OPAL_ERR_RESOURCE_BUSY) {
-        return;                         /* said why; the job is going down */
+    if (rc != OPAL_SUCCESS && rc != OPAL_ERR_RESOURCE_BUSY && rc != OPAL_ERR_OUT_OF_RESOURCE) {
+        return;                         /* said why (rsm_fatal); the job is going down */
     }
-    /* (BUSY: our connection to a peer on another host is being made: held) */
+    /* (BUSY: our connection to a peer on another host is being made; OUT_OF_RESOURCE:
+     * no memory for the connection's bookkeeping yet, tried again from progress: held) */
     if (rc == OPAL_SUCCESS && held_head == NULL
         && rsm_send_internal(ep, RSM_TAG_AMO_REPLY, rep, sizeof(*rep))) {
         return;
