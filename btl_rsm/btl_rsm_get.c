@@ -322,8 +322,9 @@ void rsm_help_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t len)
  * request may ask us to write from.  For a peer on another host both sides
  * register with the device (btl_rsm_verbs.c, "single copy between hosts") and
  * the threshold is btl_rsm_verbs_single_copy_min; should the receiver's
- * registration fail after all (the locked-memory limit), ob1 retries and then
- * asks the sender to send that message instead. */
+ * registration fail after all (the locked-memory limit), ob1 asks the sender to
+ * send that message instead (4.1's ob1 does not retry a get: its
+ * rdma_retries_limit is fixed at 0). */
 struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_t *btl,
                                                             mca_btl_base_endpoint_t *ep, void *base,
                                                             size_t size, uint32_t flags)

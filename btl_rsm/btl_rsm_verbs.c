@@ -2016,8 +2016,10 @@ static bool rail_room(rsm_vconn_t *q, rsm_vrailqp_t *rq, unsigned k, uint32_t nw
  * (*TMP becomes NULL) and releases it when its last posted piece completes, also
  * after a failure: pieces of earlier rails may still be in flight then.  What is
  * left in *TMP the caller releases.  ONESIDED: osc rdma's (inside rsm's progress
- * it waits for send-queue room: rail_room); else ob1's, which queues a read
- * refused for room and asks again from its own progress. */
+ * it waits for send-queue room: rail_room); else ob1's: a read refused for room
+ * is not asked again (4.1's ob1 has rdma_retries_limit fixed at 0), ob1 has the
+ * sender send that region instead, by two copies: correct, slower, and only with
+ * a send queue of btl_rsm_verbs_sq_depth work requests full. */
 static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rails, bool write,
                        void *local_address, const uint32_t *lkeys, uint64_t remote_address,
                        const struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
@@ -2046,7 +2048,7 @@ static int rdma_nolock(mca_btl_base_endpoint_t *ep, rsm_vconn_t *q, unsigned rai
         if (nwr_of[k] > 0 && out + nwr_of[k] >= depth - 1
             && !(onesided && mca_btl_rsm_component.in_progress
                  && rail_room(q, rq, k, nwr_of[k], depth))) {
-            return OPAL_ERR_OUT_OF_RESOURCE;    /* the caller retries it from progress */
+            return OPAL_ERR_OUT_OF_RESOURCE;    /* osc rdma retries it; ob1 falls back (above) */
         }
         rsm_vdev_t *d = k == 0 ? &vs.dev : &vs.rail[k];     /* its last piece is signalled */
         if (nwr_of[k] > 0 && d->scq_out + 1 > RSM_VSCQ_ENTRIES
