@@ -319,8 +319,7 @@ int pmeth_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
             iov[iov_count].iov_len = f->segment.seg_len - skip;
             iov_count++;
         }
-        size_t max_data = payload_size, start;
-        start = convertor->bConverted;
+        size_t max_data = payload_size, start = convertor->bConverted;
         if (opal_convertor_pack(convertor, iov, &iov_count, &max_data) < 0 || max_data != payload_size) {
             /* back where ob1 gave it: ob1 resets the convertor only when it gets a
              * descriptor from a refused sendi, and packs from where it is left */
