@@ -431,6 +431,10 @@ void pmeth_apm_recovered(mca_btl_base_endpoint_t *ep, uint64_t now)
                   T_MS(now), OPAL_NAME_PRINT(ep->name), took / 1e6);
 }
 
+/* How long, in probe intervals, a silent path's own probe may take to be answered
+ * after another path's was: longer than any round trip, short against detection */
+#define ALIVE_GRACE_PROBES 3
+
 void pmeth_apm_check_silent(mca_btl_base_endpoint_t *ep, uint64_t now)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
@@ -444,27 +448,41 @@ void pmeth_apm_check_silent(mca_btl_base_endpoint_t *ep, uint64_t now)
             || now - since < c->apm_detect_ms * MS) {
             continue;
         }
-        /* the peer answers on another path since this one fell silent: the
-         * path is at fault, not the peer (a peer busy outside MPI is silent on
-         * every path, and no path is blamed for it).  Traffic on the others may
-         * have stopped too, held up behind the silent link's frames: then they
-         * are asked, with a path probe each */
-        bool other_heard = false;
+        /* Blamed only when the peer answers on another path and not on this one:
+         * a peer busy outside MPI is silent on every path, and no path is blamed
+         * for it.  Acks of data on another path since this one fell silent say so
+         * at once.  Without them (traffic on the others may be held up behind the
+         * silent link's frames, or the peer is away from MPI, where its keeper
+         * thread answers probes but acknowledges no data) every path is probed,
+         * this one too: only an answer on another and none here within a few probe
+         * intervals is the path's fault.  (Until 2026-12-05 only the other paths
+         * were probed, and with the peer away the keeper's answers blamed each
+         * healthy path in turn: migrations and flaps every few 100 ms.) */
+        bool data_heard = false, probe_heard = false;
         for (uint8_t q = 0; q < ep->npaths; q++) {
-            other_heard |= q != p && pmeth_path_usable(ep, q)
-                           && (pmeth_txwin_link_heard(ep->tx, ep->paths[q].local) > since
-                               || ep->probe_heard_ns[q] > since);
+            if (q == p || !pmeth_path_usable(ep, q)) {
+                continue;
+            }
+            data_heard |= pmeth_txwin_link_heard(ep->tx, ep->paths[q].local) > since;
+            probe_heard |= ep->alive_probe_ns != 0 && ep->probe_heard_ns[q] > ep->alive_probe_ns;
         }
-        if (!other_heard) {
-            if (ep->nstripe > 1 && now - ep->alive_probe_ns >= c->apm_probe_ms * MS) {
-                ep->alive_probe_ns = now;
-                for (uint8_t q = 0; q < ep->npaths; q++) {
-                    if (q != p && pmeth_path_usable(ep, q)) {
-                        send_path_probe(ep, q);
+        if (!data_heard) {
+            if (ep->alive_probe_ns != 0 && ep->probe_heard_ns[p] > ep->alive_probe_ns) {
+                ep->alive_probe_ns = 0;     /* this path answered too: the peer is not taking data */
+                continue;
+            }
+            if (!probe_heard || now - ep->alive_probe_ns < ALIVE_GRACE_PROBES * c->apm_probe_ms * MS) {
+                if (ep->nstripe > 1 && !probe_heard
+                    && now - ep->alive_probe_ns >= c->apm_probe_ms * MS) {
+                    ep->alive_probe_ns = now;
+                    for (uint8_t q = 0; q < ep->npaths; q++) {
+                        if (pmeth_path_usable(ep, q)) {
+                            send_path_probe(ep, q);
+                        }
                     }
                 }
+                continue;
             }
-            continue;
         }
         ep->alive_probe_ns = 0;
         if (apm_path_dead(ep->apm_conn, p, since, now) == APM_OK) {

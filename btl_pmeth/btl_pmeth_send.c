@@ -614,8 +614,9 @@ int pmeth_endpoint_service(mca_btl_base_endpoint_t *ep, uint64_t now)
     }
     int n = resend_due(ep, now);
     count += n;
-    if (n > 0 && ep->apm_conn != NULL) {
-        pmeth_apm_check_silent(ep, now);   /* a timer probe went: is a link silent? */
+    if (ep->apm_conn != NULL && (n > 0 || ep->alive_probe_ns != 0)) {
+        /* a timer probe went, or a silent link's own probe is awaited: is it silent? */
+        pmeth_apm_check_silent(ep, now);
     }
     if (pmeth_rxwin_ack_due(ep->rx, now)) {
         count += pmeth_send_ack(ep);

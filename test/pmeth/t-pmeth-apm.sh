@@ -1,7 +1,8 @@
 #!/bin/bash
 # btl pmeth with path migration (btl_pmeth_apm.c over apm/, issue 11) across virtual hosts:
 # links that go down for good, go down and come back (fail-back to the home path), drop
-# everything silently in one direction, or swallow only the acknowledgements; manual
+# everything silently in one direction, or swallow only the acknowledgements; a receiver
+# away from MPI with frames in flight (no path blamed: no fault); manual
 # migrations during the p2p suite; every link of a host down (a clear error in bounded
 # time, not a hang); 8 ranks on 4 hosts behind two switches while links fail and heal at
 # random times.  Every byte is verified; nothing is left behind.
@@ -86,6 +87,15 @@ check "the one-way fault was found ($(grep -c 'do not arrive' "$LOG/acks.err") b
     sh -c "grep -q 'our acks on path eth0 do not arrive\|path eth0 silent for .* reported dead' '$LOG/acks.err' \
            && [ \$(grep -c 'path eth0 left the stripe' '$LOG/acks.err') -ge 2 ]"
 vc fault --clear >/dev/null
+
+# 4b. no fault, but the receiver away from MPI for 1.5 s while 64 x 64 KiB to it are in flight,
+# 3 times: its keeper answers probes and acknowledges no data, and no path may be blamed
+# (until 2026-12-05 every healthy link in turn was reported dead and left the stripe)
+pm "$LOG/raway" --mca btl self,pmeth -- "$TOP_BUILDDIR/test/pmeth/pmeth_recv_away" 1.5 3; rc=$?
+check "receiver away from MPI with frames in flight on both links: $(grep -o 'recv_away: .*' "$LOG/raway"), $(apm "$LOG/raway" 'paths reported dead') paths reported dead, $(said "$LOG/raway" 'left the stripe') left a stripe (exit $rc)" \
+    sh -c "[ $rc -eq 0 ] && grep -q 'recv_away: 3 rounds of 64 x 65536 bytes, 0 wrong' '$LOG/raway' \
+           && [ $(apm "$LOG/raway" 'paths reported dead') -eq 0 ] && [ $(said "$LOG/raway" 'left the stripe') -eq 0 ] \
+           && [ $(said "$LOG/raway" 'paths reported dead') -eq 2 ]"
 
 # 5. migrations by hand every 5 ms during the p2p suite (eager, rendezvous, pipelined)
 pm "$LOG/manual" --mca btl self,pmeth --mca btl_pmeth_apm_migrate_ms 5 -- "$P2P" -M 4194304; rc=$?
