@@ -178,6 +178,8 @@ struct mca_btl_base_endpoint_t {
     unsigned load_tries;
     uint64_t load_sent_ns;
     uint64_t heal_sent_ns[PMETH_MAX_LINKS];
+    uint64_t apm_served_ns;             /* the last service() of this endpoint's paths */
+    uint64_t failed_attended_ns;        /* time with no path while we were here to probe */
     uint64_t apm_nonce;                 /* of our path probes (not the start-up ones) */
     pmeth_pathprobe_t probes;           /* their serials: which answers count */
     uint64_t probe_heard_ns[PMETH_MAX_LINKS];   /* a path probe last answered there */

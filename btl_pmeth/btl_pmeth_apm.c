@@ -558,7 +558,16 @@ static bool service(mca_btl_base_endpoint_t *ep, uint64_t now)
             ep->heal_sent_ns[p] = now;
         }
     }
-    if (ep->apm_failed && apm_conn_expired(ep->apm_conn, now)) {
+    /* Only time this process spent here, able to probe, counts toward giving up:
+     * links that failed and came back while it computed outside MPI are probed
+     * first (until 2026-12-05 a rank back after fail_timeout ended the job at
+     * once, its paths already back and "probing") */
+    uint64_t gap = ep->apm_served_ns != 0 && now > ep->apm_served_ns ? now - ep->apm_served_ns : 0;
+    ep->apm_served_ns = now;
+    ep->failed_attended_ns = ep->apm_failed ? ep->failed_attended_ns + (gap <= 2 * interval ? gap : 0)
+                                            : 0;
+    if (ep->apm_failed && ep->failed_attended_ns >= (uint64_t) c->apm_fail_timeout_ms * MS
+        && apm_conn_expired(ep->apm_conn, now)) {
         char what[512];
         apm_conn_describe(ep->apm_conn, now, what, sizeof(what));
         opal_show_help("help-btl-pmeth.txt", "apm-no-path", true, opal_process_info.nodename,

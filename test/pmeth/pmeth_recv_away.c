@@ -47,6 +47,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     long wrong = 0;
+    MPI_Barrier(MPI_COMM_WORLD);        /* both ways connected before anyone leaves */
     for (int r = 0; r < rounds; r++) {
         if (rank == 0) {
             for (size_t i = 0; i < total; i++) {

@@ -2,7 +2,8 @@
 # btl pmeth with path migration (btl_pmeth_apm.c over apm/, issue 11) across virtual hosts:
 # links that go down for good, go down and come back (fail-back to the home path), drop
 # everything silently in one direction, or swallow only the acknowledgements; a receiver
-# away from MPI with frames in flight (no path blamed: no fault); manual
+# away from MPI with frames in flight (no path blamed: no fault), or while every link of its
+# host goes down and comes back (the job goes on); manual
 # migrations during the p2p suite; every link of a host down (a clear error in bounded
 # time, not a hang); 8 ranks on 4 hosts behind two switches while links fail and heal at
 # random times.  Every byte is verified; nothing is left behind.
@@ -96,6 +97,19 @@ check "receiver away from MPI with frames in flight on both links: $(grep -o 're
     sh -c "[ $rc -eq 0 ] && grep -q 'recv_away: 3 rounds of 64 x 65536 bytes, 0 wrong' '$LOG/raway' \
            && [ $(apm "$LOG/raway" 'paths reported dead') -eq 0 ] && [ $(said "$LOG/raway" 'left the stripe') -eq 0 ] \
            && [ $(said "$LOG/raway" 'paths reported dead') -eq 2 ]"
+
+# 4c. every link of n1 down (eth1, then eth0 0.5 s later) and back at 3.5 s while its rank is
+# away from MPI for 5 s, with a 2 s limit for having no path: only time spent in MPI, able to
+# probe, counts toward it, so the rank back finds its paths again (until 2026-12-05 it ended the job at once: "no path to
+# the peer for 2.8 s (limit 2.000 s): eth0 probing, eth1 probing")
+pm "$LOG/faway" --mca btl self,pmeth --mca btl_pmeth_apm_fail_timeout_ms 2000 \
+    --fault 2.0:down:n1/eth1 --fault 2.5:down:n1/eth0 --fault 3.5:up:n1/eth0 --fault 3.5:up:n1/eth1 \
+    -- "$TOP_BUILDDIR/test/pmeth/pmeth_recv_away" 5 1 8; rc=$?
+check "every link of a host down and back while its rank computes past the no-path limit: $(grep -o 'recv_away: .*' "$LOG/faway") (exit $rc)" \
+    sh -c "[ $rc -eq 0 ] && grep -q 'recv_away: 1 rounds of 8 x 65536 bytes, 0 wrong' '$LOG/faway' \
+           && ! grep -q 'lost every path' '$LOG/faway.err' \
+           && [ \$(cat '$LOG/faway' '$LOG/faway.err' | grep -c 'link n1/eth[01] down') -eq 2 ]"
+vc fault --clear >/dev/null
 
 # 5. migrations by hand every 5 ms during the p2p suite (eager, rendezvous, pipelined)
 pm "$LOG/manual" --mca btl self,pmeth --mca btl_pmeth_apm_migrate_ms 5 -- "$P2P" -M 4194304; rc=$?
