@@ -100,8 +100,8 @@ check "receiver away from MPI with frames in flight on both links: $(grep -o 're
 
 # 4c. every link of n1 down (eth1, then eth0 0.5 s later) and back at 3.5 s while its rank is
 # away from MPI for 5 s, with a 2 s limit for having no path: only time spent in MPI, able to
-# probe, counts toward it, so the rank back finds its paths again (until 2026-12-05 it ended the job at once: "no path to
-# the peer for 2.8 s (limit 2.000 s): eth0 probing, eth1 probing")
+# probe, counts toward it, so the rank back finds its paths again (until 2026-12-05 it ended
+# the job at once: "no path to the peer for 2.8 s (limit 2.000 s): eth0 probing, eth1 probing")
 pm "$LOG/faway" --mca btl self,pmeth --mca btl_pmeth_apm_fail_timeout_ms 2000 \
     --fault 2.0:down:n1/eth1 --fault 2.5:down:n1/eth0 --fault 3.5:up:n1/eth0 --fault 3.5:up:n1/eth1 \
     -- "$TOP_BUILDDIR/test/pmeth/pmeth_recv_away" 5 1 8; rc=$?

@@ -2,8 +2,8 @@
 # Point-to-point correctness over btl rsm beyond what test/mpi/t-p2p.sh covers
 # (1..4 ranks over every transport): 5 to 8 ranks, and 2..4 ranks with single
 # copy off, with single copy from 0 B / 64 KiB / 1 MiB / never, split with the sender from 4 KiB
-# or never, split gets whose read fails, with striping, with tiny queues/pools and other inline limits; parameters out
-# of range refused with a message.
+# or never, split gets whose read fails, with striping, with tiny queues/pools and other
+# inline limits; parameters out of range refused with a message.
 # All sizes 0 B..16 MiB, ANY_SOURCE/ANY_TAG, non-contiguous datatypes, verified.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/rsm_lib.sh"
