@@ -34,6 +34,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 
@@ -100,7 +101,13 @@ void pmeth_keeper_start(void)
     }
     atomic_store(&keeper_stop, false);
     c->keeper_on = true;            /* before the thread: PMETH_LOCK locks from now on */
+    /* with every signal blocked, as apm's and rsm's threads: a signal the application
+     * meant for a thread of its own (sigwait) must not land in ours */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = pthread_create(&keeper, NULL, keeper_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         c->keeper_on = false;
         PMETH_VERBOSE(1, "no keeper thread (%s): frames lost after a send completed are resent "
