@@ -183,7 +183,8 @@ struct mca_btl_base_endpoint_t {
     uint64_t apm_nonce;                 /* of our path probes (not the start-up ones) */
     pmeth_pathprobe_t probes;           /* their serials: which answers count */
     uint64_t probe_heard_ns[PMETH_MAX_LINKS];   /* a path probe last answered there */
-    uint64_t alive_probe_ns;            /* a link fell silent: the others were probed */
+    uint64_t alive_probe_ns;            /* a link fell silent: every path was probed */
+    uint64_t alive_recheck_ns;          /* when to look again for the silent path's answer */
     uint64_t recover_from_ns;           /* a path left the stripe with frames in flight */
     uint8_t health_was[PMETH_MAX_LINKS];/* apm's health of each path at the last refresh */
     uint64_t repaired_ns[PMETH_MAX_LINKS];      /* its link came back (DOWN -> PROBING) */
@@ -510,7 +511,7 @@ static inline bool pmeth_apm_busy(void)
 /* the first acknowledgement after a path left the stripe: time it */
 void pmeth_apm_recovered(mca_btl_base_endpoint_t *ep, uint64_t now);
 /* a frame of EP went unanswered on its links: tell apm (after resends) */
-void pmeth_apm_check_silent(mca_btl_base_endpoint_t *ep, uint64_t now);
+void pmeth_apm_check_silent(mca_btl_base_endpoint_t *ep, uint64_t now, bool timer);
 /* the peer resent (twice or more) a frame we had: our acks do not reach it */
 void pmeth_apm_acks_lost(mca_btl_base_endpoint_t *ep, uint64_t now);
 /* the peer's PATH_DOWN notice: a path of ours to it is dead */

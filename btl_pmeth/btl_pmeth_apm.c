@@ -269,7 +269,7 @@ bool pmeth_apm_probe_reply(mca_btl_base_endpoint_t *ep, uint8_t p, uint32_t seri
         (void) apm_probe_ok(ep->apm_conn, p, now);
     }
     if (ep->alive_probe_ns != 0) {
-        pmeth_apm_check_silent(ep, now);        /* the answer a silent link waited for */
+        pmeth_apm_check_silent(ep, now, false); /* the answer a silent link waited for */
     }
     return true;
 }
@@ -435,7 +435,10 @@ void pmeth_apm_recovered(mca_btl_base_endpoint_t *ep, uint64_t now)
  * after another path's was: longer than any round trip, short against detection */
 #define ALIVE_GRACE_PROBES 3
 
-void pmeth_apm_check_silent(mca_btl_base_endpoint_t *ep, uint64_t now)
+/* TIMER: called because a timer probe went; only then may a new round of probes go
+ * out, so that a peer silent on every path (stopped) is asked no more often than the
+ * retransmit timer, which backs off, asks it */
+void pmeth_apm_check_silent(mca_btl_base_endpoint_t *ep, uint64_t now, bool timer)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     if (ep->apm_conn == NULL || ep->tx == NULL) {
@@ -472,9 +475,10 @@ void pmeth_apm_check_silent(mca_btl_base_endpoint_t *ep, uint64_t now)
                 continue;
             }
             if (!probe_heard || now - ep->alive_probe_ns < ALIVE_GRACE_PROBES * c->apm_probe_ms * MS) {
-                if (ep->nstripe > 1 && !probe_heard
+                if (timer && ep->nstripe > 1 && !probe_heard
                     && now - ep->alive_probe_ns >= c->apm_probe_ms * MS) {
                     ep->alive_probe_ns = now;
+                    ep->alive_recheck_ns = now + ALIVE_GRACE_PROBES * c->apm_probe_ms * MS;
                     for (uint8_t q = 0; q < ep->npaths; q++) {
                         if (pmeth_path_usable(ep, q)) {
                             send_path_probe(ep, q);

@@ -614,9 +614,12 @@ int pmeth_endpoint_service(mca_btl_base_endpoint_t *ep, uint64_t now)
     }
     int n = resend_due(ep, now);
     count += n;
-    if (ep->apm_conn != NULL && (n > 0 || ep->alive_probe_ns != 0)) {
-        /* a timer probe went, or a silent link's own probe is awaited: is it silent? */
-        pmeth_apm_check_silent(ep, now);
+    if (ep->apm_conn != NULL
+        && (n > 0 || (ep->alive_recheck_ns != 0 && now >= ep->alive_recheck_ns))) {
+        /* a timer probe went, or a round of path probes has had its time: is a link
+         * silent?  (once a round: not on every pass while a peer is stopped) */
+        ep->alive_recheck_ns = 0;
+        pmeth_apm_check_silent(ep, now, n > 0);
     }
     if (pmeth_rxwin_ack_due(ep->rx, now)) {
         count += pmeth_send_ack(ep);

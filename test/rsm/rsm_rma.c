@@ -645,6 +645,48 @@ static void test_rails(void)
     pvars_close(&session, h, RV_N);
 }
 
+/* Where one-element operations on MPI_DOUBLE go, ranks on one host: with
+ * btl_rsm_float_atomics each is one of rsm's atomics (rma_atomics_sent +K); without,
+ * osc rdma's get-op-put under its accumulate lock, which it takes in shared memory here
+ * (+0).  WANT_ATOMICS says which the job was started for. */
+static void test_float_route(bool want_atomics)
+{
+    MPI_T_pvar_session session;
+    MPI_T_pvar_handle h[PV_N];
+    if (!pvars_open(&session, h, rma_pvars, PV_N, "one-sided")) {
+        return;
+    }
+    window_t w;
+    if (win_open(&w, 0, 1) != MPI_SUCCESS) {
+        check(0, "a window for the counters");
+        return;
+    }
+    enum { K = 50 };
+    unsigned long before[PV_N], after[PV_N];
+    const int right = (rank + 1) % nranks;
+    local_fill(&w, -1);
+    pvars_read(session, h, PV_N, before);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double one = 1.0, old;
+    MPI_Win_lock_all(0, w.win);
+    for (int k = 0; k < K; k++) {
+        MPI_Fetch_and_op(&one, &old, MPI_DOUBLE, right, 4096, MPI_SUM, w.win);
+        MPI_Win_flush(right, w.win);
+    }
+    MPI_Win_unlock_all(w.win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    pvars_read(session, h, PV_N, after);
+    const unsigned long sent = after[PV_SENT] - before[PV_SENT];
+    MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, w.win);
+    const double total = *(double *) (w.base + 4096);
+    MPI_Win_unlock(rank, w.win);
+    check(total == K && sent == (want_atomics ? K : 0), "%d fetch-and-ops (double) on the next "
+          "rank's window, float atomics %s: total %g, rma_atomics_sent +%lu (want %d)", K,
+          want_atomics ? "on" : "off", total, sent, want_atomics ? K : 0);
+    win_close(&w);
+    pvars_close(&session, h, PV_N);
+}
+
 static void test_lockword(void)
 {
     window_t w;
@@ -732,9 +774,13 @@ int main(int argc, char **argv)
     }
     if (argc > 1
         && (strcmp(argv[1], "mpit") == 0 || strcmp(argv[1], "rails") == 0
-            || strcmp(argv[1], "lockword") == 0 || strcmp(argv[1], "constput") == 0)) {
+            || strcmp(argv[1], "lockword") == 0 || strcmp(argv[1], "constput") == 0
+            || strcmp(argv[1], "float-route") == 0)) {
         if (strcmp(argv[1], "mpit") == 0) {
             test_mpit();
+        } else if (strcmp(argv[1], "float-route") == 0) {
+            /* "float-route on" / "float-route off": what the job's btl_rsm_float_atomics is */
+            test_float_route(argc > 2 && strcmp(argv[2], "on") == 0);
         } else if (strcmp(argv[1], "lockword") == 0) {
             test_lockword();
         } else if (strcmp(argv[1], "constput") == 0) {

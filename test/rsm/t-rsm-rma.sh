@@ -36,6 +36,13 @@ done
 out=$(mpirun_np 3 240 "$RSM_ARGS --mca btl_rsm_float_atomics 1" -- "$prog" float-atomics 2>&1); rc=$?
 relay_tap "rsm np 3, float atomics: " <<< "$out"
 [ "$rc" -eq 0 ] || { not_ok "rsm np 3, float atomics: mpirun exited $rc"; tail -20 <<< "$out" | diag; }
+# and where a double's fetch-and-op goes: to rsm's atomics with them on, nowhere in rsm by default
+for fa in on off; do
+    extra=""; [ $fa = on ] && extra="--mca btl_rsm_float_atomics 1"
+    out=$(mpirun_np 2 120 "$RSM_ARGS $extra" -- "$prog" float-route $fa 2>&1); rc=$?
+    relay_tap "rsm np 2, float route: " <<< "$out"
+    [ "$rc" -eq 0 ] || { not_ok "rsm np 2, float route $fa: mpirun exited $rc"; tail -20 <<< "$out" | diag; }
+done
 # the same with single copy off for messages: one-sided still works, messages take two copies
 out=$(mpirun_np 3 240 "$RSM_ARGS --mca btl_rsm_single_copy 0" -- "$prog" 2>&1); rc=$?
 relay_tap "rsm np 3, single copy off: " <<< "$out"
