@@ -233,7 +233,7 @@ static uint32_t send_path_probe(mca_btl_base_endpoint_t *ep, uint8_t p)
     void *frame;
     uint32_t cap;
     uint32_t serial = pmeth_pathprobe_next(&ep->probes);
-    int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
+    int id = pmeth_ring_tx_get_ctl(link->ring, &frame, &cap);
     if (id < 0) {
         return serial;  /* unanswered, then: asked again or counted as failed */
     }
@@ -286,7 +286,7 @@ static void send_path_down(mca_btl_base_endpoint_t *ep, uint8_t p)
     for (int copy = 0; copy < 2; copy++) {
         void *frame;
         uint32_t cap;
-        int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
+        int id = pmeth_ring_tx_get_ctl(link->ring, &frame, &cap);
         if (id < 0) {
             return;
         }

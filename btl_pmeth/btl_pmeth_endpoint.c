@@ -135,7 +135,7 @@ static bool send_probe(mca_btl_base_endpoint_t *ep, uint8_t li, uint8_t pj, bool
     pmeth_link_t *link = &c->links[li];
     void *frame;
     uint32_t cap;
-    int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
+    int id = pmeth_ring_tx_get_ctl(link->ring, &frame, &cap);
     if (id < 0) {
         return false;
     }
@@ -165,7 +165,7 @@ void pmeth_answer_probe(pmeth_link_t *link, const pmeth_wire_view_t *v)
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     void *frame;
     uint32_t cap;
-    int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
+    int id = pmeth_ring_tx_get_ctl(link->ring, &frame, &cap);
     if (id < 0) {
         return;         /* the prober asks again */
     }

@@ -264,11 +264,13 @@ static void summary(void)
                       PRIu64 " frames dropped by the kernel, %"
                       PRIu64 " bytes copied (held frames moved aside, resends); receive ring: %"
                       PRIu64 " resyncs, %" PRIu64 " bad give-backs; %" PRIu64 " frames in "
-                      "through AF_XDP beside AF_PACKET",
+                      "through AF_XDP beside AF_PACKET; send ring full for data %" PRIu64
+                      " times, %" PRIu64 " control frames through its reserve, %" PRIu64
+                      " dropped with none left",
                       l->ifname, l->frames_out, l->bytes_out, l->frames_in, l->bytes_in, rs.kicks,
                       rs.link_down_kicks, rs.direct_sends, rs.direct_copy_bytes, rs.kernel_drops,
                       rs.shadow_bytes + rs.repost_bytes, rs.rx_resyncs, rs.rx_bad_puts,
-                      rs.rx_small_xdp);
+                      rs.rx_small_xdp, rs.tx_full, rs.tx_reserve_used, rs.tx_ctl_full);
     }
     PMETH_VERBOSE(10, "%" PRIu64 " retransmits on timeout, %" PRIu64 " fast; %" PRIu64
                   " duplicates, %" PRIu64 " out of window; %" PRIu64 " standalone acks; %" PRIu64

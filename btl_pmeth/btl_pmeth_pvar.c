@@ -26,7 +26,7 @@ enum {
     PV_KEEPER_PASSES, PV_KEEPER_FRAMES, PV_ARRAYS_SENT, PV_ARRAYS_RECEIVED, PV_ARRAYS_DROPPED,
     PV_PACE_CUTS, PV_PACE_LIFTS, PV_BURST_WAITS, PV_START_WAITS, PV_LAZY_PEERS,
     PV_PROBED_AHEAD, PV_REPROBED, PV_KEEPER_PROBES, PV_DATA_KEPT, PV_DIRECT_SENDS,
-    PV_DIRECT_COPIES, PV_DEFERRED_RELEASED,
+    PV_DIRECT_COPIES, PV_DEFERRED_RELEASED, PV_RING_FULL, PV_CTL_RESERVE, PV_CTL_NO_FRAME,
     PV_COUNT
 };
 
@@ -129,6 +129,15 @@ static xbtl_counter_def_t pmeth_counters[PV_COUNT] = {
     [PV_DIRECT_COPIES] = {"lone_frames_copied_bytes", "Bytes of those frames (data frames "
                           "only) copied aside after they left, as their retransmit copies "
                           "(not in copied_bytes_send, which counts copies before a send)"},
+    [PV_RING_FULL] = {"ring_full", "Times data found no free frame in a link's send ring "
+                      "(every frame held by data the peers have not acknowledged, beyond the "
+                      "few kept for control frames); the fragment waits, ob1 retries"},
+    [PV_CTL_RESERVE] = {"ring_reserve_used", "Control frames (acknowledgements, path probes "
+                        "and their answers) that took one of the send frames data may not "
+                        "take: without that reserve they would have been dropped"},
+    [PV_CTL_NO_FRAME] = {"ring_control_dropped", "Control frames not sent because even the "
+                         "reserve was in use (an acknowledgement then rides on a resend, a "
+                         "probe counts as unanswered)"},
     [PV_START_WAITS] = {"start_waits", "Frames of eager messages of several frames (after the "
                         "first) that waited for the peer's grant or the window, in private "
                         "memory (btl_pmeth_eager_frames)"},
@@ -198,6 +207,9 @@ static void pmeth_counters_read(uint64_t *v)
         pmeth_ring_get_stats(c->links[i].ring, &rs);
         v[PV_DIRECT_SENDS] += rs.direct_sends;
         v[PV_DIRECT_COPIES] += rs.direct_copy_bytes;
+        v[PV_RING_FULL] += rs.tx_full;
+        v[PV_CTL_RESERVE] += rs.tx_reserve_used;
+        v[PV_CTL_NO_FRAME] += rs.tx_ctl_full;
     }
     PMETH_UNLOCK();
 }

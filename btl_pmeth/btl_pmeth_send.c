@@ -427,9 +427,9 @@ int pmeth_send_ack(mca_btl_base_endpoint_t *ep)
     pmeth_link_t *link = &c->links[path->local];
     void *frame;
     uint32_t cap;
-    int id = pmeth_ring_tx_get(link->ring, &frame, &cap);
+    int id = pmeth_ring_tx_get_ctl(link->ring, &frame, &cap);
     if (id < 0) {
-        return 0;       /* the ring is full of our data, which carries acks anyway */
+        return 0;       /* even the control reserve is in use (counted): asked again next pass */
     }
     pmeth_wire_build_ack(frame, path->peer_mac, link->mac, (uint16_t) c->ethertype, c->job_key,
                          ep->peer_id, c->my_id, path->local, 0, 0);

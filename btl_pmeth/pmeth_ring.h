@@ -112,6 +112,8 @@ struct pmeth_ring_stats {
     uint64_t direct_sends;              /* lone frames sent through the direct socket */
     uint64_t direct_copy_bytes;         /* of them, bytes copied aside as retransmit copies */
     uint64_t tx_full;                   /* tx_get found no slot */
+    uint64_t tx_reserve_used;           /* control frames that took a frame of the reserve */
+    uint64_t tx_ctl_full;               /* control frames that found no frame at all */
     uint64_t shadow_copies, shadow_bytes;   /* held frames copied aside */
     uint64_t repost_copies, repost_bytes;   /* retransmits copied into a fresh slot */
     uint64_t dummies;                   /* slots given back unposted */
@@ -147,8 +149,25 @@ uint32_t pmeth_ring_small_rx_max(const struct pmeth_ring *r);
 /* bytes of ring memory (both directions) */
 size_t pmeth_ring_memory(const struct pmeth_ring *r);
 
-/* frame id, or -1 when no slot is free */
+/* Send frames kept back for control frames: data never takes the last
+ * pmeth_ring_ctl_reserve(frames) of a ring's frames, so a ring whose frames
+ * are all held by data waiting for acknowledgements (many peers at once) can
+ * still acknowledge, probe and answer probes.  (Until 2026-12-05 it could not:
+ * standalone acks were dropped, leaving the peer to its retransmit timeout,
+ * and a path probe that found no frame counted as unanswered, so a healthy
+ * path could be failed by load alone.)  Control frames are sent once and given
+ * back once sent, so a few are enough. */
+#define PMETH_RING_CTL_RESERVE_MAX 8u
+static inline uint32_t pmeth_ring_ctl_reserve(uint32_t frames)
+{
+    uint32_t k = frames / 16;
+    return k < 1 ? 1 : k > PMETH_RING_CTL_RESERVE_MAX ? PMETH_RING_CTL_RESERVE_MAX : k;
+}
+/* A frame for data: its id, or -1 when none is free beyond the control reserve */
 int pmeth_ring_tx_get(struct pmeth_ring *r, void **frame, uint32_t *capacity);
+/* A frame for a control frame (ack, probe, probe answer, path notice), which
+ * is sent once and given back: may take the reserve; -1 when nothing is free */
+int pmeth_ring_tx_get_ctl(struct pmeth_ring *r, void **frame, uint32_t *capacity);
 void pmeth_ring_tx_post(struct pmeth_ring *r, int id, uint32_t len);
 /* Post ID and, when it is a lone frame of at most cfg.direct_max bytes (nothing
  * posted before it still unsent, its slot the newest taken), send it at once
@@ -205,7 +224,8 @@ int pmeth_xdp_hand_over(const struct pmeth_xdp *x, struct pmeth_xdp_handover *ou
 const char *pmeth_xdp_mode_name(const struct pmeth_xdp *x);
 size_t pmeth_xdp_memory(const struct pmeth_xdp *x);
 void pmeth_xdp_get_stats(struct pmeth_xdp *x, struct pmeth_ring_stats *s);
-int pmeth_xdp_tx_get(struct pmeth_xdp *x, void **frame, uint32_t *capacity);
+/* CTL: for a control frame, which may take the reserve */
+int pmeth_xdp_tx_get(struct pmeth_xdp *x, void **frame, uint32_t *capacity, bool ctl);
 void pmeth_xdp_tx_post(struct pmeth_xdp *x, int id, uint32_t len);
 int pmeth_xdp_tx_repost(struct pmeth_xdp *x, int id);
 void *pmeth_xdp_tx_frame(struct pmeth_xdp *x, int id);

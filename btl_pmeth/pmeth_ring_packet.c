@@ -82,7 +82,7 @@ struct pmeth_ring {
     uint64_t down_retry_ns;     /* the link was down at the last kick: next try not before */
     int *slot_owner;            /* id holding each slot, NO_ID if none */
     struct tx_id *ids;
-    uint32_t nids;
+    uint32_t nids, nfree_ids;
     int free_id;
     struct pmeth_ring_stats st;
 };
@@ -366,6 +366,7 @@ static int ring_open(const struct pmeth_ring_config *cfg, struct pmeth_ring **ou
         r->ids[i].slot = -1;
     }
     r->free_id = 0;
+    r->nfree_ids = r->nids;
     if (cfg->fd < 0 ? cfg->direct_max > 0 : cfg->direct_fd != NULL) {
         *direct_taken = cfg->direct_fd != NULL;
         open_direct(r, cfg, cfg->direct_fd != NULL ? *cfg->direct_fd : -1);
@@ -486,6 +487,7 @@ static int id_alloc(struct pmeth_ring *r)
     int id = r->free_id;
     if (id != NO_ID) {
         r->free_id = r->ids[id].next_free;
+        r->nfree_ids--;
     }
     return id;
 }
@@ -498,6 +500,7 @@ static void id_free(struct pmeth_ring *r, int id)
     t->state = ID_FREE;
     t->next_free = r->free_id;
     r->free_id = id;
+    r->nfree_ids++;
 }
 
 /* The next slot in kernel order, if the kernel is done with it; a sent frame
@@ -537,17 +540,24 @@ static int take_slot(struct pmeth_ring *r)
     return (int) s;
 }
 
-int pmeth_ring_tx_get(struct pmeth_ring *r, void **frame, uint32_t *capacity)
+/* A frame id; data (CTL false) leaves the control reserve free.  The reserve
+ * counts ids, not slots: a slot is only ever briefly unavailable (the kernel
+ * has not sent it yet, or its frame is being filled), while an id stays held
+ * until the peer acknowledges its frame. */
+static int tx_get(struct pmeth_ring *r, void **frame, uint32_t *capacity, bool ctl)
 {
-    XDP_OR(r, pmeth_xdp_tx_get(r->xdp, frame, capacity));
-    if (r->free_id == NO_ID) {
-        r->st.tx_full++;
+    uint32_t reserve = pmeth_ring_ctl_reserve(r->nids);
+    int s = r->nfree_ids > (ctl ? 0 : reserve) ? take_slot(r) : -1;
+    if (s < 0) {
+        if (ctl) {
+            r->st.tx_ctl_full++;
+        } else {
+            r->st.tx_full++;
+        }
         return -1;
     }
-    int s = take_slot(r);
-    if (s < 0) {
-        r->st.tx_full++;
-        return -1;
+    if (ctl && r->nfree_ids <= reserve) {
+        r->st.tx_reserve_used++;
     }
     int id = id_alloc(r);
     struct tx_id *t = &r->ids[id];
@@ -558,6 +568,18 @@ int pmeth_ring_tx_get(struct pmeth_ring *r, void **frame, uint32_t *capacity)
     *frame = slot_data(r, (uint32_t) s);
     *capacity = r->frame_size - (uint32_t) TX_DATA_OFF;
     return id;
+}
+
+int pmeth_ring_tx_get(struct pmeth_ring *r, void **frame, uint32_t *capacity)
+{
+    XDP_OR(r, pmeth_xdp_tx_get(r->xdp, frame, capacity, false));
+    return tx_get(r, frame, capacity, false);
+}
+
+int pmeth_ring_tx_get_ctl(struct pmeth_ring *r, void **frame, uint32_t *capacity)
+{
+    XDP_OR(r, pmeth_xdp_tx_get(r->xdp, frame, capacity, true));
+    return tx_get(r, frame, capacity, true);
 }
 
 static void write_dummy(struct pmeth_ring *r, uint8_t *f)

@@ -582,14 +582,22 @@ static void reap_completions(struct pmeth_xdp *x)
     }
 }
 
-int pmeth_xdp_tx_get(struct pmeth_xdp *x, void **frame, uint32_t *capacity)
+int pmeth_xdp_tx_get(struct pmeth_xdp *x, void **frame, uint32_t *capacity, bool ctl)
 {
-    if (x->tx_nfree == 0) {
+    uint32_t reserve = pmeth_ring_ctl_reserve(x->ntx), keep = ctl ? 0 : reserve;
+    if (x->tx_nfree <= keep) {
         reap_completions(x);
-        if (x->tx_nfree == 0) {
-            x->st.tx_full++;
+        if (x->tx_nfree <= keep) {
+            if (ctl) {
+                x->st.tx_ctl_full++;
+            } else {
+                x->st.tx_full++;
+            }
             return -1;
         }
+    }
+    if (ctl && x->tx_nfree <= reserve) {
+        x->st.tx_reserve_used++;
     }
     uint32_t id = x->tx_free[--x->tx_nfree];
     x->tx_state[id] = TX_OWNED;

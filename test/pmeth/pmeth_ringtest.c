@@ -15,6 +15,13 @@
  *           aside meanwhile, which must not change a byte).  --foreign N sends,
  *           after every Nth frame, three foreign frames through a plain raw
  *           socket: another EtherType, another job key, an unknown id.
+ *   reserve client to one --peer: takes and sends data frames, keeping each
+ *           (as unacknowledged data is kept), until the ring refuses data for
+ *           good; then takes control frames (tx_get_ctl) the same way until
+ *           those are refused too: exactly the control reserve must be left to
+ *           them (pmeth_ring_ctl_reserve), and once one is given back a control
+ *           frame must be taken again while data is still refused.  Every frame
+ *           must come back from the server with its bytes right.
  *
  * Each prints one line "role ... key=value ..." that the script checks; exit 0
  * when everything it saw was right.
@@ -338,6 +345,115 @@ static int client(const struct opts *o)
             && dup == reposts) ? 0 : 1;
 }
 
+/* Take a frame (control frames when CTL), kicking and waiting while the kernel
+ * still sends the slot it needs: -1 once none came for 200 ms. */
+static int get_until_refused(struct pmeth_ring *r, bool ctl, void **f, uint32_t *cap)
+{
+    uint64_t give_up = now_ns() + 200000000ull;
+    for (;;) {
+        int id = ctl ? pmeth_ring_tx_get_ctl(r, f, cap) : pmeth_ring_tx_get(r, f, cap);
+        if (id >= 0 || now_ns() > give_up) {
+            return id;
+        }
+        (void) pmeth_ring_tx_kick(r);
+        usleep(1000);
+    }
+}
+
+static int reserve_client(const struct opts *o)
+{
+    if (o->npeers != 1) {
+        fprintf(stderr, "reserve: one --peer\n");
+        return 2;
+    }
+    struct pmeth_ring *r = open_ring_or_die(o);
+    enum { MAX_KEPT = 16384 };
+    static int kept[MAX_KEPT];
+    uint32_t nkept = 0, data = 0, ctl = 0, seq = 0;
+    void *f;
+    uint32_t cap;
+    int id;
+    /* data until refused, then control frames until refused, every one kept */
+    for (int pass = 0; pass < 2; pass++) {
+        while (nkept < MAX_KEPT && (id = get_until_refused(r, pass == 1, &f, &cap)) >= 0) {
+            uint32_t len = client_len(o, seq);
+            tf_build(f, len, o->peer_mac, o->mac, o->ethertype, o->key, o->peers[0], o->me, seq);
+            pmeth_ring_tx_post(r, id, len);
+            (void) pmeth_ring_tx_kick(r);
+            kept[nkept++] = id;
+            seq++;
+            *(pass == 0 ? &data : &ctl) += 1;
+        }
+    }
+    /* with data still held: one control frame given back, one can be taken
+     * again; data still cannot */
+    bool data_refused = get_until_refused(r, false, &f, &cap) < 0;
+    bool ctl_again = false;
+    if (ctl > 0) {
+        while (!pmeth_ring_tx_done(r, kept[nkept - 1])) {
+            (void) pmeth_ring_tx_kick(r);
+        }
+        pmeth_ring_tx_put(r, kept[--nkept]);
+        id = get_until_refused(r, true, &f, &cap);
+        if (id >= 0) {
+            ctl_again = true;
+            uint32_t len = client_len(o, seq);
+            tf_build(f, len, o->peer_mac, o->mac, o->ethertype, o->key, o->peers[0], o->me, seq);
+            pmeth_ring_tx_post(r, id, len);
+            (void) pmeth_ring_tx_kick(r);
+            kept[nkept++] = id;
+            seq++;
+        }
+    }
+    /* every frame's echo, bytes checked */
+    uint64_t deadline = now_ns() + (uint64_t) (o->timeout * 1e9);
+    unsigned long got = 0, bad = 0;
+    uint8_t *echoes = calloc(seq + 1, 1);
+    struct pmeth_rx_frame in[32];
+    while (got < seq && now_ns() < deadline) {
+        (void) pmeth_ring_tx_kick(r);
+        int n = pmeth_ring_rx_poll(r, in, 32);
+        for (int k = 0; k < n; k++) {
+            const uint8_t *e = in[k].frame;
+            uint32_t s = pmeth_get32(e + 26);
+            if (in[k].len < TF_HDR || s >= seq || tf_check(e, in[k].len) != 0
+                || in[k].len != echo_len(o, s) || echoes[s]++ > 0) {
+                bad++;
+            } else {
+                got++;
+            }
+            pmeth_ring_rx_put(r, in[k].id);
+        }
+    }
+    for (uint32_t i = 0; i < nkept; i++) {
+        pmeth_ring_tx_put(r, kept[i]);
+    }
+    /* all given back: data is taken again (the STOP frames, three as the client sends) */
+    bool data_back = true;
+    for (int rep = 0; rep < 3; rep++) {
+        id = get_until_refused(r, false, &f, &cap);
+        if (id < 0) {
+            data_back = false;
+            break;
+        }
+        tf_build(f, TF_HDR, o->peer_mac, o->mac, o->ethertype, o->key, o->peers[0], o->me,
+                 TF_STOP);
+        pmeth_ring_tx_post(r, id, TF_HDR);
+        pmeth_ring_tx_put(r, id);
+        (void) pmeth_ring_tx_kick(r);
+        usleep(2000);
+    }
+    printf("reserve data=%u ctl=%u frames=%u reserve=%u data_refused=%d ctl_again=%d "
+           "data_back=%d sent=%u got=%lu bad=%lu",
+           data, ctl, data + ctl, pmeth_ring_ctl_reserve(data + ctl), data_refused, ctl_again,
+           data_back, seq, got, bad);
+    print_stats(r);
+    pmeth_ring_close(r);
+    free(echoes);
+    return (ctl == pmeth_ring_ctl_reserve(data + ctl) && data_refused && ctl_again && data_back
+            && got == seq && bad == 0) ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -348,6 +464,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[argc - 1], "client") == 0) {
         return client(&o);
+    }
+    if (strcmp(argv[argc - 1], "reserve") == 0) {
+        return reserve_client(&o);
     }
     usage_common(argv[0]);
     return 2;

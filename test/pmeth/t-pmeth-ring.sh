@@ -12,6 +12,7 @@
 #    without PACKET_QDISC_BYPASS (so ranks of one host need a shared-memory BTL);
 #  - AF_XDP at MTU 9000 pairs an AF_PACKET ring (every send, frames over 3840 B) with a
 #    receive-only AF_XDP socket (the smaller frames): both carry frames, none is lost;
+#  - control frames (acks, probes) get the last frames of a send ring that data has filled;
 #  - a killed AF_XDP process leaves no XDP program on the interface; nothing is left.
 . "${TOP_SRCDIR:-.}/test/lib.sh"
 T=$TOP_BUILDDIR/test/pmeth/pmeth_ringtest
@@ -106,6 +107,20 @@ for mtu in 1500 9000; do
     done
 done
 ip -n "$NA" link set "$IA" mtu 1500 && ip -n "$NB" link set "$IB" mtu 1500
+
+# ---- the control reserve: data never takes the last frames ------------------------------
+for mode in packet xdp; do
+    if [ $mode = xdp ] && grep -q 'was not built in' "$TMP/s"; then
+        skip "control reserve, xdp" "AF_XDP not built"; continue
+    fi
+    srv "$NB" "$IB" "$MB" 2 $mode "$TMP/s"
+    xb_limit -t 60 -m 512 -- ip netns exec "$NA" "$T" --if "$IA" --mac "$MA" --peer-mac "$MB" \
+        --me 1 --peer 2 --mode $mode --tx 32 --timeout 20 reserve >"$TMP/c" 2>&1; rc=$?
+    wait
+    sed 's/^/# /' "$TMP/c" "$TMP/s"
+    check "$mode: a send ring of $(field frames "$TMP/c") frames all held: data took $(field data "$TMP/c"), control frames the last $(field ctl "$TMP/c") (the reserve, $(field reserve "$TMP/c")), a control frame given back is taken again while data is refused, data again once all are back; $(field got "$TMP/c") of $(field sent "$TMP/c") frames echoed intact" \
+        test $rc -eq 0 -a "$(field ctl "$TMP/c")" -gt 0 -a "$(field got "$TMP/c")" = "$(field sent "$TMP/c")"
+done
 
 # ---- two processes on one interface, each with its own frames only -----------------------
 for mode in packet xdp; do
