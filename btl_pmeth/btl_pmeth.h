@@ -160,7 +160,8 @@ struct mca_btl_base_endpoint_t {
     uint32_t probe_mtu_seen[PMETH_MAX_LINKS][PMETH_MAX_LINKS];
 
     /* path migration (btl_pmeth_apm.c): one apm connection over the paths.
-     * primary = apm's current path; the stripe = the paths apm finds healthy */
+     * primary = apm's current path (or the stripe's first while apm's is out of
+     * it and a migration waits); the stripe = the paths apm finds healthy */
     apm_conn_t *apm_conn;
     _Atomic bool apm_dirty;             /* apm changed something: re-read it (progress) */
     /* apm asks for a path to be loaded: its generation << 32 | (path + 1), 0

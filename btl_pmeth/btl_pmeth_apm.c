@@ -349,7 +349,12 @@ void pmeth_apm_refresh(mca_btl_base_endpoint_t *ep, uint64_t now)
     uint8_t old_primary = ep->primary;
     ep->nstripe = n;
     ep->usable = now_usable;
-    ep->primary = (uint8_t) info.current;
+    /* apm's current path, unless it left the stripe and apm has not moved yet
+     * (its alternate is being loaded): small frames and acks then take the
+     * first healthy path, flagged CURRENT so the peer answers there.  (Until
+     * 2026-12-05 they kept the dead path meanwhile, and each waited for its
+     * retransmit timeout.) */
+    ep->primary = (now_usable >> info.current & 1u) ? (uint8_t) info.current : ep->stripe[0];
     if (!pmeth_path_usable(ep, ep->reply_path)) {
         ep->reply_path = ep->primary;
     }
