@@ -183,7 +183,10 @@ static void netlink_read(apm_thread_t *th)
             return;                             /* EAGAIN: all read */
         }
         uint64_t now = apm_now_ns();
-        size_t left = (size_t) n;
+        /* signed, as NLMSG_NEXT expects: a last message whose aligned length
+         * ran past the end makes it negative and ends the walk (unsigned, it
+         * would wrap and the walk would read past the buffer) */
+        int left = (int) n;
         for (struct nlmsghdr *nh = (struct nlmsghdr *) buf; NLMSG_OK(nh, left); nh = NLMSG_NEXT(nh, left)) {
             if (nh->nlmsg_type != RTM_NEWLINK && nh->nlmsg_type != RTM_DELLINK) {
                 continue;                       /* NLMSG_DONE, errors, others */
