@@ -294,7 +294,7 @@ static int pmeth_component_register(void)
     reg("credit_budget", "Frames a receiver lets all its peers together have in flight to it "
         "beyond its acknowledgements, all links together.  0 (default): per link, what the "
         "switch port in front of it can hold (btl_pmeth_credit_port_bytes in full-size "
-        "frames), at most three quarters of the receive ring (btl_pmeth_rx_frames)",
+        "frames), at most three quarters of the receive ring (btl_pmeth_rx_frames).  At most 2^30",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->credit_budget, OPAL_INFO_LVL_4);
     c->credit_port_bytes = 262144;
     reg("credit_port_bytes", "Bytes the switch port in front of each of our links can buffer "
@@ -308,13 +308,14 @@ static int pmeth_component_register(void)
         "without a grant (before its first grant, or once its grant's lease ran out), so a "
         "sender is never stopped entirely.  Message starts (eager messages, rendezvous "
         "headers: one frame each) never wait for a grant; the fragments that follow them do.  "
-        "Keep floor x senders within the switch port", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
+        "Keep floor x senders within the switch port (at least 1)", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
         &c->credit_floor, OPAL_INFO_LVL_5);
     c->credit_lease_us = 5000;
     reg("credit_lease_us", "A grant lasts this many microseconds after the acknowledgement "
         "that carried it; a receiver counts a peer as sending for one to two such periods "
         "after its last frame.  Shorter: idle peers' shares return sooner; longer: a sender "
-        "that pauses (a ping-pong's other half) keeps its grant", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
+        "that pauses (a ping-pong's other half) keeps its grant (at least 1)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT,
         &c->credit_lease_us, OPAL_INFO_LVL_5);
 
     /* the senders' delay limit (pmeth_pace.h) */
@@ -730,7 +731,19 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     if (!param_at_least("btl_pmeth_rto_min_us", c->rto_min_us, 1)
         || !param_at_least("btl_pmeth_rto_max_ms", c->rto_max_ms, 1)
         || !param_at_least("btl_pmeth_poll_budget", c->poll_budget, 1)
-        || !param_at_least("btl_pmeth_probe_timeout_ms", c->probe_timeout_ms, 1)) {
+        || !param_at_least("btl_pmeth_probe_timeout_ms", c->probe_timeout_ms, 1)
+        /* a floor of 0 stopped a sender for good once its grant's lease ran out
+         * with nothing in flight: no frame, so no ack and no new grant (with a
+         * lease of 0 too, the first eager message of several frames hung) */
+        || !param_at_least("btl_pmeth_credit_floor", c->credit_floor, 1)
+        || !param_at_least("btl_pmeth_credit_lease_us", c->credit_lease_us, 1)) {
+        return NULL;
+    }
+    if (c->credit_budget > PMETH_CREDIT_BUDGET_MAX) {
+        char v[16], want[32];
+        snprintf(v, sizeof(v), "%u", c->credit_budget);
+        snprintf(want, sizeof(want), "at most %u", PMETH_CREDIT_BUDGET_MAX);
+        bad_param("btl_pmeth_credit_budget", v, want);    /* twice it must fit 32 bits */
         return NULL;
     }
     if ((uint64_t) c->rto_min_us > (uint64_t) c->rto_max_ms * 1000) {

@@ -62,6 +62,8 @@ typedef enum pmeth_credit_policy {
  * is off sends no byte at all (the CREDIT flag is clear). */
 #define PMETH_CREDIT_WIRE_UNLIMITED 255u
 #define PMETH_CREDIT_UNLIMITED UINT32_MAX
+/* the largest budget: a lone sender is granted twice it, in 32 bits */
+#define PMETH_CREDIT_BUDGET_MAX (1u << 30)
 
 /* ---- receiver: one pool per process ---- */
 typedef struct pmeth_credit_pool {

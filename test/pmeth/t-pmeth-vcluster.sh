@@ -123,6 +123,9 @@ bad_param btl_pmeth_rto_max_ms 0 "at least 1"
 bad_param btl_pmeth_rto_min_us 5000000 "at most btl_pmeth_rto_max_ms x 1000"
 bad_param btl_pmeth_poll_budget 0 "at least 1"
 bad_param btl_pmeth_probe_timeout_ms 0 "at least 1"
+# a credit floor of 0 stopped a sender for good once its grant ran out with nothing in flight
+bad_param btl_pmeth_credit_floor 0 "at least 1"
+bad_param btl_pmeth_credit_lease_us 0 "at least 1"
 # frames of IPv4's EtherType would be handed to every host's IP stack on the network
 bad_param btl_pmeth_ethertype 0x800 "an EtherType no other protocol uses (0x800 is IPv4's)"
 
