@@ -66,7 +66,7 @@ typedef struct pmeth_modex {
     uint32_t version;
     uint32_t nlinks;
     uint32_t job_key;
-    uint32_t reserved;
+    uint32_t window;                    /* btl_pmeth_window: the same in every process */
     char host[64];                      /* for messages that name both ends */
     pmeth_modex_link_t links[PMETH_MAX_LINKS];
 } pmeth_modex_t;

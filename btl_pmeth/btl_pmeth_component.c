@@ -879,6 +879,7 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     c->modex.version = PMETH_MODEX_VERSION;
     c->modex.nlinks = c->nlinks;
     c->modex.job_key = c->job_key;
+    c->modex.window = c->window;
     strncpy(c->modex.host, opal_process_info.nodename ? opal_process_info.nodename : "?",
             sizeof(c->modex.host) - 1);
     for (uint32_t i = 0; i < c->nlinks; i++) {

@@ -76,6 +76,24 @@ static mca_btl_base_endpoint_t *endpoint_for(const opal_process_name_t *name, op
         free(modex);
         return NULL;
     }
+    if (modex->window != c->window) {
+        /* grants are counted in units of the window (pmeth_credit_unit) and
+         * frames beyond the receiver's window are dropped: with different
+         * windows, a grant of 29 frames read as 1, and traffic crawled */
+        if (!quiet) {
+            char mine[16], theirs[16];
+            snprintf(mine, sizeof(mine), "%u", c->window);
+            snprintf(theirs, sizeof(theirs), "%u", modex->window);
+            /* (the same at verbose 1: mpirun 4.1 now and then loses a rank's help text) */
+            PMETH_VERBOSE(1, "btl_pmeth_window is %s here on %s and %s on %s (%s): not "
+                          "reached over pmeth", mine, opal_process_info.nodename, theirs,
+                          modex->host, OPAL_NAME_PRINT(*name));
+            opal_show_help("help-btl-pmeth.txt", "params-mismatch", true, "btl_pmeth_window",
+                           mine, opal_process_info.nodename, theirs, modex->host);
+        }
+        free(modex);
+        return NULL;
+    }
     ep = pmeth_endpoint_create(name, proc, modex);
     free(modex);
     if (ep == NULL) {

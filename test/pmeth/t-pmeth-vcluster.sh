@@ -126,6 +126,17 @@ bad_param btl_pmeth_probe_timeout_ms 0 "at least 1"
 # a credit floor of 0 stopped a sender for good once its grant ran out with nothing in flight
 bad_param btl_pmeth_credit_floor 0 "at least 1"
 bad_param btl_pmeth_credit_lease_us 0 "at least 1"
+
+# a window that differs between processes (another mca-params.conf on one host): grants are
+# counted in units of the window, so a grant of 29 frames was read as 1; the ranks now say
+# so and do not connect over pmeth (self,pmeth alone: the job ends with the reason)
+printf '#!/bin/sh\n[ "$(hostname)" = n1 ] && export OMPI_MCA_btl_pmeth_window=4096\nexec "$@"\n' \
+    > "$LOG/win1.sh" && chmod +x "$LOG/win1.sh"
+VC_JOB_SECS=30 vc_mpirun --mca btl self,pmeth --mca btl_base_verbose 1 -- "$LOG/win1.sh" "$P2P" \
+    -M 1024 >"$LOG/win" 2>&1
+check "a btl_pmeth_window of 4096 on n1 and 256 on n0: refused, naming both values and hosts" \
+    grep -q "btl_pmeth_window must have the same value in every process\|btl_pmeth_window is 256 here on n0 and 4096 on n1" "$LOG/win"
+grep "btl_pmeth_window" "$LOG/win" | head -3 | diag
 # frames of IPv4's EtherType would be handed to every host's IP stack on the network
 bad_param btl_pmeth_ethertype 0x800 "an EtherType no other protocol uses (0x800 is IPv4's)"
 
