@@ -204,6 +204,9 @@ struct mca_btl_base_endpoint_t {
     rsm_postbox_t *in_queue;
     uint32_t head, unacked;         /* next seq to read; oldest not yet acked */
     bool pair_wait;                 /* head is a PAIR whose first half was delivered */
+    bool pb_lost_extent;            /* the last postbox was dropped without knowing how many
+                                     * it spans: is head still a message boundary? */
+    bool pb_framing_lost;           /* no (said once; the job is going down) */
     uint32_t in_published;          /* verbs: the tail the newest immediate named */
     uint32_t in_pool_msgs;          /* pointer messages delivered (verbs: when to push acks) */
     const rsm_layout_t *in_lay;     /* the layout of the area we read */
@@ -575,6 +578,9 @@ static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
         const uint32_t head = ep->head, index = head & ep->q_mask;
         rsm_postbox_t *slot = &ep->in_queue[index];
         if (atomic_load_explicit(&slot->flag, memory_order_acquire) != rsm_pb_flag(head)) {
+            if (OPAL_UNLIKELY(ep->pb_lost_extent)) {
+                return (int) delivered + rsm_poll_endpoint(ep, budget - delivered);
+            }
             return (int) delivered;
         }
         rsm_pb_hdr_t h = rsm_pb_read_hdr(slot);
@@ -591,6 +597,9 @@ static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
         for (uint32_t i = 1; i < k; i++) {
             /* ask for the whole group at once: the copy-out would find its lines one by one */
             __builtin_prefetch(slot + i, 0, 3);
+        }
+        if (OPAL_UNLIKELY(ep->pb_lost_extent)) {
+            ep->pb_lost_extent = false;     /* a message here: head was a boundary after all */
         }
         ep->rx_segs[0].seg_addr.pval = slot->u.data;
         ep->rx_segs[0].seg_len = h.nbytes;

@@ -126,6 +126,35 @@ int rsm_poll_second_half(mca_btl_base_endpoint_t *ep)
     return 1;
 }
 
+/* After a malformed postbox whose extent was not known (one was consumed):
+ * the slot waited at, HEAD, may be inside what the peer wrote.  If its flag
+ * word holds what no slot between messages holds (rsm_pb_flag_idle), the
+ * queue's framing is lost: nothing from this peer can be read any more, and
+ * waiting there would hang the job without a word (as a sequence-number fault
+ * did until 2026-12-05: "dropped a malformed message", then nothing).  Said
+ * once, as a fatal error naming the peer. */
+static void queue_framing_check(mca_btl_base_endpoint_t *ep, const rsm_postbox_t *slot,
+                                uint32_t head, uint32_t mask)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    uint32_t flag = atomic_load_explicit(&slot->flag, memory_order_relaxed);
+    if (flag == rsm_pb_flag(head) || rsm_pb_flag_idle(flag, head, mask) || ep->pb_framing_lost) {
+        return;
+    }
+    ep->pb_framing_lost = true;
+    char who[96];
+    if (ep->remote && ep->proc != NULL) {
+        snprintf(who, sizeof(who), "%s on another host", OPAL_NAME_PRINT(ep->proc->proc_name));
+    } else {
+        snprintf(who, sizeof(who), "local rank %d", ep->local_rank);
+    }
+    RSM_VERBOSE(1, "the message queue from %s is corrupt: after a malformed message (%" PRIu64
+                " dropped so far), postbox %u holds 0x%08x where a message or nothing should be",
+                who, c->dropped, head, flag);
+    rsm_fatal(ep, "btl rsm: the message queue from %s is corrupt (a malformed message, then "
+              "postbox %u inside it): its messages can no longer be told apart", who, head);
+}
+
 /* Everything but the latency path (rsm_poll in btl_rsm.h): pointer messages,
  * pads, and whatever the fast path refused, through the parser.  Inline groups
  * are handed up in place, straight from the queue: the header fields are read
@@ -152,6 +181,9 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
         /* verbs: nothing past the tail the newest immediate named has landed */
         if ((ep->remote && head == ep->in_published)
             || atomic_load_explicit(&slot->flag, memory_order_acquire) != rsm_pb_flag(head)) {
+            if (OPAL_UNLIKELY(ep->pb_lost_extent) && !(ep->remote && head == ep->in_published)) {
+                queue_framing_check(ep, slot, head, mask);
+            }
             break;
         }
         rsm_pb_hdr_t h = rsm_pb_read_hdr(slot);
@@ -162,6 +194,7 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
         snap.tag = h.tag;
         rsm_pb_result_t r = rsm_assembler_feed(&ep->assembler, ep->in_lay, &snap, index);
         uint32_t n = ep->assembler.postboxes;
+        ep->pb_lost_extent = r == RSM_PB_BAD && ep->assembler.lost_extent;
         if (r == RSM_PB_MORE) {
             ep->head = head + 1;
             continue;

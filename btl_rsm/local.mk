@@ -67,7 +67,7 @@ test_unit_t_rsm_vmsg_LDADD =
 
 # MPI programs the rsm test scripts (test/rsm/t-*.sh) launch.
 check_PROGRAMS += test/rsm/rsm_soak test/rsm/rsm_abort test/rsm/rsm_floor test/rsm/rsm_numa test/rsm/rsm_rma \
-	test/rsm/rsm_lapwrap test/rsm/rsm_first_send test/rsm/rsm_cma_fault
+	test/rsm/rsm_lapwrap test/rsm/rsm_first_send test/rsm/rsm_cma_fault test/rsm/rsm_queue_corrupt
 test_rsm_rsm_rma_SOURCES = test/rsm/rsm_rma.c test/mpi/mpit_bind.h
 test_rsm_rsm_rma_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/test/mpi
 test_rsm_rsm_rma_LDADD = $(MPI_LIBS)
@@ -89,6 +89,10 @@ test_rsm_rsm_cma_fault_SOURCES = test/rsm/rsm_cma_fault.c test/mpi/mpit_bind.h
 test_rsm_rsm_cma_fault_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/test/mpi
 test_rsm_rsm_cma_fault_LDFLAGS = -Wl,--export-dynamic
 test_rsm_rsm_cma_fault_LDADD = $(MPI_LIBS)
+# a malformed postbox group forged in a live queue: the job must end with a reason
+test_rsm_rsm_queue_corrupt_SOURCES = test/rsm/rsm_queue_corrupt.c
+test_rsm_rsm_queue_corrupt_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/btl_rsm
+test_rsm_rsm_queue_corrupt_LDADD = $(MPI_LIBS)
 test_rsm_rsm_numa_SOURCES = test/rsm/rsm_numa.c
 test_rsm_rsm_numa_CPPFLAGS = $(MPI_CFLAGS)
 test_rsm_rsm_numa_LDADD = $(MPI_LIBS)

@@ -81,6 +81,13 @@ static rsm_pb_result_t drop(rsm_assembler_t *a)
     return RSM_PB_BAD;
 }
 
+/* a refused postbox whose extent its header does not show: one is consumed */
+static rsm_pb_result_t drop_unsized(rsm_assembler_t *a)
+{
+    a->lost_extent = true;
+    return drop(a);
+}
+
 rsm_pb_result_t rsm_assembler_feed(rsm_assembler_t *a, const rsm_layout_t *lay,
                                    const rsm_postbox_t *snap, uint32_t index)
 {
@@ -91,25 +98,30 @@ rsm_pb_result_t rsm_assembler_feed(rsm_assembler_t *a, const rsm_layout_t *lay,
 
     a->postboxes = 1;
     a->pair = false;
+    a->lost_extent = false;
     bool pair = kind & RSM_PB_PAIR;
     if ((kind & ~(RSM_PB_TYPE | RSM_PB_FIRST | RSM_PB_LAST | RSM_PB_PAIR)) != 0 || type == 0
         || to_end == 0 || (pair && (type != RSM_PB_INLINE || snap->nbytes > RSM_PB_HALF_DATA))) {
-        return drop(a);
+        return drop_unsized(a);
     }
     if (type != RSM_PB_POINTER) {
         /* groups and pads are whole in one header: never inside a pointer message */
-        if (!first || !last || a->active) {
-            return drop(a);
+        if (!first || !last) {
+            return drop_unsized(a);
         }
         if (type == RSM_PB_PAD) {
             if (snap->nbytes != 0) {
-                return drop(a);
+                return drop_unsized(a);
             }
             a->postboxes = to_end;
-            return RSM_PB_SKIP;
+            return a->active ? drop(a) : RSM_PB_SKIP;   /* inside a pointer message: both lost */
         }
         uint32_t n = snap->nbytes, k = rsm_inline_postboxes(n);
         if (n > lay->max_inline || k > to_end) {
+            return drop_unsized(a);
+        }
+        if (a->active) {
+            a->postboxes = k;           /* a whole group inside a pointer message: both lost */
             return drop(a);
         }
         a->type = RSM_PB_INLINE;

@@ -274,6 +274,19 @@ static inline uint32_t rsm_pb_flag(uint32_t seq)
     return f + (f == 0);
 }
 
+/* May a slot whose flag word reads FLAG be one with nothing for postbox SEQ
+ * yet (MASK = queue_len - 1)?  0 (cleared, or fresh memory) or the flag of an
+ * earlier postbox of the same slot (a header of an earlier lap) may: at a
+ * message boundary the sender leaves nothing else there (rsm_pb_clear_next).
+ * Anything else is payload of a group, so the receiver is not at a boundary:
+ * after a malformed postbox whose extent it could not know, the queue's
+ * framing is lost, and waiting there would wait for good. */
+static inline bool rsm_pb_flag_idle(uint32_t flag, uint32_t seq, uint32_t mask)
+{
+    return flag == 0 || ((flag - 1) & mask) == (seq & mask)
+           || (flag == 1 && (seq & mask) == mask);      /* seq 2^32 - 1's flag (above) */
+}
+
 /* Zero the flag of the postbox after a message before publishing the message:
  * it may hold payload of an earlier lap that happens to look like a flag. */
 static inline void rsm_pb_clear_next(rsm_postbox_t *slot)
@@ -391,6 +404,8 @@ typedef struct rsm_assembler {
     uint32_t nruns;
     rsm_run_t runs[RSM_MSG_MAX_RUNS];
     uint64_t dropped;           /* postboxes refused */
+    bool lost_extent;           /* BAD: how many postboxes the refused one spans is not known
+                                 * (one is consumed): the next slot may be inside it */
 } rsm_assembler_t;
 
 /* Feed one snapshot of the postbox in ring position INDEX (0..queue_len-1).
@@ -398,7 +413,8 @@ typedef struct rsm_assembler {
  * postbox's slot and spanning `postboxes` slots, all before the ring's end; a
  * POINTER message is `runs`, every one inside its stripe's pool.  On SKIP the
  * `postboxes` slots up to the ring's end carry nothing.  On BAD the partial
- * message is discarded and one postbox is consumed. */
+ * message is discarded and `postboxes` are consumed: the refused group's or
+ * pad's own extent when its header shows it, else one, with lost_extent set. */
 rsm_pb_result_t rsm_assembler_feed(rsm_assembler_t *a, const rsm_layout_t *lay,
                                    const rsm_postbox_t *snap, uint32_t index);
 

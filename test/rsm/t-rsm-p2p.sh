@@ -98,6 +98,20 @@ if [ "$rc" -eq 0 ] && grep -q 'all messages verified' <<< "$line"; then
 else
     not_ok "rsm split get after failed reads (rc $rc): ${line:-no summary}"; tail -20 <<< "$out" | diag
 fi
+# A corrupt queue ends the job with a reason: rsm_queue_corrupt writes, in its own live queue
+# to rank 1, the head of a group of 65,535 bytes with payload after it.  The receiver drops
+# the head (counted) and must see that the next slot is inside it; until 2026-12-05 it
+# waited there for good ("dropped a malformed message", then a hang).
+corrupt=$TOP_BUILDDIR/test/rsm/rsm_queue_corrupt
+t0=$SECONDS
+out=$(mpirun_np 2 60 "$RSM_ARGS --mca btl_rsm_pair_tiny 0 --mca btl_rsm_postboxes 64" -- "$corrupt" 64 2>&1); rc=$?
+if grep -q '^queue_corrupt: forged' <<< "$out" && [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] \
+    && grep -q 'message queue from local rank 0 is corrupt' <<< "$out"; then
+    ok "a malformed group forged in a live queue: the job ends in $((SECONDS - t0)) s saying the queue from local rank 0 is corrupt (rc $rc)"
+else
+    not_ok "a malformed group forged in a live queue (rc $rc after $((SECONDS - t0)) s): want the corrupt-queue error, not a hang"
+    tail -10 <<< "$out" | diag
+fi
 # The near/far decision is taken from the acks (rsm_distance.h) and printed at verbosity 20:
 # one-way two-copy traffic of 64 KiB..1 MiB decides, and the threshold rules it.
 distance() { # label extra want(near|far)

@@ -161,8 +161,42 @@ int main(void)
           && a.postboxes == 2 && a.tag == 3, "a two-postbox inline group");
     CHECK(rsm_assembler_feed(&a, &lay, &g, 62) == RSM_PB_DONE && a.postboxes == 2,
           "a group that ends at the ring's end");
-    CHECK(rsm_assembler_feed(&a, &lay, &g, 63) == RSM_PB_BAD && a.postboxes == 1,
-          "a group that would wrap around the ring is dropped, one postbox consumed");
+    CHECK(rsm_assembler_feed(&a, &lay, &g, 63) == RSM_PB_BAD && a.postboxes == 1
+          && a.lost_extent, "a group that would wrap around the ring is dropped, one postbox "
+          "consumed, its extent not known");
+    {
+        /* a whole group or pad inside an open pointer message: both are lost, and
+         * the group's own extent is consumed (the next message starts after it) */
+        rsm_assembler_t b = fresh();
+        rsm_postbox_t open_ptr = ptr(RSM_PB_FIRST, 4096, 64, 0, 1);
+        CHECK(rsm_assembler_feed(&b, &lay, &open_ptr, 0) == RSM_PB_MORE, "a pointer message opened");
+        rsm_postbox_t g3 = inl(FL, 3, NULL, 180);
+        CHECK(rsm_assembler_feed(&b, &lay, &g3, 1) == RSM_PB_BAD && b.postboxes == 3
+              && !b.lost_extent && !b.active,
+              "a 3-postbox group inside it: dropped, its 3 postboxes consumed (%u)", b.postboxes);
+        rsm_postbox_t ok1 = inl(FL, 3, "y", 1);
+        CHECK(rsm_assembler_feed(&b, &lay, &ok1, 4) == RSM_PB_DONE,
+              "the message after the group is read");
+        rsm_postbox_t open2 = ptr(RSM_PB_FIRST, 4096, 64, 0, 1);
+        (void) rsm_assembler_feed(&b, &lay, &open2, 50);
+        rsm_postbox_t pad2 = inl(FL, 0, NULL, 0);
+        pad2.kind = RSM_PB_PAD | FL;
+        CHECK(rsm_assembler_feed(&b, &lay, &pad2, 51) == RSM_PB_BAD && b.postboxes == 13
+              && !b.lost_extent, "a pad inside it: dropped, to the ring's end");
+        rsm_postbox_t odd = inl(FL | 0x40, 3, NULL, 180);
+        CHECK(rsm_assembler_feed(&b, &lay, &odd, 0) == RSM_PB_BAD && b.postboxes == 1
+              && b.lost_extent, "unknown kind bits: one consumed, its extent not known");
+    }
+    /* what a slot may hold between messages (0, or an earlier lap's header) and
+     * what only payload inside a group holds */
+    CHECK(rsm_pb_flag_idle(0, 1000, 63) && rsm_pb_flag_idle(rsm_pb_flag(1000 - 64), 1000, 63)
+          && rsm_pb_flag_idle(rsm_pb_flag(1000 - 6400), 1000, 63)
+          && !rsm_pb_flag_idle(rsm_pb_flag(1000 - 1), 1000, 63)
+          && !rsm_pb_flag_idle(0x41414141, 1000, 63) && !rsm_pb_flag_idle(7, 1000, 63),
+          "a slot between messages holds 0 or an earlier lap's flag; payload is told apart");
+    CHECK(rsm_pb_flag_idle(rsm_pb_flag(0xffffffffu), 0xffffffffu + 64u, 63)
+          && rsm_pb_flag_idle(rsm_pb_flag(0xffffffffu - 64), 0xffffffffu, 63),
+          "across the wrap of the sequence numbers too");
     rsm_postbox_t pad = inl(FL, 0, NULL, 0);
     pad.kind = RSM_PB_PAD | FL;
     CHECK(rsm_assembler_feed(&a, &lay, &pad, 60) == RSM_PB_SKIP && a.postboxes == 4,
