@@ -222,6 +222,9 @@ int rsm_poll_endpoint(mca_btl_base_endpoint_t *ep, unsigned budget)
                 continue;
             }
         } else {
+            /* a pointer postbox names pool blocks the sender waits to get back:
+             * over verbs their acks go soon only when counted (note_acks) */
+            pool = (h.kind & RSM_PB_TYPE) == RSM_PB_POINTER;
             c->dropped++;
             c->dropped_malformed++;
             RSM_VERBOSE(1, "dropped a malformed message from local rank %d (postbox %u, kind 0x%x, "
@@ -251,6 +254,7 @@ bad_tag:
         n = h.kind == (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST)
                 ? rsm_inline_postboxes(h.nbytes) : 1;
         rsm_ack_through(ep, head + n - 1);
+        ep->in_pool_msgs += (h.kind & RSM_PB_TYPE) == RSM_PB_POINTER;  /* its blocks: as above */
         ep->head = head + n;
         delivered++;
     }
