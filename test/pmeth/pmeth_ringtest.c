@@ -360,6 +360,16 @@ static int get_until_refused(struct pmeth_ring *r, bool ctl, void **f, uint32_t 
     }
 }
 
+/* Frame ID (at F) sent to the peer as test frame SEQ and kept: ID again. */
+static int send_kept(struct pmeth_ring *r, const struct opts *o, int id, void *f, uint32_t seq)
+{
+    uint32_t len = client_len(o, seq);
+    tf_build(f, len, o->peer_mac, o->mac, o->ethertype, o->key, o->peers[0], o->me, seq);
+    pmeth_ring_tx_post(r, id, len);
+    (void) pmeth_ring_tx_kick(r);
+    return id;
+}
+
 static int reserve_client(const struct opts *o)
 {
     if (o->npeers != 1) {
@@ -376,12 +386,7 @@ static int reserve_client(const struct opts *o)
     /* data until refused, then control frames until refused, every one kept */
     for (int pass = 0; pass < 2; pass++) {
         while (nkept < MAX_KEPT && (id = get_until_refused(r, pass == 1, &f, &cap)) >= 0) {
-            uint32_t len = client_len(o, seq);
-            tf_build(f, len, o->peer_mac, o->mac, o->ethertype, o->key, o->peers[0], o->me, seq);
-            pmeth_ring_tx_post(r, id, len);
-            (void) pmeth_ring_tx_kick(r);
-            kept[nkept++] = id;
-            seq++;
+            kept[nkept++] = send_kept(r, o, id, f, seq++);
             *(pass == 0 ? &data : &ctl) += 1;
         }
     }
@@ -389,20 +394,16 @@ static int reserve_client(const struct opts *o)
      * again; data still cannot */
     bool data_refused = get_until_refused(r, false, &f, &cap) < 0;
     bool ctl_again = false;
-    if (ctl > 0) {
-        while (!pmeth_ring_tx_done(r, kept[nkept - 1])) {
-            (void) pmeth_ring_tx_kick(r);
-        }
+    uint64_t sent_by = now_ns() + 1000000000ull;
+    while (ctl > 0 && !pmeth_ring_tx_done(r, kept[nkept - 1]) && now_ns() < sent_by) {
+        (void) pmeth_ring_tx_kick(r);
+    }
+    if (ctl > 0 && pmeth_ring_tx_done(r, kept[nkept - 1])) {
         pmeth_ring_tx_put(r, kept[--nkept]);
         id = get_until_refused(r, true, &f, &cap);
         if (id >= 0) {
             ctl_again = true;
-            uint32_t len = client_len(o, seq);
-            tf_build(f, len, o->peer_mac, o->mac, o->ethertype, o->key, o->peers[0], o->me, seq);
-            pmeth_ring_tx_post(r, id, len);
-            (void) pmeth_ring_tx_kick(r);
-            kept[nkept++] = id;
-            seq++;
+            kept[nkept++] = send_kept(r, o, id, f, seq++);
         }
     }
     /* every frame's echo, bytes checked */
