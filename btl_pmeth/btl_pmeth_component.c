@@ -132,8 +132,9 @@ static int pmeth_component_register(void)
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->rx_frames, OPAL_INFO_LVL_5);
     c->window = 256;
     reg("window", "Reliability window per peer and direction, in frames (a power of two, 64-4096): "
-        "frames sent and not yet acknowledged", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->window,
-        OPAL_INFO_LVL_5);
+        "frames sent and not yet acknowledged.  The same in every process of the job (peers "
+        "with another window are not connected over pmeth)", MCA_BASE_VAR_TYPE_UNSIGNED_INT,
+        &c->window, OPAL_INFO_LVL_5);
     c->rto_min_us = 2000;
     reg("rto_min_us", "Smallest retransmit timeout (microseconds); the timeout follows the "
         "measured round-trip time (srtt + 4 rttvar) and backs off exponentially (at least 1, "
