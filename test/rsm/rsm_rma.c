@@ -514,16 +514,29 @@ static void pvars_close(MPI_T_pvar_session *session, MPI_T_pvar_handle *h, int n
     MPI_T_finalize();
 }
 
+/* rsm's counters NAMES bound and a window W (SINGLE as win_open's) to move them;
+ * false, said by a check and with MPI_T closed again, when either fails */
+static bool counted_window(MPI_T_pvar_session *session, MPI_T_pvar_handle *h,
+                           const char *const *names, int n, const char *what, window_t *w,
+                           int single)
+{
+    if (!pvars_open(session, h, names, n, what)) {
+        return false;
+    }
+    if (win_open(w, 0, single) != MPI_SUCCESS) {
+        check(0, "a window for the %s counters", what);
+        pvars_close(session, h, n);
+        return false;
+    }
+    return true;
+}
+
 static void test_mpit(void)
 {
     MPI_T_pvar_session session;
     MPI_T_pvar_handle h[PV_N];
-    if (!pvars_open(&session, h, rma_pvars, PV_N, "one-sided")) {
-        return;
-    }
     window_t w;
-    if (win_open(&w, 0, 1) != MPI_SUCCESS) {
-        check(0, "a window for the counters");
+    if (!counted_window(&session, h, rma_pvars, PV_N, "one-sided", &w, 1)) {
         return;
     }
     enum { LEN = 65536 + 11, K = 100 };
@@ -616,10 +629,8 @@ static void test_rails(void)
 {
     MPI_T_pvar_session session;
     MPI_T_pvar_handle h[RV_N];
-    bool bound = pvars_open(&session, h, rail_pvars, RV_N, "striping");
     window_t w;
-    if (!bound || win_open(&w, 0, 0) != MPI_SUCCESS) {
-        check(0, "a window for the striped operations");
+    if (!counted_window(&session, h, rail_pvars, RV_N, "striping", &w, 0)) {
         return;
     }
     const int left = (rank + nranks - 1) % nranks;
@@ -653,12 +664,8 @@ static void test_float_route(bool want_atomics)
 {
     MPI_T_pvar_session session;
     MPI_T_pvar_handle h[PV_N];
-    if (!pvars_open(&session, h, rma_pvars, PV_N, "one-sided")) {
-        return;
-    }
     window_t w;
-    if (win_open(&w, 0, 1) != MPI_SUCCESS) {
-        check(0, "a window for the counters");
+    if (!counted_window(&session, h, rma_pvars, PV_N, "one-sided", &w, 1)) {
         return;
     }
     enum { K = 50 };
