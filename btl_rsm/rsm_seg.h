@@ -103,8 +103,10 @@ void rsm_seg_prefault(void *addr, size_t len, bool write);
 int rsm_shm_hold(const char *name);
 
 /* In directory DIR (/dev/shm), remove "rsm-<tag>-*" for every "rsm-<tag>-ctl"
- * of this user that starts with MAGIC and whose lock is free.  Returns the
- * number of names removed (0 if DIR cannot be read). */
+ * of this user that starts with MAGIC and whose lock is free, and every area
+ * "rsm-<tag>-a<n>s<k>" of this user whose "rsm-<tag>-ctl" is gone (its owner
+ * made the control segment first and removes it last).  Returns the number of
+ * names removed (0 if DIR cannot be read). */
 int rsm_shm_sweep(const char *dir, uint64_t magic);
 
 /* Write LEN bytes from SRC at offset OFF of an imported segment. */

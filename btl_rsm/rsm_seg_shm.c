@@ -264,6 +264,53 @@ static bool ctl_name_tag(const char *name, char tag[33])
     return true;
 }
 
+/* "rsm-" + 32 hex digits + "-a<digits>s<digits>": an area's name (never a
+ * verbs pool's "-vp<i>", which carries a sender's tag from another host) */
+static bool area_name_tag(const char *name, char tag[33])
+{
+    if (strncmp(name, "rsm-", 4) != 0 || strlen(name) < 4 + 32 + 5 || name[36] != '-'
+        || name[37] != 'a') {
+        return false;
+    }
+    for (int i = 0; i < 32; i++) {
+        char ch = name[4 + i];
+        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) {
+            return false;
+        }
+        tag[i] = ch;
+    }
+    tag[32] = '\0';
+    const char *p = name + 38;
+    const char *digits = p;
+    while (*p >= '0' && *p <= '9') {
+        p++;
+    }
+    if (p == digits || *p++ != 's') {
+        return false;
+    }
+    digits = p;
+    while (*p >= '0' && *p <= '9') {
+        p++;
+    }
+    return p != digits && *p == '\0';
+}
+
+/* Is D/NAME an area of ours whose control segment is gone?  An owner creates
+ * its control segment before any area and removes it after them all, so an
+ * area without one outlived its owner: rarely, a rank of an aborting job
+ * leaves one (the launcher's clean-up removed the rest). */
+static bool area_is_orphan(int dfd, const char *name)
+{
+    char tag[33], ctl[4 + 32 + 4 + 1];
+    struct stat st;
+    if (!area_name_tag(name, tag) || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0
+        || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+        return false;
+    }
+    snprintf(ctl, sizeof(ctl), "rsm-%s-ctl", tag);
+    return fstatat(dfd, ctl, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT;
+}
+
 /* Is D/NAME the control segment of an owner that is gone?  Ours, a regular
  * file, its lock free, and MAGIC in place (written by an owner holding it). */
 static bool ctl_is_stale(int dfd, const char *name, uint64_t magic)
@@ -314,6 +361,14 @@ int rsm_shm_sweep(const char *dir, uint64_t magic)
             }
         }
     }
+    /* areas whose owner's control segment is already gone */
+    rewinddir(d);
+    int orphans = 0;
+    while (orphans < RSM_SWEEP_MAX && (e = readdir(d)) != NULL) {
+        if (area_is_orphan(dirfd(d), e->d_name) && unlinkat(dirfd(d), e->d_name, 0) == 0) {
+            orphans++;
+        }
+    }
     closedir(d);
-    return removed;
+    return removed + orphans;
 }

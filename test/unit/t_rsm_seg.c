@@ -1,20 +1,118 @@
 /* shm segment transport: 0600, unguessable names, import checks, write/barrier, no leftovers;
- * the sweep of segments whose owner died (a free lock) that spares living and new ones;
+ * the sweep of segments whose owner died (a free lock, or an area whose control segment is gone)
+ * that spares living and new ones and verbs pools;
  * reserving a segment's memory, and the error (not SIGBUS) when /dev/shm has no room. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "rsm_seg.h"
 #include "tap.h"
+
+/* A file DIR/rsm-TAG-WHAT of 4 KiB, MAGIC in its first 8 bytes unless 0 */
+static bool plant(const char *dir, const char *tag, const char *what, uint64_t magic)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "%s/rsm-%s-%s", dir, tag, what);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    bool ok = fd >= 0 && ftruncate(fd, 4096) == 0
+              && (magic == 0 || pwrite(fd, &magic, sizeof(magic), 0) == (ssize_t) sizeof(magic));
+    if (fd >= 0) close(fd);
+    return ok;
+}
+
+static bool present(const char *dir, const char *tag, const char *what)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "%s/rsm-%s-%s", dir, tag, what);
+    return access(path, F_OK) == 0;
+}
+
+/* The sweep, in a directory of its own (a user's real leftovers in /dev/shm
+ * would count too), with a magic of its own: DEAD (magic, nobody holds it)
+ * with two areas; LIVE (magic, a child holds its lock) with an area; NEW (no
+ * magic yet: being created) with an area; ORPHAN, two areas whose owner's
+ * control segment is gone; POOL, a verbs pool, whose tag is a sender's on
+ * another host (no control segment here, and none to be); and names that only
+ * look like areas. */
+static void sweep_tests(void)
+{
+    const uint64_t magic = 0x5445535453574550ull;       /* "TESTSWEP" */
+    char dir[] = "/tmp/t_rsm_seg.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "sweep: a directory of its own");
+    enum { DEAD, LIVE, NEW, ORPHAN, POOL, NT };
+    char t[NT][33];
+    for (int i = 0; i < NT; i++) rsm_seg_random_tag(t[i]);
+    bool planted = true;
+    planted &= plant(dir, t[DEAD], "ctl", magic);
+    planted &= plant(dir, t[DEAD], "a0s0", 0);
+    planted &= plant(dir, t[DEAD], "a1s0", 0);
+    planted &= plant(dir, t[LIVE], "ctl", magic);
+    planted &= plant(dir, t[LIVE], "a0s0", 0);
+    planted &= plant(dir, t[NEW], "ctl", 0);
+    planted &= plant(dir, t[NEW], "a0s0", 0);
+    planted &= plant(dir, t[ORPHAN], "a0s0", 0);
+    planted &= plant(dir, t[ORPHAN], "a0s12", 0);
+    planted &= plant(dir, t[ORPHAN], "a0s", 0);            /* not an area's name */
+    planted &= plant(dir, t[ORPHAN], "a0s0x", 0);          /* nor this */
+    planted &= plant(dir, t[POOL], "vp0", 0);
+    CHECK(planted, "sweep: 12 files planted");
+
+    int pipefd[2], status;
+    CHECK(pipe(pipefd) == 0, "pipe");
+    pid_t holder = fork();
+    if (holder == 0) {
+        char path[256];
+        snprintf(path, sizeof(path), "%s/rsm-%s-ctl", dir, t[LIVE]);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0 || flock(fd, LOCK_SH) != 0) _exit(2);
+        if (write(pipefd[1], "h", 1) != 1) _exit(3);
+        for (;;) pause();                       /* until killed */
+    }
+    close(pipefd[1]);                           /* a child that failed: read returns 0 */
+    char c = 0;
+    CHECK(read(pipefd[0], &c, 1) == 1 && c == 'h', "sweep: a child holds the living owner's lock");
+    close(pipefd[0]);
+
+    int removed = rsm_shm_sweep(dir, magic);
+    CHECK(removed == 5, "sweep: removed 5 names (got %d)", removed);
+    CHECK(!present(dir, t[DEAD], "ctl") && !present(dir, t[DEAD], "a0s0") && !present(dir, t[DEAD], "a1s0"),
+          "sweep: the dead owner's control segment and areas removed");
+    CHECK(!present(dir, t[ORPHAN], "a0s0") && !present(dir, t[ORPHAN], "a0s12"),
+          "sweep: areas whose control segment is gone removed");
+    CHECK(present(dir, t[ORPHAN], "a0s") && present(dir, t[ORPHAN], "a0s0x"),
+          "sweep: names that only look like areas kept");
+    CHECK(present(dir, t[POOL], "vp0"), "sweep: a verbs pool (a remote sender's tag) kept");
+    CHECK(present(dir, t[LIVE], "ctl") && present(dir, t[LIVE], "a0s0"),
+          "sweep: the living owner's segments kept");
+    CHECK(present(dir, t[NEW], "ctl") && present(dir, t[NEW], "a0s0"),
+          "sweep: a segment without its magic yet (being created) and its area kept");
+    CHECK(rsm_shm_sweep(dir, magic ^ 1) == 0 && present(dir, t[LIVE], "ctl"),
+          "sweep: another magic touches nothing");
+    kill(holder, SIGKILL);
+    waitpid(holder, &status, 0);
+    removed = rsm_shm_sweep(dir, magic);
+    CHECK(removed == 2 && !present(dir, t[LIVE], "ctl") && !present(dir, t[LIVE], "a0s0"),
+          "sweep: once its holder died, that one too (%d)", removed);
+    CHECK(present(dir, t[NEW], "ctl"), "sweep: the new one still kept");
+    CHECK(rsm_shm_sweep("/nonexistent-dir", magic) == 0, "sweep: an unreadable directory is no error");
+
+    char cmd[64];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    CHECK(system(cmd) == 0, "sweep: test directory removed");
+}
 
 int main(void)
 {
@@ -104,49 +202,6 @@ int main(void)
               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     }
 
-    /* The sweep, with a magic of its own so that nothing but these files is looked at:
-     * DEAD (magic, nobody holds it) with an area, LIVE (magic, a child holds it), NEW
-     * (no magic yet: being created). */
-    const uint64_t magic = 0x5445535453574550ull;       /* "TESTSWEP" */
-    char t[3][33], n[4][RSM_SEG_NAME_MAX];
-    rsm_seg_t sg[4] = {{0}};
-    int pipefd[2];
-    for (int i = 0; i < 3; i++) {
-        rsm_seg_random_tag(t[i]);
-        snprintf(n[i], sizeof(n[i]), "/rsm-%.32s-ctl", t[i]);
-        CHECK(rsm_seg_shm_ops.seg_export(&sg[i], n[i], 4096, -1) == 0, "sweep: export %s", n[i]);
-    }
-    snprintf(n[3], sizeof(n[3]), "/rsm-%.32s-a0s0", t[0]);
-    CHECK(rsm_seg_shm_ops.seg_export(&sg[3], n[3], 4096, -1) == 0, "sweep: the dead owner's area");
-    CHECK(pipe(pipefd) == 0, "pipe");
-    pid_t holder = fork();
-    if (holder == 0) {
-        if (rsm_shm_hold(n[1]) < 0) _exit(2);
-        if (write(pipefd[1], "h", 1) != 1) _exit(3);
-        for (;;) pause();                       /* until killed */
-    }
-    close(pipefd[1]);                           /* a child that failed: read returns 0 */
-    char c = 0;
-    CHECK(read(pipefd[0], &c, 1) == 1 && c == 'h', "sweep: a child holds the living owner's lock");
-    memcpy(sg[0].base, &magic, sizeof(magic));
-    memcpy(sg[1].base, &magic, sizeof(magic));
-    char p[4][RSM_SEG_NAME_MAX + 16];
-    for (int i = 0; i < 4; i++) snprintf(p[i], sizeof(p[i]), "/dev/shm%.*s", RSM_SEG_NAME_MAX - 1, n[i]);
-    int removed = rsm_shm_sweep("/dev/shm", magic);
-    CHECK(removed == 2 && access(p[0], F_OK) != 0 && access(p[3], F_OK) != 0,
-          "sweep: the dead owner's control segment and area removed (%d names)", removed);
-    CHECK(access(p[1], F_OK) == 0, "sweep: the living owner's segment kept");
-    CHECK(access(p[2], F_OK) == 0, "sweep: a segment without its magic yet (being created) kept");
-    CHECK(rsm_shm_sweep("/dev/shm", magic ^ 1) == 0 && access(p[1], F_OK) == 0,
-          "sweep: another magic touches nothing");
-    kill(holder, SIGKILL);
-    waitpid(holder, &status, 0);
-    removed = rsm_shm_sweep("/dev/shm", magic);
-    CHECK(removed == 1 && access(p[1], F_OK) != 0, "sweep: once its holder died, that one too (%d)", removed);
-    CHECK(access(p[2], F_OK) == 0, "sweep: the new one still kept");
-    CHECK(rsm_shm_sweep("/nonexistent-dir", magic) == 0, "sweep: an unreadable directory is no error");
-    for (int i = 0; i < 4; i++) sg[i].ops->seg_release(&sg[i]);
-    CHECK(access(p[2], F_OK) != 0, "sweep: test files gone");
-    close(pipefd[0]);
+    sweep_tests();
     return tap_done();
 }
