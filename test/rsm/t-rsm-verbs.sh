@@ -46,8 +46,8 @@
 # per host; the pool-growth job's twin without growth; mpi4py's test_p2p_obj, _p2p_buf,
 # _cco_buf, and its one-sided modules with --mca osc_rdma_btls rsm (when the time left
 # holds them); 15 s soaks (10 by default); the guest's limit is then 1800 s.  The default
-# run took 900+ s with all of these on a slow host (2026-12-05) and is about 8 minutes
-# without; a job costs ~7 s under TCG before its first rank starts.
+# run took 900+ s with all of these on a slow host (2026-12-05) and 8-10 minutes without
+# (479-558 s); a job costs ~7 s under TCG before its first rank starts.
 # Out here: no QEMU process and no temporary file left, on every exit path.  Skipped (77)
 # without QEMU, the kernel package, its veth/bridge/overlay/rdma_rxe modules, cpio or
 # static libc, or a build without libibverbs.
