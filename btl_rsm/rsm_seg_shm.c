@@ -247,10 +247,10 @@ int rsm_shm_hold(const char *name)
     return fd;
 }
 
-/* "rsm-" + 32 hex digits + "-ctl": copies the tag to TAG */
-static bool ctl_name_tag(const char *name, char tag[33])
+/* NAME starts "rsm-" + 32 lowercase hex digits + "-": copies the digits to TAG */
+static bool name_tag(const char *name, char tag[33])
 {
-    if (strncmp(name, "rsm-", 4) != 0 || strlen(name) != 4 + 32 + 4 || strcmp(name + 36, "-ctl") != 0) {
+    if (strncmp(name, "rsm-", 4) != 0 || strlen(name) < 4 + 32 + 1 || name[36] != '-') {
         return false;
     }
     for (int i = 0; i < 32; i++) {
@@ -264,22 +264,19 @@ static bool ctl_name_tag(const char *name, char tag[33])
     return true;
 }
 
+/* "rsm-" + 32 hex digits + "-ctl": copies the tag to TAG */
+static bool ctl_name_tag(const char *name, char tag[33])
+{
+    return name_tag(name, tag) && strcmp(name + 36, "-ctl") == 0;
+}
+
 /* "rsm-" + 32 hex digits + "-a<digits>s<digits>": an area's name (never a
  * verbs pool's "-vp<i>", which carries a sender's tag from another host) */
 static bool area_name_tag(const char *name, char tag[33])
 {
-    if (strncmp(name, "rsm-", 4) != 0 || strlen(name) < 4 + 32 + 5 || name[36] != '-'
-        || name[37] != 'a') {
+    if (!name_tag(name, tag) || name[37] != 'a') {
         return false;
     }
-    for (int i = 0; i < 32; i++) {
-        char ch = name[4 + i];
-        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) {
-            return false;
-        }
-        tag[i] = ch;
-    }
-    tag[32] = '\0';
     const char *p = name + 38;
     const char *digits = p;
     while (*p >= '0' && *p <= '9') {
