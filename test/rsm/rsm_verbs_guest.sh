@@ -694,9 +694,9 @@ elif [ -f "$M4PY/test/runtests.py" ]; then
     # The guest's whole time is the test's limit.  On a host slow to emulate this job takes
     # 270 s (an AMD EPYC, 2026-12-04: test_rma 169 s, test_rma_nb 80 s; no hang) and the
     # guest reached it so late that the limit cut it and all that follows; on 2026-12-05,
-    # a slower day, 420 s were not enough (46 of 126 tests; test_rma alone 300 s).  It runs
-    # only where it fits, up to 900 s, leaving 120 s for sections 8 and 9; else it is
-    # skipped, saying why.
+    # a slower day, 420 s were not enough (46 of 126 tests; test_rma and the start of
+    # test_rma_nb took 300 s).  It runs only where it fits, up to 900 s, leaving 120 s for
+    # sections 8 and 9; else it is skipped, saying why.
     up=$(cut -d. -f1 /proc/uptime)
     room=$((GUEST_SECS - up - 120))
     if [ "$room" -lt 300 ]; then

@@ -48,9 +48,10 @@
 # _cco_buf, and its one-sided modules with --mca osc_rdma_btls rsm (when the time left
 # holds them); 15 s soaks (10 by default); the guest's limit is then 2400 s (a full run
 # took 1,396 s on 2026-12-05 with the one-sided modules cut at their 420 s, 46 of 126 tests
-# done: test_rma alone took 300 s, 169 on 2026-12-04; they now get up to 900 s).  The default
-# run took 900+ s with all of these on a slow host (2026-12-05) and 8-10 minutes without
-# (479-558 s); a job costs ~7 s under TCG before its first rank starts.
+# done: test_rma and the start of test_rma_nb took 300 s, test_rma 169 on 2026-12-04;
+# they now get up to 900 s).  The default run took 900+ s with all of these on a slow host
+# (2026-12-05) and 8-10 minutes without (479-558 s); a job costs ~7 s under TCG before its
+# first rank starts.
 # Out here: no QEMU process and no temporary file left, on every exit path.  Skipped (77)
 # without QEMU, the kernel package, its veth/bridge/overlay/rdma_rxe modules, cpio or
 # static libc, or a build without libibverbs.
