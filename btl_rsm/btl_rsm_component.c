@@ -826,7 +826,7 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     int swept = rsm_shm_sweep("/dev/shm", RSM_CTL_MAGIC);
     if (swept > 0) {
         RSM_VERBOSE(1, "removed %d names in /dev/shm of rsm segments whose processes ended "
-                    "without their launcher's clean-up (mpirun killed)", swept);
+                    "without their launcher's clean-up (mpirun killed, or a job that aborted)", swept);
     }
     if ((rc = rsm_seg_random_tag(c->tag)) != 0) {
         opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,
