@@ -1,6 +1,6 @@
 #!/bin/bash
 # btl pmeth across virtual hosts (contrib/vcluster): the project's p2p suite and verified
-# streams over 1, 2 and 6 links, MTU 1500 and 9000, 1 and 2 ranks per host (vader on a
+# streams over 1, 2 and 6 links, MTU 1500 and 9000, 1 and 2 ranks per host (vader or rsm on a
 # host, pmeth between hosts), 1% frame loss each way (4 threads a rank among them:
 # MPI_THREAD_MULTIPLE), one message of more than 4 GiB, a sender away from MPI under 20% loss
 # (the keeper thread resends; without it nothing arrives until the sender is back), a link
@@ -152,6 +152,15 @@ pm "$LOG/p2p4" --ppn 2 --mca btl self,vader,pmeth -- "$P2P" -M 1048576; rc=$?
 p2p_tap "2 links, 2 ranks per host (vader on a host)" "$LOG/p2p4" $rc
 check "ranks on one host are not reached over pmeth (no hairpin): each rank probed one remote peer set" \
     grep -q 'not reachable over pmeth' "$LOG/p2p4.err"
+
+# The project's two transports in one job, Sun MPI's arrangement with Ethernet between the
+# hosts: rsm's shared memory to the rank on the same host, pmeth to the two on the other
+pm "$LOG/rsmpm" --ppn 2 --mca btl self,rsm,pmeth -- "$P2P" -M 1048576; rc=$?
+p2p_tap "2 links, 2 ranks per host (self,rsm,pmeth)" "$LOG/rsmpm" $rc
+check "self,rsm,pmeth: each of the 4 ranks sends to its host's other rank over rsm and to the other host's two over pmeth ($(grep -c 'Using rsm btl for send' "$LOG/rsmpm.err") and $(grep -c 'Using pmeth btl for send' "$LOG/rsmpm.err") choices of ob1)" \
+    sh -c "[ \$(grep -c 'Using rsm btl for send' '$LOG/rsmpm.err') = 4 ] \
+           && [ \$(grep -c 'Using pmeth btl for send' '$LOG/rsmpm.err') = 8 ] \
+           && [ \$(grep -c 'btl:rsm: peer .* shm\$' '$LOG/rsmpm.err') = 4 ]"
 
 # MTU mismatch on eth1: named, and eth0 still carries the job
 vc exec n1 -- ip link set dev eth1 mtu 1400
