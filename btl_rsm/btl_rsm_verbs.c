@@ -1224,7 +1224,7 @@ static int connect_nolock(mca_btl_base_endpoint_t *ep)
     v->req_waited_ns = 0;
     v->req_first_ns = v->req_seen_ns = now_ns();
     int rc = send_req(ep);
-    if (rc != 0) {
+    if (rc != 0 && rc != -EBUSY) {      /* busy: retry_requests sends it */
         conn_failed(ep, "sending the connection request", strerror(-rc));
         return OPAL_ERR_UNREACH;
     }

@@ -486,6 +486,37 @@ int rsm_vqp_connect(rsm_vdev_t *d, struct ibv_qp *qp, const rsm_vaddr_t *peer, u
     return 0;
 }
 
+/* Poll the UD completion queue up to SPINS times or until send WANT has
+ * completed: 0 (sent), -EIO (completed in error) or 1 (not seen).  Every
+ * completion of a batch is looked at: a receive polled here and left would be
+ * a handshake lost, and its slot never posted again (the queue would run dry);
+ * so receives are kept for rsm_vud_poll (their bytes stay in their slots until
+ * the slots are posted again). */
+static int ud_wait_send(rsm_vdev_t *d, uint64_t want, long spins)
+{
+    int sent = 1;
+    for (long s = 0; sent == 1 && s < spins; s++) {
+        struct ibv_wc wc[4];
+        int n = ibv_poll_cq(d->ucq, 4, wc);
+        for (int i = 0; i < n; i++) {
+            if (wc[i].wr_id >= RSM_VUD_RECVS) {         /* a send's */
+                if (wc[i].wr_id == d->ud_send_busy) {
+                    d->ud_send_busy = 0;                /* the slot is ours again */
+                }
+                if (wc[i].wr_id == want) {
+                    sent = wc[i].status == IBV_WC_SUCCESS ? 0 : -EIO;
+                }
+            } else if (wc[i].status == IBV_WC_SUCCESS) {
+                d->ud_pending[d->ud_npending++ % RSM_VUD_RECVS] =
+                    (uint32_t) wc[i].wr_id | (wc[i].byte_len << 8);
+            } else {
+                ud_post_recv(d, (unsigned) wc[i].wr_id);
+            }
+        }
+    }
+    return sent;
+}
+
 int rsm_vud_send(rsm_vdev_t *d, struct ibv_ah **ah, const rsm_vaddr_t *peer, const rsm_vmsg_t *msg)
 {
     if (*ah == NULL) {
@@ -495,12 +526,19 @@ int rsm_vud_send(rsm_vdev_t *d, struct ibv_ah **ah, const rsm_vaddr_t *peer, con
             return -errno;
         }
     }
-    /* one send slot, reused: the wait below makes it ours again */
+    /* One send slot, reused: the wait below makes it ours again.  A send that
+     * outlived its wait may still be read by the device: until its completion
+     * is seen the slot is not written (a message torn between two handshakes
+     * could pass the receiver's checks); every handshake message is sent again
+     * by its timer (REQ, GROW) or by its peer's next REQ (REP, REJ). */
+    if (d->ud_send_busy != 0 && ud_wait_send(d, d->ud_send_busy, 1000) == 1) {
+        return -EBUSY;
+    }
     uint8_t *slot = d->ud_buf + (size_t) RSM_VUD_RECVS * RSM_VUD_SLOT;
     memcpy(slot, msg, sizeof(*msg));
     struct ibv_sge sge = {.addr = (uintptr_t) slot, .length = sizeof(*msg), .lkey = d->ud_mr->lkey};
     /* each send its own id (above every receive slot's): the completion of an
-     * earlier send that outlived its wait below is not taken for this one's */
+     * earlier send seen late is not taken for this one's */
     const uint64_t id = RSM_VUD_RECVS + (uint64_t) ++d->ud_sends;
     struct ibv_send_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1,
                              .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED}, *bad;
@@ -511,30 +549,13 @@ int rsm_vud_send(rsm_vdev_t *d, struct ibv_ah **ah, const rsm_vaddr_t *peer, con
     if (rc != 0) {
         return -rc;
     }
-    /* wait for it to leave: the slot is ours again, and a handshake is rare */
-    int sent = 1;                   /* 1: not yet; then 0 or -EIO */
-    for (int spins = 0; sent == 1 && spins < 10000000; spins++) {
-        struct ibv_wc wc[4];
-        int n = ibv_poll_cq(d->ucq, 4, wc);
-        /* every completion of the batch is looked at: a receive polled beside
-         * our send and left here would be a handshake lost, and its slot never
-         * posted again (the queue would run dry) */
-        for (int i = 0; i < n; i++) {
-            if (wc[i].wr_id == id) {
-                sent = wc[i].status == IBV_WC_SUCCESS ? 0 : -EIO;
-            } else if (wc[i].wr_id >= RSM_VUD_RECVS) {
-                continue;           /* an earlier send's, seen late */
-            } else if (wc[i].status == IBV_WC_SUCCESS) {
-                /* kept for rsm_vud_poll (its bytes stay in the slot until the
-                 * slot is posted again) */
-                d->ud_pending[d->ud_npending++ % RSM_VUD_RECVS] =
-                    (uint32_t) wc[i].wr_id | (wc[i].byte_len << 8);
-            } else {
-                ud_post_recv(d, (unsigned) wc[i].wr_id);
-            }
-        }
+    /* wait for it to leave: a handshake is rare */
+    int sent = ud_wait_send(d, id, 10000000);
+    if (sent == 1) {
+        d->ud_send_busy = id;
+        return -ETIMEDOUT;
     }
-    return sent == 1 ? -ETIMEDOUT : sent;
+    return sent;
 }
 
 static int take_recv(rsm_vdev_t *d, uint32_t slot, uint32_t byte_len, void *msg, size_t cap,
@@ -563,6 +584,9 @@ int rsm_vud_poll(rsm_vdev_t *d, void *msg, size_t cap, size_t *len)
         n = ibv_poll_cq(d->ucq, 1, &wc);
         if (n <= 0) {
             return n < 0 ? -1 : 0;
+        }
+        if (wc.wr_id == d->ud_send_busy) {
+            d->ud_send_busy = 0;
         }
     } while (wc.wr_id >= RSM_VUD_RECVS);
     if (wc.status != IBV_WC_SUCCESS) {

@@ -245,6 +245,8 @@ typedef struct rsm_vdev {
     uint32_t ud_pending[64];    /* receives seen while waiting for a send: slot | len << 8 */
     uint32_t ud_npending, ud_ntaken;
     uint32_t ud_sends;          /* handshake sends so far: each its own work request id */
+    uint64_t ud_send_busy;      /* the id of a send that outlived its wait (its slot is
+                                 * the device's until it completes), else 0 */
     unsigned srq_posted, srq_depth, sq_depth;
     uint32_t max_inline;        /* of the RC queue pairs, as created */
     uint8_t timeout, retry_cnt;     /* RC retransmission: 4.096 us * 2^timeout, retry_cnt times */
@@ -286,7 +288,9 @@ struct ibv_qp *rsm_vqp_create(rsm_vdev_t *d);
 int rsm_vqp_connect(rsm_vdev_t *d, struct ibv_qp *qp, const rsm_vaddr_t *peer, uint32_t peer_qpn,
                     uint32_t peer_psn, uint32_t my_psn);
 
-/* Send a handshake message to PEER's UD queue pair (AH cached in *AH). */
+/* Send a handshake message to PEER's UD queue pair (AH cached in *AH): 0, or
+ * -ETIMEDOUT (it did not leave in time), -EBUSY (an earlier one still has not:
+ * nothing sent), -EIO or another -errno. */
 int rsm_vud_send(rsm_vdev_t *d, struct ibv_ah **ah, const rsm_vaddr_t *peer,
                  const rsm_vmsg_t *msg);
 /* Poll the UD queue pair: at most one received message copied to *MSG (its
