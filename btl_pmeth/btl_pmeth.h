@@ -260,6 +260,7 @@ typedef struct mca_btl_pmeth_component_t {
     pmeth_modex_t modex;
     pmeth_window_config_t wcfg;
     pmeth_credit_pool_t credits;        /* what we grant the peers sending to us */
+    uint32_t links_up;                  /* links up when the budget was last set (a mask) */
     uint64_t credit_lease_ns;
     unsigned int pace_target_us;
     pmeth_pace_config_t pace;           /* the senders' delay limit (pmeth_pace.h) */
@@ -490,6 +491,10 @@ void pmeth_array_release(mca_btl_base_endpoint_t *ep);
 
 /* btl_pmeth_recv.c */
 int pmeth_poll_link(pmeth_link_t *link, unsigned budget);
+
+/* btl_pmeth_component.c: a link went down or came back (apm's news): the
+ * receive-credit budget of the links up now (the kernel's word) */
+void pmeth_credit_follow_links(void);
 
 /* btl_pmeth_apm.c: path migration between the links to a peer */
 int pmeth_apm_init(void);

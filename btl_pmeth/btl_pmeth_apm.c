@@ -596,6 +596,7 @@ int pmeth_apm_progress(uint64_t now)
     uint32_t changes = atomic_load_explicit(&c->apm_changes, memory_order_acquire);
     if (changes != c->apm_changes_seen) {
         c->apm_changes_seen = changes;
+        pmeth_credit_follow_links();
         for (uint32_t i = 0; i < c->nby_id; i++) {
             mca_btl_base_endpoint_t *ep = c->by_id[i];
             if (ep != NULL && ep->apm_conn != NULL) {

@@ -295,7 +295,9 @@ static int pmeth_component_register(void)
     reg("credit_budget", "Frames a receiver lets all its peers together have in flight to it "
         "beyond its acknowledgements, all links together.  0 (default): per link, what the "
         "switch port in front of it can hold (btl_pmeth_credit_port_bytes in full-size "
-        "frames), at most three quarters of the receive ring (btl_pmeth_rx_frames).  At most 2^30",
+        "frames), at most three quarters of the receive ring (btl_pmeth_rx_frames).  Only links "
+        "that are up count: a link that goes down takes its share with it until it is back "
+        "(a value set here shrinks in proportion).  At most 2^30",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->credit_budget, OPAL_INFO_LVL_4);
     c->credit_port_bytes = 262144;
     reg("credit_port_bytes", "Bytes the switch port in front of each of our links can buffer "
@@ -700,6 +702,57 @@ static bool param_at_least(const char *name, unsigned int value, unsigned int mi
     bad_param(name, v, want);
     return false;
 }
+/* The frames the links in UP (a mask) let all peers together have in flight
+ * to us beyond our acks: per link what its switch port holds, at most 3/4 of
+ * its receive ring; btl_pmeth_credit_budget, when set, is for all links and
+ * shrinks with them. */
+static uint32_t credit_budget_over(const mca_btl_pmeth_component_t *c, uint32_t up)
+{
+    uint32_t budget = 0, live = 0;
+    for (uint32_t i = 0; i < c->nlinks; i++) {
+        if (!(up & 1u << i)) {
+            continue;
+        }
+        live++;
+        uint32_t ring = c->rx_frames / 4 * 3;
+        uint32_t port = c->credit_port_bytes / (c->links[i].mtu + PMETH_WIRE_ETH_LEN);
+        budget += c->credit_port_bytes > 0 && port < ring ? port : ring;
+    }
+    if (c->credit_budget != 0) {
+        budget = (uint32_t) ((uint64_t) c->credit_budget * live / (c->nlinks ? c->nlinks : 1));
+    }
+    return budget;
+}
+
+void pmeth_credit_follow_links(void)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);    /* any socket takes the ioctl */
+    if (fd < 0) {
+        return;
+    }
+    uint32_t up = 0;
+    for (uint32_t i = 0; i < c->nlinks; i++) {
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        strncpy(ifr.ifr_name, c->links[i].ifname, IFNAMSIZ - 1);
+        if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags & IFF_UP)
+            && (ifr.ifr_flags & IFF_RUNNING)) {
+            up |= 1u << i;
+        }
+    }
+    close(fd);
+    /* with no link up nothing arrives: the shares of the last live ones stay
+     * for when the first comes back */
+    if (up == c->links_up || up == 0) {
+        return;
+    }
+    c->links_up = up;
+    pmeth_credit_pool_set_budget(&c->credits, credit_budget_over(c, up));
+    PMETH_VERBOSE(10, "receive credits: a budget of %u frames over the %u of %u links up",
+                  c->credits.budget, (unsigned) __builtin_popcount(up), c->nlinks);
+}
+
 
 static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_progress_threads,
                                                     bool enable_mpi_threads)
@@ -854,15 +907,8 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     c->wcfg.ack_every = c->ack_every;
     c->wcfg.fast_retransmit = c->fast_retransmit;
 
-    uint32_t budget = c->credit_budget;
-    if (budget == 0) {
-        /* per link: what its switch port holds, at most 3/4 of its receive ring */
-        for (uint32_t i = 0; i < c->nlinks; i++) {
-            uint32_t ring = c->rx_frames / 4 * 3;
-            uint32_t port = c->credit_port_bytes / (c->links[i].mtu + PMETH_WIRE_ETH_LEN);
-            budget += c->credit_port_bytes > 0 && port < ring ? port : ring;
-        }
-    }
+    c->links_up = (1u << c->nlinks) - 1;
+    uint32_t budget = credit_budget_over(c, c->links_up);
     /* the static policy's split: HPVM's, over every peer of the job */
     uint32_t job_peers = pmeth_job_size() > 1 ? pmeth_job_size() - 1 : 1;
     c->credit_lease_ns = (uint64_t) c->credit_lease_us * 1000;

@@ -74,6 +74,12 @@ void pmeth_credit_pool_init(pmeth_credit_pool_t *p, pmeth_credit_policy_t policy
     p->share_changes = 0;
 }
 
+void pmeth_credit_pool_set_budget(pmeth_credit_pool_t *p, uint32_t budget)
+{
+    p->budget = budget > p->floor ? budget : p->floor;
+    refresh(p);
+}
+
 void pmeth_credit_arrival(pmeth_credit_pool_t *p, pmeth_credit_peer_t *peer, uint64_t now)
 {
     if (p->policy != PMETH_CREDIT_DEMAND) {

@@ -91,6 +91,10 @@ typedef struct pmeth_credit_peer {
 void pmeth_credit_pool_init(pmeth_credit_pool_t *p, pmeth_credit_policy_t policy, uint32_t budget,
                             uint32_t floor, uint32_t window, uint32_t static_peers,
                             uint64_t epoch_ns, uint64_t now);
+/* The budget is now BUDGET frames (raised to the floor): a link of the
+ * receiver went down or came back, and only the rings and ports of its live
+ * links take frames.  The shares follow at once. */
+void pmeth_credit_pool_set_budget(pmeth_credit_pool_t *p, uint32_t budget);
 /* A DATA frame of PEER arrived at NOW: PEER is active (demand). */
 void pmeth_credit_arrival(pmeth_credit_pool_t *p, pmeth_credit_peer_t *peer, uint64_t now);
 /* The grant of an active peer, in frames beyond its cumulative ack

@@ -6,7 +6,8 @@
 # host goes down and comes back (the job goes on); manual
 # migrations during the p2p suite; every link of a host down (a clear error in bounded
 # time, not a hang); 8 ranks on 4 hosts behind two switches while links fail and heal at
-# random times.  Every byte is verified; nothing is left behind.
+# random times; the receive-credit budget following the links up.  Every byte is verified;
+# nothing is left behind.
 . "${TOP_SRCDIR:-.}/test/lib.sh"
 . "$TOP_SRCDIR/test/vcluster/vclib.sh"
 vc_require
@@ -58,6 +59,9 @@ check "both hosts took the link out of the stripe, n0 when its kernel said it we
     sh -c "[ $(said "$LOG/down" 'path eth1 left the stripe') -ge 2 ] \
            && [ $(said "$LOG/down" 'path eth1 left the stripe (down)') -ge 1 ]"
 echo "# frames in flight moved to eth0: $(apm "$LOG/down" 'frames moved')"
+# the receive credits a host grants are what its live links' rings and ports take
+check "the receive-credit budget followed the link: $(grep -ho 'a budget of [0-9]* frames over the 1 of 2 links up' "$LOG/down.err" | head -1)" \
+    grep -q 'receive credits: a budget of [0-9]* frames over the 1 of 2 links up' "$LOG/down.err"
 vc fault --clear >/dev/null
 
 # 2. the home link (the one small messages use) down, then back: migration and fail-back
@@ -67,6 +71,11 @@ check "home link down and back: the stream completes, every byte verified ($(pau
 check "the connection migrated on the fault (both ends) and failed back once eth0 passed its probes" \
     sh -c "[ $(apm "$LOG/home" 'on a fault') -ge 2 ] && [ $(apm "$LOG/home" 'fail-backs') -ge 1 ] \
            && grep -q 'path eth0 (back) in the stripe' '$LOG/home.err'"
+# credit budget over 1 link, then over 2 again: twice it (the two links are alike)
+b1=$(grep -ho 'a budget of [0-9]* frames over the 1 of 2 links up' "$LOG/home.err" | head -1 | awk '{print $4}')
+b2=$(grep -ho 'a budget of [0-9]* frames over the 2 of 2 links up' "$LOG/home.err" | tail -1 | awk '{print $4}')
+check "the receive-credit budget went down with eth0 and back with it: ${b1:-none} frames over 1 link, ${b2:-none} over 2" \
+    [ -n "$b1" -a -n "$b2" -a "${b2:-0}" = "$((2 * ${b1:-0}))" ]
 vc fault --clear >/dev/null
 
 # 3. silent loss: eth1 drops everything from n0, link up (no kernel event)

@@ -1,7 +1,7 @@
-/* pmeth's receive credits (pmeth_credit.h): the pool's shares by policy, the
- * wire byte, the sender's lease, and senders and a receiver joined by a
- * simulated link, where what is in flight must stay within the budget and no
- * sender may starve. */
+/* pmeth's receive credits (pmeth_credit.h): the pool's shares by policy and as
+ * the budget follows the receiver's live links, the wire byte, the sender's
+ * lease, and senders and a receiver joined by a simulated link, where what is
+ * in flight must stay within the budget and no sender may starve. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +62,34 @@ static void test_policies(void)
     pmeth_credit_arrival(&p, &c, 1000 + 30 * MS + 2);
     CHECK(pmeth_credit_share(&p) == 150 && p.share_changes == moves + 2,
           "c comes back too: half each, one credit move counted");
+}
+
+/* A link of the receiver down and back: the budget of its live links, the
+ * shares following at once, never below the floor. */
+static void test_budget_follows_links(void)
+{
+    pmeth_credit_pool_t p;
+    pmeth_credit_peer_t a = {0}, b = {0};
+    pmeth_credit_pool_init(&p, PMETH_CREDIT_DEMAND, 2 * 192, 8, 1024, 15, 5 * MS, 0);
+    pmeth_credit_arrival(&p, &a, 1000);
+    pmeth_credit_arrival(&p, &b, 2000);
+    CHECK(pmeth_credit_share(&p) == 192, "two links, two senders: half of 384 each");
+    uint64_t moves = p.share_changes;
+    pmeth_credit_pool_set_budget(&p, 192);
+    CHECK(pmeth_credit_share(&p) == 96 && p.budget == 192 && p.share_changes == moves + 1,
+          "one link down: its 192 frames left, 96 each, one credit move (%u)",
+          pmeth_credit_share(&p));
+    pmeth_credit_pool_set_budget(&p, 2 * 192);
+    CHECK(pmeth_credit_share(&p) == 192, "the link back: 192 each again");
+    pmeth_credit_pool_set_budget(&p, 3);
+    CHECK(p.budget == 8 && pmeth_credit_share(&p) == 8, "a budget below the floor is raised to it");
+    pmeth_credit_pool_init(&p, PMETH_CREDIT_STATIC, 768, 8, 256, 3, 5 * MS, 0);
+    pmeth_credit_pool_set_budget(&p, 384);
+    CHECK(pmeth_credit_share(&p) == 128, "STATIC: the new budget over the job's peers (%u)",
+          pmeth_credit_share(&p));
+    pmeth_credit_pool_init(&p, PMETH_CREDIT_OFF, 768, 8, 256, 3, 5 * MS, 0);
+    pmeth_credit_pool_set_budget(&p, 384);
+    CHECK(pmeth_credit_share(&p) == PMETH_CREDIT_UNLIMITED, "OFF: still no limit");
 }
 
 static void test_wire_byte(void)
@@ -220,6 +248,7 @@ static void test_simulated(void)
 int main(void)
 {
     test_policies();
+    test_budget_follows_links();
     test_wire_byte();
     test_lease();
     test_simulated();
