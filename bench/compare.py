@@ -279,6 +279,77 @@ class Cluster:
             pong.wait()
 
 
+def host_note(mib=2, seconds=0.3):
+    """One line on the machine: its CPU, last-level cache and how fast it copies memory.
+
+    Why: at 16 KiB - 4 MiB the shared-memory transports' cells depend on the memory behind
+    their copies as much as on the transports.  On one AMD EPYC guest rsm's two copies led
+    vader's single copy at 32-64 KiB; on another day's (an 8 MiB L3, its two CPUs copying
+    2 MiB at once slowed each other from 17 to 3.4 GB/s) they took twice its time
+    (docs/results-2026-12-05-rsm-small-cache/).  A table says which host it came from.
+    The copy: a MIB-MiB buffer into another, for SECONDS, by one process on CPU 0 alone,
+    then by one process on each of CPUs 0 and 1 at once."""
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    llc = "?"
+    for index in (3, 2):
+        try:
+            with open(f"/sys/devices/system/cpu/cpu0/cache/index{index}/size") as f:
+                size = f.read().strip()                 # "8192K"
+            kib = int(size.rstrip("K"))
+            llc = f"L{index} {kib // 1024} MiB" if kib % 1024 == 0 else f"L{index} {kib} KiB"
+            break
+        except (OSError, ValueError):
+            continue
+    cpus = sorted(os.sched_getaffinity(0))
+
+    def copier(cpu_id, start_at, out_fd):
+        os.sched_setaffinity(0, {cpu_id})
+        src = bytearray(b"\x5a") * (mib << 20)      # written: no shared zero pages
+        dst = bytearray(b"\xa5") * (mib << 20)
+        while time.monotonic() < start_at:
+            pass
+        n, end = 0, start_at + seconds
+        while time.monotonic() < end:
+            dst[:] = src
+            n += 1
+        os.write(out_fd, f"{n * mib * 1.048576 / 1000 / seconds:.1f}\n".encode())
+
+    def rates(cpu_ids):
+        r, w = os.pipe()
+        start_at = time.monotonic() + 0.2
+        kids = []
+        for c in cpu_ids:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.close(r)
+                    copier(c, start_at, w)
+                finally:
+                    os._exit(0)
+            kids.append(pid)
+        os.close(w)
+        for pid in kids:
+            os.waitpid(pid, 0)
+        with os.fdopen(r) as f:
+            return [float(x) for x in f.read().split()]
+
+    line = f"# host: {cpu}, {len(cpus)} CPUs, {llc}"
+    try:
+        alone = rates(cpus[:1])
+        both = rates(cpus[:2]) if len(cpus) > 1 else []
+        line += f"; copying {mib} MiB: {alone[0]:.1f} GB/s on one CPU alone"
+        if len(both) == 2:
+            line += f", {both[0]:.1f} and {both[1]:.1f} GB/s on two at once"
+    except (OSError, ValueError, IndexError) as e:
+        line += f"; copy rate not measured ({e})"
+    return line
+
+
 def mpirun_cmd(np_, targs, prog, args):
     place = ["--bind-to", "core", "--map-by", "core"] if np_ <= os.cpu_count() \
         else ["--oversubscribe", "--bind-to", "none"]
@@ -390,6 +461,9 @@ def main():
               f"baseline {args.baseline}", flush=True)
     for n in names:
         print(f"#   {n:6s} mpirun {' '.join(known[n])}")
+    host = None if args.merge else host_note()
+    if host:
+        print(host, flush=True)
 
     samples = {}   # (bench, transport) -> size -> metric -> [(value, probe_ns)]
     failed = {}    # (bench, transport) -> reason
@@ -479,7 +553,7 @@ def main():
 
     # ---- report ---------------------------------------------------------------
     split = placement_split(samples)
-    report = []
+    report = [host] if host else []
     if cluster and cluster.pin:
         report.append(f"# cluster CPUs ({args.cluster_cpus}): rank 0 and the floors' n0 end on CPU "
                       f"{cluster.pin[0]}, rank 1 and n1's on CPU {cluster.pin[1]}; "
@@ -541,7 +615,7 @@ def main():
         f.write(text + "\n")
     with open(os.path.join(out_dir, "samples.json"), "w") as f:
         json.dump({"np": args.np, "repeats": args.repeats, "baseline": args.baseline,
-                   "placement_split_ns": split,
+                   "placement_split_ns": split, "host": host,
                    "transports": {n: known.get(n, ["(test/pmeth/pmeth_floor, raw frames)"]) for n in names},
                    "samples": {f"{b}/{n}": v for (b, n), v in samples.items()},
                    "medians": medians, "failed": {f"{b}/{n}": w for (b, n), w in failed.items()}},

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The comparison runner (bench/compare.py): a short real run over vader and rsm whose
-# rows carry the placement probe; --merge of two results; and the near/far split on
-# samples whose probes are bimodal (written here, since the host picks the placement).
+# rows carry the placement probe and whose report names the host; --merge of two results;
+# and the near/far split on samples whose probes are bimodal (written here, since the host
+# picks the placement).
 . "$(dirname "$0")/../lib.sh"
 CMP=$TOP_SRCDIR/bench/compare.py
 PY=/usr/bin/python3
@@ -19,6 +20,8 @@ d = json.load(open(sys.argv[1]))
 vals = [x for per in d["samples"].values() for ms in per.values() for vs in ms.values() for x in vs]
 sys.exit(0 if vals and all(x[1] and len(x[1]) == 2 and min(x[1]) > 0 for x in vals) else 1)
 PYEOF
+check "the report names the host: CPU, last-level cache, copy rate on one CPU and on two at once" \
+    grep -qE '^# host: .+, [0-9]+ CPUs, .+; copying 2 MiB: [0-9.]+ GB/s on one CPU alone, [0-9.]+ and [0-9.]+ GB/s on two at once$' "$work/a/table.txt"
 # The host may run vader's runs and rsm's in different placements, so a size may lack a pair
 # in one table: every size must have both transports' medians somewhere (or the report must
 # say that the transport's samples there were taken while the placement changed), and every
