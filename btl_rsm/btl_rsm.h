@@ -45,6 +45,10 @@
  * header, rounded to a cache line; 32 KiB where the pool cannot hold that */
 #define RSM_EAGER_ONE_HOST (64 * 1024 + 64)
 #define RSM_EAGER_ONE_HOST_SMALL_POOL (32 * 1024 + 64)
+/* ... and on a host whose last-level cache is small (rsm_cache.h): 16 KiB + ob1's
+ * header, everything longer read by single copy */
+#define RSM_EAGER_ONE_HOST_SMALL_CACHE (16 * 1024 + 64)
+#define RSM_TWO_COPY_LLC_MIN ((size_t) 16 << 20)
 /* The least pool (a stripe) fit_pool_to_shm shrinks to: its large blocks
  * (7/8) still hold a 64 KiB eager message and a few pipeline fragments. */
 #define RSM_POOL_FIT_MIN (256 * 1024)
@@ -241,6 +245,9 @@ typedef struct mca_btl_rsm_component_t {
     uint32_t nt_far_cycles;         /* the same in time-stamp-counter cycles (0: always far) */
     unsigned int two_copy_ns;       /* rendezvous by the pool below this distance, else get */
     uint32_t two_copy_cycles;       /* the same in cycles (0: never two copies) */
+    size_t two_copy_llc_min;        /* two copies above 16 KiB only with this much LLC ... */
+    size_t llc_bytes;               /* ... of which the host has this (0: not known) */
+    bool small_cache;               /* below it: the one-host limit 16 KiB, single copy above */
     unsigned int short_eager_ns;    /* single-copy receivers nearer than this lower ... */
     bool distance_load_holds;       /* sets sampled under load decide nothing (rsm_distance.h) */
     uint32_t short_eager_cycles;    /* (the same in cycles; 0: never) ... */

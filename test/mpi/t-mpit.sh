@@ -24,8 +24,9 @@ run "load: " "$READER" load
 # two tiny messages per postbox to a receiver measured far (every receiver, with nt_far_ns 1)
 run "pairs: " --mca btl_rsm_nt_far_ns 1 "$READER" pairs
 run "pairs off: " --mca btl_rsm_nt_far_ns 1 --mca btl_rsm_pair_tiny 0 "$READER" pairs-off
-# the eager limit lowered while a receiver is in the middle band (all of them, forced), or not
-MIDDLE="--mca btl_rsm_nt_far_ns 4294967295 --mca btl_rsm_two_copy_ns 1"
+# the eager limit lowered while a receiver is in the middle band (all of them, forced), or not;
+# the band is a large cache's (btl_rsm_two_copy_llc_min 0): on a small one the limit is fixed
+MIDDLE="--mca btl_rsm_nt_far_ns 4294967295 --mca btl_rsm_two_copy_ns 1 --mca btl_rsm_two_copy_llc_min 0"
 run "short eager: " $MIDDLE --mca btl_rsm_short_eager_ns 4294967295 "$READER" eager
 run "short eager off: " $MIDDLE --mca btl_rsm_short_eager_ns 0 "$READER" eager-off
 # ... and lowered further while the rank also takes in bulk data, raised when it stops

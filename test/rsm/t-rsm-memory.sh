@@ -43,9 +43,10 @@ for np in 2 4 8 16; do
         [ "$rc" -eq 0 -a "${measured:-0}" -eq "$formula" ]
     eval "m$np=$measured"
 done
-# the default queue length follows the node: 4 ranks, 4096 postboxes a queue (past the knee)
+# the default queue length follows the node: 4 ranks, 4096 postboxes a queue (past the knee);
+# the eager limits of a host with a large cache (btl_rsm_two_copy_llc_min 0, whatever this one has)
 rm -f "$work/go"
-mpirun_np 4 300 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_pool_size $P" \
+mpirun_np 4 300 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_pool_size $P --mca btl_rsm_two_copy_llc_min 0" \
     -- "$prog" hold "$work/go" >"$work/log" 2>&1 &
 pid=$!
 for _ in $(seq 600); do grep -q "connected 4 ranks" "$work/log" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
@@ -65,11 +66,30 @@ check "an eager limit the user set is kept: $eager_set of 30 ranks say 16384 B" 
 
 # a pool whose large blocks cannot hold a 64 KiB message still takes 32 KiB eagerly
 # (the one-host limit must fit the pool's large blocks: 56 KiB of a 64 KiB pool)
-mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_pool_size 65536" \
+mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_pool_size 65536 --mca btl_rsm_two_copy_llc_min 0" \
     -- "$TOP_BUILDDIR/test/mpi/mpi_p2p" >"$work/log" 2>&1; rc=$?
 check "pool of 64 KiB, one host: eager up to 32832 B on both ranks, p2p verified (rc $rc)" \
     sh -c "[ $rc -eq 0 ] && ! grep -q '^not ok' '$work/log' && grep -q '^1\.\.' '$work/log' \
            && [ \$(grep -c 'eager up to 32832 bytes (the whole job on this host, less for the pool' '$work/log') -eq 2 ]"
+# A host whose last-level cache is under btl_rsm_two_copy_llc_min (forced here: the largest
+# value) sends eager up to 16 KiB + 64 and reads longer messages by single copy, its eager
+# limit fixed; a one-host limit the user set stays.  Without cache sizes in sysfs the rule
+# cannot apply: the large cache's limit then.
+if [ -r /sys/devices/system/cpu/cpu0/cache/index0/size ]; then
+    mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_two_copy_llc_min 18446744073709551615" \
+        -- "$TOP_BUILDDIR/test/mpi/mpi_p2p" -M 4194304 >"$work/log" 2>&1; rc=$?
+    check "a small last-level cache (forced): eager up to 16448 B, single copy above, limit fixed, on both ranks; p2p up to 4 MiB verified (rc $rc)" \
+        sh -c "[ $rc -eq 0 ] && ! grep -q '^not ok' '$work/log' && grep -q '^1\.\.' '$work/log' \
+               && [ \$(grep -c 'under btl_rsm_two_copy_llc_min (.*one-host eager limit 16448 bytes, rendezvous by single copy for every receiver' '$work/log') -eq 2 ] \
+               && [ \$(grep -c 'eager up to 16448 bytes (the whole job on this host)' '$work/log') -eq 2 ]"
+    mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_two_copy_llc_min 18446744073709551615 --mca btl_rsm_one_host_eager_limit 40000" \
+        -- "$TOP_BUILDDIR/test/mpi/mpi_p2p" >"$work/log" 2>&1; rc=$?
+    check "a small last-level cache and btl_rsm_one_host_eager_limit 40000: the user's 40000 B on both ranks (rc $rc)" \
+        sh -c "[ $rc -eq 0 ] && ! grep -q '^not ok' '$work/log' && [ \$(grep -cF 'eager up to 40000 bytes' '$work/log') -eq 2 ]"
+else
+    skip "a small last-level cache (forced)" "no cache sizes in /sys/devices/system/cpu/cpu0/cache"
+    skip "a small last-level cache and btl_rsm_one_host_eager_limit 40000" "no cache sizes in sysfs"
+fi
 # the one-host limit is a parameter: another value, and none (no raise)
 for want in "40000:40000 bytes (the whole job on this host)" \
             "0:16384 bytes (the whole job on this host, btl_rsm_one_host_eager_limit is lower)"; do
