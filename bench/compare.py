@@ -553,7 +553,7 @@ def main():
 
     # ---- report ---------------------------------------------------------------
     split = placement_split(samples)
-    report = [host] if host else []
+    report = []
     if cluster and cluster.pin:
         report.append(f"# cluster CPUs ({args.cluster_cpus}): rank 0 and the floors' n0 end on CPU "
                       f"{cluster.pin[0]}, rank 1 and n1's on CPU {cluster.pin[1]}; "
@@ -612,7 +612,7 @@ def main():
     text = "\n".join(report)
     print(text)
     with open(os.path.join(out_dir, "table.txt"), "w") as f:
-        f.write(text + "\n")
+        f.write((host + "\n" if host else "") + text + "\n")      # printed at the start
     with open(os.path.join(out_dir, "samples.json"), "w") as f:
         json.dump({"np": args.np, "repeats": args.repeats, "baseline": args.baseline,
                    "placement_split_ns": split, "host": host,
