@@ -295,16 +295,24 @@ def host_note(mib=2, seconds=0.3):
             cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    llc = "?"
-    for index in (3, 2):
+    llc, best = "last-level cache ?", 0
+    for index in range(16):     # the highest-level data or unified cache, as btl rsm reads it
+        d = f"/sys/devices/system/cpu/cpu0/cache/index{index}"
         try:
-            with open(f"/sys/devices/system/cpu/cpu0/cache/index{index}/size") as f:
+            with open(f"{d}/level") as f:
+                level = int(f.read())
+            with open(f"{d}/type") as f:
+                kind = f.read().strip()
+            with open(f"{d}/size") as f:
                 size = f.read().strip()                 # "8192K"
-            kib = int(size.rstrip("K"))
-            llc = f"L{index} {kib // 1024} MiB" if kib % 1024 == 0 else f"L{index} {kib} KiB"
+            kib = int(size[:-1]) * (1024 if size.endswith("M") else 1) if size[-1] in "KM" else int(size) // 1024
+        except FileNotFoundError:
             break
-        except (OSError, ValueError):
+        except (OSError, ValueError, IndexError):
             continue
+        if kind in ("Data", "Unified") and level > best:
+            best = level
+            llc = f"L{level} {kib // 1024} MiB" if kib % 1024 == 0 else f"L{level} {kib} KiB"
     cpus = sorted(os.sched_getaffinity(0))
 
     def copier(cpu_id, start_at, out_fd):

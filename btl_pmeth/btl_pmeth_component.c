@@ -702,6 +702,7 @@ static bool param_at_least(const char *name, unsigned int value, unsigned int mi
     bad_param(name, v, want);
     return false;
 }
+
 /* The frames the links in UP (a mask) let all peers together have in flight
  * to us beyond our acks: per link what its switch port holds, at most 3/4 of
  * its receive ring; btl_pmeth_credit_budget, when set, is for all links and
@@ -752,7 +753,6 @@ void pmeth_credit_follow_links(void)
     PMETH_VERBOSE(10, "receive credits: a budget of %u frames over the %u of %u links up",
                   c->credits.budget, (unsigned) __builtin_popcount(up), c->nlinks);
 }
-
 
 static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_progress_threads,
                                                     bool enable_mpi_threads)
