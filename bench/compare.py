@@ -407,7 +407,8 @@ def main():
                     help="an extra transport for this invocation, e.g. "
                          "\"rsm-q512=--mca pml ob1 --mca btl self,rsm --mca btl_rsm_postboxes 512\" "
                          "(repeatable; used like the ones of contrib/transports.conf)")
-    ap.add_argument("--baseline", default="vader", help="transport the ratios divide by (default vader)")
+    ap.add_argument("--baseline", help="transport the ratios divide by (default vader, or the first "
+                    "transport when vader is not among them)")
     ap.add_argument("--repeats", type=int, default=5, help="timed runs per transport (default 5)")
     ap.add_argument("--np", type=int, default=2, help="ranks (default 2, bound to the 2 cores)")
     ap.add_argument("--sizes", help="MIN:MAX bytes for every benchmark (default: per benchmark)")
@@ -445,12 +446,15 @@ def main():
         known[name] = targs.split()
         if args.transports and name not in args.transports.split(","):
             args.transports += "," + name
-    if args.cluster and args.baseline == "vader":
-        args.baseline = "tcp-eth"
     names = args.transports.split(",") if args.transports else list(known)
     for n in names:
         if n not in known:
             sys.exit(f"compare: unknown transport {n!r}; known: {', '.join(known)} (contrib/transports.conf)")
+    if args.baseline is None:
+        default = "tcp-eth" if args.cluster else "vader"
+        args.baseline = default if default in names else names[0]
+    elif args.baseline not in names:
+        sys.exit(f"compare: the baseline {args.baseline!r} is not among the transports ({', '.join(names)})")
     # a transport that runs pmeth on AF_XDP rings gets the AF_XDP floor beside it
     any_xdp = any(t == "btl_pmeth_io_mode" and known[n][i + 1:i + 2] in (["xdp"], ["auto"])
                   for n in names for i, t in enumerate(known[n]))

@@ -368,6 +368,15 @@ static int rsm_component_register(void)
         "message that answers one from the same peer (a ping-pong) takes first fit either way.  "
         "Pools to other hosts (verbs) always use first fit",
         MCA_BASE_VAR_TYPE_BOOL, &c->pool_next_fit, OPAL_INFO_LVL_5);
+    c->pool_lap = 0;
+    reg("pool_lap", "Next fit goes round this many bytes of each pool (each block size its "
+        "share) and takes blocks past them only when those are all in use.  The lap is the "
+        "pool's working set: two ranks sending both ways go round two pools, and where the two "
+        "laps do not fit the last-level cache every block comes back from memory.  0: an eighth "
+        "of the host's last-level cache, at least 1.5 MiB (the whole default pool on hosts with "
+        "32 MiB or more, or when the cache is unknown).  A value of at least btl_rsm_pool_size: the "
+        "whole pool",
+        MCA_BASE_VAR_TYPE_SIZE_T, &c->pool_lap, OPAL_INFO_LVL_5);
     c->single_copy_near = false;
     reg("single_copy_near", "Use single copy also for receivers measured closer than "
         "btl_rsm_two_copy_ns.  Off: those get the pipelined two-copy path with ordinary "
@@ -772,6 +781,13 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
                     c->two_copy_llc_min >> 10, c->one_host_eager,
                     c->two_copy_ns == 0 ? "by single copy for every receiver"
                                         : "by two copies to near receivers (btl_rsm_two_copy_ns)");
+    }
+    if (c->pool_lap == 0) {
+        c->pool_lap = rsm_pool_lap_for_cache(c->llc_bytes);
+    }
+    if (c->pool_next_fit && c->pool_lap != 0 && c->pool_lap < c->pool_size) {
+        RSM_VERBOSE(10, "next fit goes round %zu KiB of each %zu KiB pool (btl_rsm_pool_lap)",
+                    c->pool_lap >> 10, c->pool_size >> 10);
     }
     const uint32_t cycles_per_us = rsm_cycles_for_ns(1000);    /* ~200 us, once */
     c->nt_far_cycles = rsm_cycles_scale(cycles_per_us, c->nt_far_ns);

@@ -128,7 +128,8 @@ static rsm_area_t *area_get(int numa_node)
             rc = -ENOMEM;
         }
         if (rc == 0) {
-            rsm_pool_set_next_fit(&area->pool[k], c->pool_next_fit);
+            rsm_pool_set_next_fit(&area->pool[k], c->pool_next_fit,
+                                  c->pool_lap >= c->pool_size ? 0 : c->pool_lap / c->layout.stripes);
         }
         if (rc != 0) {
             opal_show_help("help-btl-rsm.txt", "segment-failed", true, opal_process_info.nodename,

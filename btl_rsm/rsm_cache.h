@@ -32,4 +32,20 @@ static inline bool rsm_small_cache(size_t llc, size_t min)
     return llc != 0 && min != 0 && llc < min;
 }
 
+/* The next-fit lap of a node pool (btl_rsm_pool_lap's default, rsm_pool.c):
+ * an eighth of a cache of LLC bytes, so that the laps of two ranks sending to
+ * each other take a quarter of it, but not under 1.5 MiB: 64 messages of 4 KiB
+ * in flight (two 4 KiB blocks each) fill 512 KiB, and a block must come round
+ * after its lines have left the receiver's core (a 1 MiB lap streamed 4 KiB
+ * messages 10% slower).  A pool of 4 MiB is all lap from a 32 MiB cache on.
+ * 0 (the whole pool) when the cache is unknown. */
+#define RSM_POOL_LAP_MIN ((size_t) 3 << 19)
+static inline size_t rsm_pool_lap_for_cache(size_t llc)
+{
+    if (llc == 0) {
+        return 0;
+    }
+    return llc / 8 > RSM_POOL_LAP_MIN ? llc / 8 : RSM_POOL_LAP_MIN;
+}
+
 #endif

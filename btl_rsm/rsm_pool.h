@@ -16,6 +16,7 @@ typedef struct rsm_blockset {
     uint64_t *map;              /* bit set = block in use */
     bool next_fit;              /* search from where the last run ended, not from 0 */
     uint32_t hint;              /* next fit: the block after the last run */
+    uint32_t lap;               /* next fit: starts again from 0 past this block */
 } rsm_blockset_t;
 
 typedef struct rsm_pool {
@@ -25,8 +26,11 @@ typedef struct rsm_pool {
 
 int rsm_pool_init(rsm_pool_t *pool, const rsm_layout_t *lay, uint8_t stripe);
 void rsm_pool_fini(rsm_pool_t *pool);
-/* First fit (the default) or next fit: see rsm_pool.c for when each pays. */
-void rsm_pool_set_next_fit(rsm_pool_t *pool, bool next_fit);
+/* First fit (the default) or next fit: see rsm_pool.c for when each pays.  Next
+ * fit goes round the first LAP bytes of the pool (each block size its share;
+ * 0 or at least the pool: all of it) and takes blocks past them only when
+ * those are busy. */
+void rsm_pool_set_next_fit(rsm_pool_t *pool, bool next_fit, size_t lap);
 /* A run of at least LEN bytes (run->len = LEN).  Returns 0, or -1 when the pool
  * has no such run right now (the caller reclaims acked blocks and retries). */
 int rsm_pool_alloc(rsm_pool_t *pool, uint32_t len, rsm_run_t *run);

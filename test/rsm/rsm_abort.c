@@ -4,9 +4,10 @@
  *   exit   MPI_Finalize on every rank
  *   abort  the last rank calls MPI_Abort while the others wait in a receive
  *   kill   the last rank kills itself with SIGKILL while the others wait
- *   hold F [LEN]  rank 0 waits (at most 120 s) until file F exists, then all finalize:
- *          test/rsm/t-rsm-memory.sh measures /dev/shm meanwhile; LEN (default 200000)
- *          is the second exchange's message length, 0 for none (100 B only)
+ *   hold F [LEN [COUNT]]  rank 0 waits (at most 120 s) until file F exists, then all
+ *          finalize: test/rsm/t-rsm-memory.sh measures /dev/shm meanwhile; LEN (default
+ *          200000) is the second exchange's message length, 0 for none (100 B only);
+ *          COUNT messages of LEN each way instead of one, 64 in flight (a stream)
  * test/rsm/t-rsm-cleanup.sh checks that nothing is left in /dev/shm.
  */
 #include <mpi.h>
@@ -38,6 +39,40 @@ static int exchange(int rank, int size, int len)
     return bad;
 }
 
+/* COUNT messages of LEN to and from every peer, 64 in flight each way, every byte
+ * checked: a stream through the pools */
+static int stream(int rank, int size, int len, int count)
+{
+    enum { WINDOW = 64 };
+    unsigned char *out = malloc((size_t) WINDOW * len), *in = malloc((size_t) WINDOW * len);
+    MPI_Request req[2 * WINDOW];
+    int bad = 0;
+    for (int peer = 0; peer < size; peer++) {
+        if (peer == rank) {
+            continue;
+        }
+        for (int done = 0; done < count; done += WINDOW) {
+            int n = count - done < WINDOW ? count - done : WINDOW;
+            for (int j = 0; j < n; j++) {
+                for (int i = 0; i < len; i++) {
+                    out[(size_t) j * len + i] = (unsigned char) (rank * 31 + (done + j) * 7 + i);
+                }
+                MPI_Irecv(in + (size_t) j * len, len, MPI_BYTE, peer, 6, MPI_COMM_WORLD, &req[j]);
+                MPI_Isend(out + (size_t) j * len, len, MPI_BYTE, peer, 6, MPI_COMM_WORLD, &req[n + j]);
+            }
+            MPI_Waitall(2 * n, req, MPI_STATUSES_IGNORE);
+            for (int j = 0; j < n; j++) {
+                for (int i = 0; i < len; i++) {
+                    bad += in[(size_t) j * len + i] != (unsigned char) (peer * 31 + (done + j) * 7 + i);
+                }
+            }
+        }
+    }
+    free(out);
+    free(in);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     const char *how = argc > 1 ? argv[1] : "exit";
@@ -46,7 +81,9 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const int len = strcmp(how, "hold") == 0 && argc > 3 ? atoi(argv[3]) : 200000;
-    int bad = exchange(rank, size, 100) + (len > 0 ? exchange(rank, size, len) : 0);
+    const int count = strcmp(how, "hold") == 0 && argc > 4 ? atoi(argv[4]) : 1;
+    int bad = exchange(rank, size, 100)
+              + (len <= 0 ? 0 : count > 1 ? stream(rank, size, len, count) : exchange(rank, size, len));
     if (bad) {
         fprintf(stderr, "rank %d: %d bad bytes\n", rank, bad);
     }

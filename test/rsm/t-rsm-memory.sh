@@ -119,6 +119,29 @@ for len in 0 8192; do
         [ "$rc" -eq 0 -a "${touched:-0}" -eq "$want" ]
 done
 
+# Next fit goes round the pool's first btl_rsm_pool_lap bytes (rsm_pool.c): a stream of 8 KiB
+# messages both ways (2048, 64 in flight, verified) gives memory to about the lap's chunks of
+# each pool, and to the whole large-block region (3.5 of 4 MiB) when the lap is the pool.
+for lap in 1048576 4194304; do
+    rm -f "$work/go"
+    mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_pool_lap $lap" \
+        -- "$prog" hold "$work/go" 8192 2048 >"$work/log" 2>&1 &
+    pid=$!
+    for _ in $(seq 600); do grep -q "connected 2 ranks" "$work/log" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    sleep 0.3
+    areas=$(rsm_leftovers "$work/log" | grep -- '-a0s0$' | sed 's|^|/dev/shm/|')
+    touched=$( [ -n "$areas" ] && du -B1 -c $areas | tail -1 | awk '{print $1}')
+    touch "$work/go"; wait "$pid"; rc=$?
+    if [ "$lap" -lt 4194304 ]; then
+        check "btl_rsm_pool_lap 1 MiB, 2048 x 8 KiB each way verified: the 2 areas hold ${touched:-0} B <= 2 x (512 KiB queues + 1 MiB lap + 256 KiB) (rc $rc)" \
+            sh -c "[ $rc -eq 0 ] && [ ${touched:-0} -gt 0 ] && [ ${touched:-0} -le $((2 * (524288 + 1048576 + 262144))) ] \
+                   && [ \$(grep -c 'next fit goes round 1024 KiB of each 4096 KiB pool' '$work/log') -eq 2 ]"
+    else
+        check "btl_rsm_pool_lap 4 MiB (the whole pool), the same stream: the 2 areas hold ${touched:-0} B >= 2 x (512 KiB + 3 MiB) (rc $rc)" \
+            sh -c "[ $rc -eq 0 ] && [ ${touched:-0} -ge $((2 * (524288 + 3145728))) ] && ! grep -q 'next fit goes round' '$work/log'"
+    fi
+done
+
 # linear in senders: per-rank bytes grow only by the N*Q*64 queue term (4 KiB per extra rank)
 per2=$((m2 / 2)); per16=$((m16 / 16))
 check "per-rank bytes at 16 ranks ($per16) exceed those at 2 ($per2) only by the queue term" \

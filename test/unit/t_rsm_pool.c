@@ -19,11 +19,11 @@ static int naive_first_fit(const rsm_blockset_t *set, uint32_t n)
 }
 
 /* Next fit the plain way: the first run of N free blocks that starts at or
- * after the hint, else the lowest run. */
+ * after the hint (0 once the hint is past the lap), else the lowest run. */
 static int naive_next_fit(const rsm_blockset_t *set, uint32_t n)
 {
     uint32_t run = 0;
-    for (uint32_t i = set->hint; i < set->count; i++) {
+    for (uint32_t i = set->hint < set->lap ? set->hint : 0; i < set->count; i++) {
         run = (set->map[i / 64] >> (i % 64)) & 1 ? 0 : run + 1;
         if (run == n) {
             return (int) (i + 1 - n);
@@ -120,9 +120,11 @@ int main(void)
     CHECK(rsm_pool_free_bytes(&pool) == total, "frees return everything");
 
     churn(&pool, &lay, total, "first fit");
-    rsm_pool_set_next_fit(&pool, true);
+    rsm_pool_set_next_fit(&pool, true, 0);
     churn(&pool, &lay, total, "next fit");
-    rsm_pool_set_next_fit(&pool, false);
+    rsm_pool_set_next_fit(&pool, true, lay.pool_bytes / 4);
+    churn(&pool, &lay, total, "next fit, a lap of a quarter");
+    rsm_pool_set_next_fit(&pool, false, 0);
 
     /* runs of more than a word's 64 blocks, placed exactly */
     rsm_run_t a, b, c, d;
@@ -142,7 +144,9 @@ int main(void)
     rsm_pool_free(&pool, &d);
     /* next fit moves on: a run freed a moment ago is not handed out again
      * until the search comes round */
-    rsm_pool_set_next_fit(&pool, true);
+    rsm_pool_set_next_fit(&pool, true, 0);
+    CHECK(pool.large.lap == pool.large.count && pool.small.lap == pool.small.count,
+          "next fit, lap 0: the whole pool");
     rsm_run_t m[3];
     uint32_t msg = 4096 + 100;  /* two large blocks */
     CHECK(rsm_pool_alloc(&pool, msg, &m[0]) == 0 && m[0].offset == lb, "next fit: first run at 0");
@@ -167,7 +171,46 @@ int main(void)
           "next fit after an answer: carries on where the last next-fit run ended");
     rsm_pool_free(&pool, &hot);
     rsm_pool_free(&pool, &m[1]);
-    rsm_pool_set_next_fit(&pool, false);
+
+    /* a lap of a quarter of the pool: each block size goes round its quarter,
+     * and past it only when the quarter is busy */
+    rsm_pool_set_next_fit(&pool, true, lay.pool_bytes / 4);
+    const uint32_t lap = pool.large.lap;
+    CHECK(lap == pool.large.count / 4 && pool.small.lap == pool.small.count / 4,
+          "a lap of a quarter: %u of %u large blocks, %u of %u small", lap, pool.large.count,
+          pool.small.lap, pool.small.count);
+    uint32_t past = 0;
+    laps = refused = 0;
+    CHECK(rsm_pool_alloc(&pool, msg, &m[1]) == 0, "lap: first run");
+    for (uint32_t i = 0; i < 2 * lap; i++) {    /* four laps of two-block runs */
+        rsm_pool_free(&pool, &m[1]);
+        refused += rsm_pool_alloc(&pool, msg, &m[1]) != 0;
+        laps += m[1].offset == lb;
+        past += m[1].offset + m[1].len > lb + lap * 4096;
+    }
+    CHECK(refused == 0 && past == 0 && laps == 4, "lap: one message at a time stays in the lap and "
+          "comes round %u times (%u past it, %u refused)", laps, past, refused);
+    rsm_pool_free(&pool, &m[1]);
+    rsm_run_t fill[4096];
+    uint32_t nfill = 0;
+    while (nfill < lap / 2 && rsm_pool_alloc(&pool, msg, &fill[nfill]) == 0
+           && fill[nfill].offset + fill[nfill].len <= lb + lap * 4096) {
+        nfill++;
+    }
+    rsm_run_t beyond, small_one;
+    CHECK(nfill == lap / 2 && rsm_pool_alloc(&pool, msg, &beyond) == 0
+          && beyond.offset == lb + lap * 4096,
+          "lap: with its %u runs in use the next run is the first past it", nfill);
+    CHECK(rsm_pool_alloc(&pool, 100, &small_one) == 0 && small_one.offset < pool.small.block * pool.small.lap,
+          "lap: small blocks keep their own lap");
+    rsm_pool_free(&pool, &small_one);
+    rsm_pool_free(&pool, &beyond);
+    for (uint32_t i = 0; i < nfill; i++) {
+        rsm_pool_free(&pool, &fill[i]);
+    }
+    rsm_pool_set_next_fit(&pool, true, lay.pool_bytes);
+    CHECK(pool.large.lap == pool.large.count, "a lap of the pool's size or more: the whole pool");
+    rsm_pool_set_next_fit(&pool, false, 0);
     rsm_run_t whole;
     CHECK(rsm_pool_alloc(&pool, (uint32_t) (lay.large_count * 4096), &whole) == 0,
           "after the churn one message can take the whole large region");
