@@ -268,6 +268,7 @@ typedef struct mca_btl_rsm_component_t {
     size_t single_copy_min;         /* smallest message sent by RDMA get */
     bool pool_next_fit;             /* node pools: next fit, not first fit (rsm_pool.c) */
     size_t pool_lap;                /* ... round this many bytes of the pool (0: all) */
+    bool pool_answer_hot;           /* ... but an answer takes first fit */
     bool single_copy_near;          /* also to receivers under two_copy_ns */
     size_t single_copy_split;       /* smallest get split with the sender (0: never) */
     bool rma;                       /* offer put, get and atomics to osc rdma (btl_rsm_rma.c) */

@@ -86,7 +86,7 @@ static int alloc_runs_once(mca_btl_rsm_frag_t *frag, size_t len, bool may_stripe
     rsm_area_t *area = frag->endpoint->area;
     const rsm_layout_t *lay = area->lay;
     unsigned n = 1;
-    const bool hot = frag->endpoint->answered;
+    const bool hot = frag->endpoint->answered && mca_btl_rsm_component.pool_answer_hot;
     frag->endpoint->answered = false;
     /* software striping (seed 000, 3.3): a long message is cut into one piece
      * per stripe, each written into that stripe's part of the pool.  Not between

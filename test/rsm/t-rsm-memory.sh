@@ -80,15 +80,16 @@ if [ -r /sys/devices/system/cpu/cpu0/cache/index0/size ]; then
         -- "$TOP_BUILDDIR/test/mpi/mpi_p2p" -M 4194304 >"$work/log" 2>&1; rc=$?
     check "a small last-level cache (forced): eager up to 16448 B, single copy above, limit fixed, on both ranks; p2p up to 4 MiB verified (rc $rc)" \
         sh -c "[ $rc -eq 0 ] && ! grep -q '^not ok' '$work/log' && grep -q '^1\.\.' '$work/log' \
-               && [ \$(grep -c 'under btl_rsm_two_copy_llc_min (.*one-host eager limit 16448 bytes, rendezvous by single copy for every receiver' '$work/log') -eq 2 ] \
+               && [ \$(grep -c 'under btl_rsm_two_copy_llc_min (.*one-host eager limit 16448 bytes, rendezvous by single copy for every receiver, answers in the next blocks of the lap' '$work/log') -eq 2 ] \
                && [ \$(grep -c 'eager up to 16448 bytes (the whole job on this host)' '$work/log') -eq 2 ]"
-    mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_two_copy_llc_min 18446744073709551615 --mca btl_rsm_one_host_eager_limit 40000" \
+    mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_two_copy_llc_min 18446744073709551615 --mca btl_rsm_one_host_eager_limit 40000 --mca btl_rsm_pool_answer_hot 1" \
         -- "$TOP_BUILDDIR/test/mpi/mpi_p2p" >"$work/log" 2>&1; rc=$?
-    check "a small last-level cache and btl_rsm_one_host_eager_limit 40000: the user's 40000 B on both ranks (rc $rc)" \
-        sh -c "[ $rc -eq 0 ] && ! grep -q '^not ok' '$work/log' && [ \$(grep -cF 'eager up to 40000 bytes' '$work/log') -eq 2 ]"
+    check "a small last-level cache, btl_rsm_one_host_eager_limit 40000 and btl_rsm_pool_answer_hot 1: the user's 40000 B and first fit for answers on both ranks (rc $rc)" \
+        sh -c "[ $rc -eq 0 ] && ! grep -q '^not ok' '$work/log' && [ \$(grep -cF 'eager up to 40000 bytes' '$work/log') -eq 2 ] \
+               && [ \$(grep -c 'answers in the lowest free blocks' '$work/log') -eq 2 ]"
 else
     skip "a small last-level cache (forced)" "no cache sizes in /sys/devices/system/cpu/cpu0/cache"
-    skip "a small last-level cache and btl_rsm_one_host_eager_limit 40000" "no cache sizes in sysfs"
+    skip "a small last-level cache, btl_rsm_one_host_eager_limit 40000 and btl_rsm_pool_answer_hot 1" "no cache sizes in sysfs"
 fi
 # the one-host limit is a parameter: another value, and none (no raise)
 for want in "40000:40000 bytes (the whole job on this host)" \
