@@ -274,7 +274,9 @@ static int rsm_component_register(void)
         "a host whose last-level cache holds at least this many bytes (CPU 0's, from sysfs: "
         "every rank of the host reads the same).  On a smaller one, with those two parameters "
         "at their defaults, a job all on the host sends eager up to 16448 bytes (16 KiB + "
-        "ob1's header) and reads every longer message by single copy.  Why: two copies move "
+        "ob1's header) to near receivers and 16384 to far ones (btl_rsm_nt_far_ns: there a "
+        "16 KiB message's two copies took 4.6 us, its single copy 3.4), and reads every longer "
+        "message by single copy.  Why: two copies move "
         "each byte through memory twice; on hosts with a 32 MiB or larger cache they beat "
         "single copy up to 64 KiB, on an AMD EPYC guest with an 8 MiB L3 they took twice its "
         "time from 32 KiB (btl_rsm/README.md, \"Hosts whose memory is the bottleneck\").  "
@@ -860,12 +862,8 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
                             : have_verbs ? "the whole job on this host, less for the verbs pools"
                                          : "the whole job on this host, less for the pool's size";
     c->eager_full = m->btl_eager_limit;
-    if (!eager_default || !one_host || !param_default("one_host_eager_limit") || c->small_cache) {
-        /* a limit the user chose stays put; so does the small cache's: the middle
-         * band's lower limits weigh two copies against one, and here every
-         * message above it is read by single copy already (with them, 8-16 KiB
-         * ping-pongs went by rendezvous: 2.09 / 2.91 us instead of 1.35 / 1.92) */
-        c->eager_short = c->eager_full;
+    if (!eager_default || !one_host || !param_default("one_host_eager_limit")) {
+        c->eager_short = c->eager_full;     /* a limit the user chose stays put */
     }
     c->params = rsm_layout_fingerprint(&c->layout);
     c->verbs_single_copy_on = have_verbs && c->single_copy && c->verbs_single_copy_min != SIZE_MAX;
@@ -935,12 +933,15 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
         m->btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_GET;
     }
     rma_offer(c, m);
-    if (!c->single_copy_on || c->single_copy_min > c->eager_short || c->short_eager_cycles == 0) {
+    if (!c->single_copy_on || c->single_copy_min > c->eager_short
+        || (c->small_cache ? c->nt_far_cycles : c->short_eager_cycles) == 0) {
         c->eager_short = c->eager_full;   /* the shorter limit pays only with single copy */
     }
     /* the limit under load: only below the shorter one, and only where single copy
-     * takes what it leaves (a shorter limit with the two-copy pipeline loses) */
-    c->eager_loaded = c->loaded_eager != 0 && c->loaded_eager < c->eager_short
+     * takes what it leaves (a shorter limit with the two-copy pipeline loses).  On
+     * a small cache the shorter limit is the far receivers' (eager_follows), and
+     * the rule of the middle band does not apply */
+    c->eager_loaded = c->loaded_eager != 0 && c->loaded_eager < c->eager_short && !c->small_cache
                       && c->single_copy_min < c->loaded_eager ? c->loaded_eager : c->eager_short;
     /* the limit of a one-way stream: between the shorter one and the full one */
     c->eager_streaming = c->stream_eager < c->eager_short ? c->eager_short
@@ -969,7 +970,10 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
         goto fail;
     }
     char short_eager[256] = "";
-    if (c->eager_short < c->eager_full) {
+    if (c->eager_short < c->eager_full && c->small_cache) {
+        snprintf(short_eager, sizeof(short_eager), "; %zu while a receiver is far, "
+                 "btl_rsm_nt_far_ns", c->eager_short);
+    } else if (c->eager_short < c->eager_full) {
         snprintf(short_eager, sizeof(short_eager), "; %zu while a receiver is at the middle "
                  "distance, btl_rsm_short_eager_ns, %zu if this rank also takes in bulk data, "
                  "btl_rsm_loaded_eager_limit, %zu while it streams one way, "

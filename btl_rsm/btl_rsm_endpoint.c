@@ -325,21 +325,34 @@ static size_t eager_set(void)
     return old;
 }
 
-/* After a distance decision about EP: is it in the band of the short limit? */
+/* After a distance decision about EP: is it in the band of the short limit?  On
+ * a host with a small cache (btl_rsm_two_copy_llc_min) the band is the far
+ * receivers: every message past the eager limit is read by single copy there,
+ * and a 16 KiB message's two copies took 4.6 us to a far receiver, its
+ * rendezvous 3.4 (to a near one 1.85 and 4.1). */
 static void eager_follows(mca_btl_base_endpoint_t *ep)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     if (c->eager_short >= c->eager_full) {
         return;
     }
-    const bool in_band = rsm_distance_short_eager(&ep->dist, c->short_eager_cycles,
-                                                  ep->short_eager);
+    const bool in_band = c->small_cache ? ep->dist.decisions > 0 && !ep->dist.near
+                                        : rsm_distance_short_eager(&ep->dist, c->short_eager_cycles,
+                                                                   ep->short_eager);
     if (in_band == ep->short_eager) {
         return;
     }
     ep->short_eager = in_band;
     c->short_eager_peers += in_band ? 1 : (uint32_t) -1;
-    if (eager_set() != mca_btl_rsm.btl_eager_limit) {
+    if (eager_set() == mca_btl_rsm.btl_eager_limit) {
+        return;
+    }
+    if (c->small_cache) {
+        RSM_VERBOSE(20, "eager limit %zu bytes: local rank %u %s (its lines in %u cycles; far "
+                    "from %u)", mca_btl_rsm.btl_eager_limit, ep->local_rank,
+                    in_band ? "is far" : "is near, and no other receiver is far",
+                    ep->dist.median, c->nt_far_cycles);
+    } else {
         RSM_VERBOSE(20, "eager limit %zu bytes: local rank %u %s (its lines in %u cycles; "
                     "short eager from %u up to %u)", mca_btl_rsm.btl_eager_limit, ep->local_rank,
                     in_band ? "is read by single copy and not far" : "left the middle band, "

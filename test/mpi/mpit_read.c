@@ -378,6 +378,40 @@ static void mode_eager(bool on)
     }
 }
 
+/* On a host with a small last-level cache (forced by the job: two_copy_llc_min at
+ * its maximum) the short limit is the far receivers' (btl_rsm_endpoint.c,
+ * eager_follows): FAR, the job puts every receiver far (nt_far_ns 1), and once
+ * measured 16 KiB messages, eager at 16 KiB + 64, go by rendezvous and are read
+ * by single copy; otherwise (nt_far_ns at its maximum, every receiver near)
+ * they stay eager.  The job sets stream_sends 0, so windows one way keep the
+ * limit. */
+static void mode_eager_far(bool far)
+{
+    phase_t p;
+    run_phase(&p, 4000, 1024, 64, 32);
+    check(p.bad == 0 && (far ? p.d[FAR] >= 1 && p.d[NEAR] == 0 : p.d[NEAR] >= 1 && p.d[FAR] == 0),
+          "a stream of 1 KiB messages verified; the sender measured its receiver "
+          "%s (near +%llu, far +%llu)", far ? "far" : "near", (unsigned long long) p.d[NEAR],
+          (unsigned long long) p.d[FAR]);
+    check(p.a[EAGER_LOWERED] == (far ? 1u : 0u), "eager_limit_lowered %llu on the "
+          "sender (expected %d)", (unsigned long long) p.a[EAGER_LOWERED], far ? 1 : 0);
+    const int n = 200;
+    const size_t len = 16384;
+    run_phase(&p, n, len, 8, 33);
+    check(p.bad == 0, "%d messages of %zu B in windows of 8 verified", n, len);
+    if (far) {
+        check(p.peer[GETS] == (uint64_t) n && p.d[POOL] == 0,
+              "all by rendezvous: the receiver's single_copy_gets +%llu "
+              "(expected %d), the sender's pool_messages +%llu (expected 0)",
+              (unsigned long long) p.peer[GETS], n, (unsigned long long) p.d[POOL]);
+    } else {
+        check(p.peer[GETS] == 0 && p.d[POOL] == (uint64_t) n,
+              "all eager: the receiver's single_copy_gets +%llu (expected 0), "
+              "the sender's pool_messages +%llu (expected %d)", (unsigned long long) p.peer[GETS],
+              (unsigned long long) p.d[POOL], n);
+    }
+}
+
 /* Distance samples taken under load decide nothing once a quiet set has
  * (rsm_distance.h, "Load"): rank 0 measures its receiver in a one-way stream
  * of inline messages, then both ranks exchange 8000 B pool messages both ways
@@ -899,6 +933,8 @@ int main(int argc, char **argv)
             mode_poolfull();
         } else if (have && (strcmp(mode, "eager") == 0 || strcmp(mode, "eager-off") == 0)) {
             mode_eager(strcmp(mode, "eager-off") != 0);
+        } else if (have && (strcmp(mode, "eager-far") == 0 || strcmp(mode, "eager-near") == 0)) {
+            mode_eager_far(strcmp(mode, "eager-far") == 0);
         } else if (have && strcmp(mode, "eager-load") == 0) {
             mode_eager_load();
         } else if (have && strcmp(mode, "load") == 0) {

@@ -33,4 +33,13 @@ run "short eager off: " $MIDDLE --mca btl_rsm_short_eager_ns 0 "$READER" eager-o
 run "eager under load: " $MIDDLE --mca btl_rsm_short_eager_ns 4294967295 "$READER" eager-load
 run "one-host limit set: " $MIDDLE --mca btl_rsm_short_eager_ns 4294967295 \
     --mca btl_rsm_one_host_eager_limit 65600 "$READER" eager-off
+# on a small last-level cache (forced) the band is the far receivers: 16 KiB by rendezvous to
+# a receiver measured far (every one, nt_far_ns 1), eager to a near one (every one)
+if [ -r /sys/devices/system/cpu/cpu0/cache/index0/size ]; then
+    SMALL="--mca btl_rsm_two_copy_llc_min 18446744073709551615 --mca btl_rsm_stream_sends 0"
+    run "small cache, far: " $SMALL --mca btl_rsm_nt_far_ns 1 "$READER" eager-far
+    run "small cache, near: " $SMALL --mca btl_rsm_nt_far_ns 4294967295 "$READER" eager-near
+else
+    skip "small cache, far and near" "no cache sizes in /sys/devices/system/cpu/cpu0/cache"
+fi
 tap_done

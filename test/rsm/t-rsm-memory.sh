@@ -72,16 +72,16 @@ check "pool of 64 KiB, one host: eager up to 32832 B on both ranks, p2p verified
     sh -c "[ $rc -eq 0 ] && ! grep -q '^not ok' '$work/log' && grep -q '^1\.\.' '$work/log' \
            && [ \$(grep -c 'eager up to 32832 bytes (the whole job on this host, less for the pool' '$work/log') -eq 2 ]"
 # A host whose last-level cache is under btl_rsm_two_copy_llc_min (forced here: the largest
-# value) sends eager up to 16 KiB + 64 and reads longer messages by single copy, its eager
-# limit fixed; a one-host limit the user set stays.  Without cache sizes in sysfs the rule
+# value) sends eager up to 16 KiB + 64 (16 KiB to far receivers) and reads longer messages by
+# single copy; a one-host limit the user set stays.  Without cache sizes in sysfs the rule
 # cannot apply: the large cache's limit then.
 if [ -r /sys/devices/system/cpu/cpu0/cache/index0/size ]; then
     mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_two_copy_llc_min 18446744073709551615" \
         -- "$TOP_BUILDDIR/test/mpi/mpi_p2p" -M 4194304 >"$work/log" 2>&1; rc=$?
-    check "a small last-level cache (forced): eager up to 16448 B, single copy above, limit fixed, on both ranks; p2p up to 4 MiB verified (rc $rc)" \
+    check "a small last-level cache (forced): eager up to 16448 B (16384 to far receivers), single copy above, answers by next fit, on both ranks; p2p up to 4 MiB verified (rc $rc)" \
         sh -c "[ $rc -eq 0 ] && ! grep -q '^not ok' '$work/log' && grep -q '^1\.\.' '$work/log' \
                && [ \$(grep -c 'under btl_rsm_two_copy_llc_min (.*one-host eager limit 16448 bytes, rendezvous by single copy for every receiver, answers in the next blocks of the lap' '$work/log') -eq 2 ] \
-               && [ \$(grep -c 'eager up to 16448 bytes (the whole job on this host)' '$work/log') -eq 2 ]"
+               && [ \$(grep -c 'eager up to 16448 bytes (the whole job on this host; 16384 while a receiver is far, btl_rsm_nt_far_ns)' '$work/log') -eq 2 ]"
     mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_two_copy_llc_min 18446744073709551615 --mca btl_rsm_one_host_eager_limit 40000 --mca btl_rsm_pool_answer_hot 1" \
         -- "$TOP_BUILDDIR/test/mpi/mpi_p2p" >"$work/log" 2>&1; rc=$?
     check "a small last-level cache, btl_rsm_one_host_eager_limit 40000 and btl_rsm_pool_answer_hot 1: the user's 40000 B and first fit for answers on both ranks (rc $rc)" \
