@@ -345,27 +345,24 @@ static void mode_poolfull(void)
           (unsigned long long) d[PARKED]);
 }
 
-/* The eager limit follows the distance (btl_rsm_short_eager_ns): the job puts
- * every receiver in the middle band (nt_far_ns and short_eager_ns at their
- * maximum, two_copy_ns 1), so once the sender has measured its receiver,
- * 32 KiB messages, eager at the one-host limit, go by rendezvous and are read
- * by single copy.  ON false: the job also sets short_eager_ns 0, and they stay
- * eager. */
-static void mode_eager(bool on)
+/* A stream of 1 KiB messages (tag TAG) the sender measures, its receiver then
+ * FAR or near; the eager limit LOWERED by it or not; then 200 messages of LEN in
+ * windows of 8 (tag TAG + 1), all by rendezvous (read by single copy) when
+ * LOWERED, else all eager through the pool. */
+static void eager_follows_distance(bool far, bool lowered, size_t len, int tag)
 {
     phase_t p;
-    run_phase(&p, 4000, 1024, 64, 30);      /* a stream the sender measures */
-    check(p.bad == 0 && p.d[NEAR] >= 1 && p.d[FAR] == 0,
-          "a stream of 1 KiB messages verified; the sender measured its receiver near "
-          "(near +%llu, far +%llu)", (unsigned long long) p.d[NEAR], (unsigned long long) p.d[FAR]);
-    const uint64_t lowered = p.a[EAGER_LOWERED];
-    check(on ? lowered == 1 : lowered == 0, "eager_limit_lowered %llu on the sender (expected %d)",
-          (unsigned long long) lowered, on ? 1 : 0);
+    run_phase(&p, 4000, 1024, 64, tag);
+    check(p.bad == 0 && (far ? p.d[FAR] >= 1 && p.d[NEAR] == 0 : p.d[NEAR] >= 1 && p.d[FAR] == 0),
+          "a stream of 1 KiB messages verified; the sender measured its receiver %s (near +%llu, "
+          "far +%llu)", far ? "far" : "near", (unsigned long long) p.d[NEAR],
+          (unsigned long long) p.d[FAR]);
+    check(p.a[EAGER_LOWERED] == (lowered ? 1u : 0u), "eager_limit_lowered %llu on the sender "
+          "(expected %d)", (unsigned long long) p.a[EAGER_LOWERED], lowered ? 1 : 0);
     const int n = 200;
-    const size_t len = 32768;
-    run_phase(&p, n, len, 8, 31);
+    run_phase(&p, n, len, 8, tag + 1);
     check(p.bad == 0, "%d messages of %zu B in windows of 8 verified", n, len);
-    if (on) {
+    if (lowered) {
         check(p.peer[GETS] == (uint64_t) n && p.d[POOL] == 0,
               "all by rendezvous: the receiver's single_copy_gets +%llu (expected %d), the "
               "sender's pool_messages +%llu (expected 0)", (unsigned long long) p.peer[GETS], n,
@@ -378,6 +375,17 @@ static void mode_eager(bool on)
     }
 }
 
+/* The eager limit follows the distance (btl_rsm_short_eager_ns): the job puts
+ * every receiver in the middle band (nt_far_ns and short_eager_ns at their
+ * maximum, two_copy_ns 1), so once the sender has measured its receiver (near),
+ * 32 KiB messages, eager at the one-host limit, go by rendezvous and are read
+ * by single copy.  ON false: the job also sets short_eager_ns 0, and they stay
+ * eager. */
+static void mode_eager(bool on)
+{
+    eager_follows_distance(false, on, 32768, 30);
+}
+
 /* On a host with a small last-level cache (forced by the job: two_copy_llc_min at
  * its maximum) the short limit is the far receivers' (btl_rsm_endpoint.c,
  * eager_follows): FAR, the job puts every receiver far (nt_far_ns 1), and once
@@ -387,29 +395,7 @@ static void mode_eager(bool on)
  * limit. */
 static void mode_eager_far(bool far)
 {
-    phase_t p;
-    run_phase(&p, 4000, 1024, 64, 32);
-    check(p.bad == 0 && (far ? p.d[FAR] >= 1 && p.d[NEAR] == 0 : p.d[NEAR] >= 1 && p.d[FAR] == 0),
-          "a stream of 1 KiB messages verified; the sender measured its receiver "
-          "%s (near +%llu, far +%llu)", far ? "far" : "near", (unsigned long long) p.d[NEAR],
-          (unsigned long long) p.d[FAR]);
-    check(p.a[EAGER_LOWERED] == (far ? 1u : 0u), "eager_limit_lowered %llu on the "
-          "sender (expected %d)", (unsigned long long) p.a[EAGER_LOWERED], far ? 1 : 0);
-    const int n = 200;
-    const size_t len = 16384;
-    run_phase(&p, n, len, 8, 33);
-    check(p.bad == 0, "%d messages of %zu B in windows of 8 verified", n, len);
-    if (far) {
-        check(p.peer[GETS] == (uint64_t) n && p.d[POOL] == 0,
-              "all by rendezvous: the receiver's single_copy_gets +%llu "
-              "(expected %d), the sender's pool_messages +%llu (expected 0)",
-              (unsigned long long) p.peer[GETS], n, (unsigned long long) p.d[POOL]);
-    } else {
-        check(p.peer[GETS] == 0 && p.d[POOL] == (uint64_t) n,
-              "all eager: the receiver's single_copy_gets +%llu (expected 0), "
-              "the sender's pool_messages +%llu (expected %d)", (unsigned long long) p.peer[GETS],
-              (unsigned long long) p.d[POOL], n);
-    }
+    eager_follows_distance(far, far, 16384, 32);
 }
 
 /* Distance samples taken under load decide nothing once a quiet set has

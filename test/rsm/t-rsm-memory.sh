@@ -104,15 +104,20 @@ done
 # Memory is given to an area as it is needed (fallocate, so that a full /dev/shm is an error,
 # not a SIGBUS: t-rsm-shm-room.sh): the queues at the first send, the pool a 64 KiB chunk at a
 # time where messages land.  2 ranks, defaults: queues of 4096 postboxes (512 KiB a sender).
-for len in 0 8192; do
+held_touch() {  # MCA-ARGS HOLD-ARGS...: a 2-rank rsm_abort hold job; sets touched (bytes
+               # with memory in the two areas, while the job holds) and rc
+    local args=$1 pid areas; shift
     rm -f "$work/go"
-    mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10" -- "$prog" hold "$work/go" "$len" >"$work/log" 2>&1 &
+    mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 $args" -- "$prog" hold "$work/go" "$@" >"$work/log" 2>&1 &
     pid=$!
     for _ in $(seq 600); do grep -q "connected 2 ranks" "$work/log" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
     sleep 0.3
     areas=$(rsm_leftovers "$work/log" | grep -- '-a0s0$' | sed 's|^|/dev/shm/|')
     touched=$( [ -n "$areas" ] && du -B1 -c $areas | tail -1 | awk '{print $1}')
     touch "$work/go"; wait "$pid"; rc=$?
+}
+for len in 0 8192; do
+    held_touch "" "$len"
     want=$((2 * 524288 + (len > 0 ? 2 * 65536 : 0)))
     what=$([ "$len" -eq 0 ] && echo "only 100 B messages (inline): no pool page has memory" \
            || echo "one 8 KiB message each way: one 64 KiB chunk of each pool has memory")
@@ -124,15 +129,7 @@ done
 # messages both ways (2048, 64 in flight, verified) gives memory to about the lap's chunks of
 # each pool, and to the whole large-block region (3.5 of 4 MiB) when the lap is the pool.
 for lap in 1048576 4194304; do
-    rm -f "$work/go"
-    mpirun_np 2 120 "$RSM_ARGS --mca btl_base_verbose 10 --mca btl_rsm_pool_lap $lap" \
-        -- "$prog" hold "$work/go" 8192 2048 >"$work/log" 2>&1 &
-    pid=$!
-    for _ in $(seq 600); do grep -q "connected 2 ranks" "$work/log" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    sleep 0.3
-    areas=$(rsm_leftovers "$work/log" | grep -- '-a0s0$' | sed 's|^|/dev/shm/|')
-    touched=$( [ -n "$areas" ] && du -B1 -c $areas | tail -1 | awk '{print $1}')
-    touch "$work/go"; wait "$pid"; rc=$?
+    held_touch "--mca btl_rsm_pool_lap $lap" 8192 2048
     if [ "$lap" -lt 4194304 ]; then
         check "btl_rsm_pool_lap 1 MiB, 2048 x 8 KiB each way verified: the 2 areas hold ${touched:-0} B <= 2 x (512 KiB queues + 1 MiB lap + 256 KiB) (rc $rc)" \
             sh -c "[ $rc -eq 0 ] && [ ${touched:-0} -gt 0 ] && [ ${touched:-0} -le $((2 * (524288 + 1048576 + 262144))) ] \
