@@ -240,7 +240,8 @@ static int rsm_component_register(void)
         "btl_rsm_pool_size, or, when an RDMA port is open, the verbs pools "
         "(btl_rsm_verbs_pool_size).  At or below btl_rsm_eager_limit: no raise.  Lowered to "
         "btl_rsm_eager_limit while a receiver is at the middle distance "
-        "(btl_rsm_short_eager_ns), unless set.  The btl_base_verbose 10 start-up line gives "
+        "(btl_rsm_short_eager_ns; on a host with a small cache, btl_rsm_two_copy_llc_min, while "
+        "a receiver is far, btl_rsm_nt_far_ns), unless set.  The btl_base_verbose 10 start-up line gives "
         "the limit in use and why",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->one_host_eager, OPAL_INFO_LVL_5);
     c->nt_min = 4096;
@@ -796,13 +797,6 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
                                         : "by two copies to near receivers (btl_rsm_two_copy_ns)",
                     c->pool_answer_hot ? "in the lowest free blocks" : "in the next blocks of the lap");
     }
-    if (c->pool_lap == 0) {
-        c->pool_lap = rsm_pool_lap_for_cache(c->llc_bytes);
-    }
-    if (c->pool_next_fit && c->pool_lap != 0 && c->pool_lap < c->pool_size) {
-        RSM_VERBOSE(10, "next fit goes round %zu KiB of each %zu KiB pool (btl_rsm_pool_lap)",
-                    c->pool_lap >> 10, c->pool_size >> 10);
-    }
     const uint32_t cycles_per_us = rsm_cycles_for_ns(1000);    /* ~200 us, once */
     c->nt_far_cycles = rsm_cycles_scale(cycles_per_us, c->nt_far_ns);
     c->two_copy_cycles = rsm_cycles_scale(cycles_per_us, c->two_copy_ns);
@@ -814,6 +808,13 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
         c->verbs_direct = false;    /* the immediate has no room to say where */
     }
     fit_pool_to_shm(c);
+    if (c->pool_lap == 0) {
+        c->pool_lap = rsm_pool_lap_for_cache(c->llc_bytes);
+    }
+    if (c->pool_next_fit && c->pool_lap != 0 && c->pool_lap < c->pool_size) {
+        RSM_VERBOSE(10, "next fit goes round %zu KiB of each %zu KiB pool (btl_rsm_pool_lap)",
+                    c->pool_lap >> 10, c->pool_size >> 10);
+    }
 
     const bool one_host = job_on_one_host();
     const bool eager_default = param_default("eager_limit");
