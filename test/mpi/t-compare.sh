@@ -57,6 +57,16 @@ a, m = count(sys.argv[1]), count(sys.argv[2])
 sys.exit(0 if a > 0 and m == 2 * a else 1)
 PYEOF
 
+# the baseline: vader, or the first transport when vader is not among them (it crashed at the
+# end of a run without vader); one not among them is refused before anything runs
+check "without vader among the transports the ratios divide by the first (--merge, rsm only)" \
+    bash -c "$PY '$CMP' --merge '$work/a' --bench latency --transports rsm,vader --baseline rsm --no-plots --out '$work/b1' > '$work/b1.log' 2>&1 \
+             && $PY '$CMP' --merge '$work/a' --bench latency --transports rsm --no-plots --out '$work/b2' > '$work/b2.log' 2>&1 \
+             && grep -q 'baseline rsm' '$work/b2.log' && grep -q 'ratio = transport / rsm' '$work/b1/table.txt'"
+check "a --baseline not among the transports is refused, naming it" \
+    bash -c "! $PY '$CMP' --merge '$work/a' --bench latency --transports rsm --baseline tcp --no-plots --out '$work/b3' > '$work/b3.log' 2>&1 \
+             && grep -q \"the baseline 'tcp' is not among the transports (rsm)\" '$work/b3.log'"
+
 # report NAME: compare.py's report (--merge) of the latency samples S, with R repeats, that
 # the Python on stdin sets; the table in $work/NAME/table.txt
 report() {
