@@ -59,7 +59,7 @@ PYEOF
 
 # the baseline: vader, or the first transport when vader is not among them (it crashed at the
 # end of a run without vader); one not among them is refused before anything runs
-check "without vader among the transports the ratios divide by the first (--merge, rsm only)" \
+check "without vader among the transports the baseline is the first (rsm alone); --baseline rsm beside vader divides the ratios by rsm (--merge)" \
     bash -c "$PY '$CMP' --merge '$work/a' --bench latency --transports rsm,vader --baseline rsm --no-plots --out '$work/b1' > '$work/b1.log' 2>&1 \
              && $PY '$CMP' --merge '$work/a' --bench latency --transports rsm --no-plots --out '$work/b2' > '$work/b2.log' 2>&1 \
              && grep -q 'baseline rsm' '$work/b2.log' && grep -q 'ratio = transport / rsm' '$work/b1/table.txt'"
