@@ -27,7 +27,7 @@ typedef struct link_known {
 
 typedef struct stat_cells {
     _Atomic uint64_t requests, injected, ignored, link_up, link_down, paths_changed;
-    _Atomic uint64_t netlink_msgs, netlink_resyncs, wakeups, last_up_ns, last_down_ns;
+    _Atomic uint64_t netlink_msgs, netlink_resyncs, netlink_dumps_refused, wakeups, last_up_ns, last_down_ns;
     _Atomic int last_up_link, last_down_link;
 } stat_cells_t;
 
@@ -41,6 +41,13 @@ struct apm_thread {
     int wake_fd;                /* eventfd */
     int nl_fd;                  /* -1 without netlink */
     uint32_t nl_seq;
+    /* Resync after an overrun.  The kernel runs one dump per socket at a time
+     * and answers a second request with EBUSY, and an overrun can come while
+     * a dump runs (its messages fill the same buffer): then what changed after
+     * the running dump read that link is lost too, so another dump follows it. */
+    uint32_t dump_seq;          /* the dump running (its request's sequence), 0: none */
+    bool dump_wanted;           /* an overrun not yet covered by a dump begun after it */
+    uint64_t dump_started_ns;
     link_known_t *links;        /* the thread's own */
     size_t nlinks, links_cap;
     stat_cells_t st;
@@ -57,6 +64,7 @@ void apm_thread_config_init(apm_thread_config_t *cfg)
 {
     cfg->ring_size = 1024;
     cfg->netlink = true;
+    cfg->netlink_rcvbuf = 1 << 20;
 }
 
 static void bump(_Atomic uint64_t *cell, uint64_t by)
@@ -127,7 +135,7 @@ apply:
     }
 }
 
-static int netlink_open(void)
+static int netlink_open(int rcvbuf)
 {
     int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
     if (fd < 0) {
@@ -135,7 +143,9 @@ static int netlink_open(void)
     }
     struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = RTMGRP_LINK};
     /* a burst of link changes must not overrun it (an overrun costs a dump) */
-    int rcvbuf = 1 << 20;
+    if (rcvbuf <= 0) {
+        rcvbuf = 1 << 20;
+    }
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
     if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) != 0) {
         int e = errno;
@@ -147,7 +157,7 @@ static int netlink_open(void)
 }
 
 /* Ask for every link's state; the answers arrive as RTM_NEWLINK like events. */
-static int netlink_dump(apm_thread_t *th)
+static void netlink_dump(apm_thread_t *th)
 {
     struct {
         struct nlmsghdr nh;
@@ -157,11 +167,33 @@ static int netlink_dump(apm_thread_t *th)
     req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
     req.nh.nlmsg_type = RTM_GETLINK;
     req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-    req.nh.nlmsg_seq = ++th->nl_seq;
+    if (++th->nl_seq == 0) {
+        th->nl_seq = 1;                         /* 0 means no dump */
+    }
+    req.nh.nlmsg_seq = th->nl_seq;
     req.ifi.ifi_family = AF_UNSPEC;
     struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
     ssize_t n = sendto(th->nl_fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *) &kernel, sizeof(kernel));
-    return n == (ssize_t) req.nh.nlmsg_len ? 0 : -1;
+    if (n == (ssize_t) req.nh.nlmsg_len) {
+        th->dump_seq = th->nl_seq;
+        th->dump_wanted = false;
+        th->dump_started_ns = apm_now_ns();
+    }                                           /* else still wanted: the next pass tries again */
+}
+
+/* A dump not finished after this long (its end lost: not seen, but cheap to
+ * survive) no longer stops the next one. */
+#define DUMP_GIVE_UP_NS (5 * 1000000000ull)
+
+/* Between reads: start the dump an overrun asked for, once none runs. */
+static void resync_step(apm_thread_t *th)
+{
+    if (th->dump_seq != 0 && apm_now_ns() - th->dump_started_ns > DUMP_GIVE_UP_NS) {
+        th->dump_seq = 0;
+    }
+    if (th->dump_wanted && th->dump_seq == 0) {
+        netlink_dump(th);
+    }
 }
 
 static void netlink_read(apm_thread_t *th)
@@ -175,11 +207,13 @@ static void netlink_read(apm_thread_t *th)
                 continue;
             }
             if (errno == ENOBUFS) {
-                /* changes were lost: learn every link's state afresh */
+                /* changes were lost: learn every link's state afresh, by a
+                 * dump begun after now (resync_step) */
                 bump(&th->st.netlink_resyncs, 1);
-                netlink_dump(th);
+                th->dump_wanted = true;
                 continue;
             }
+            resync_step(th);
             return;                             /* EAGAIN: all read */
         }
         uint64_t now = apm_now_ns();
@@ -188,8 +222,22 @@ static void netlink_read(apm_thread_t *th)
          * would wrap and the walk would read past the buffer) */
         int left = (int) n;
         for (struct nlmsghdr *nh = (struct nlmsghdr *) buf; NLMSG_OK(nh, left); nh = NLMSG_NEXT(nh, left)) {
+            if (nh->nlmsg_type == NLMSG_DONE || nh->nlmsg_type == NLMSG_ERROR) {
+                if (th->dump_seq != 0 && nh->nlmsg_seq == th->dump_seq) {
+                    /* our dump ended; one refused (EBUSY, or anything else) is
+                     * asked for again: its links were not read */
+                    const struct nlmsgerr *err = NLMSG_DATA(nh);
+                    if (nh->nlmsg_type == NLMSG_ERROR
+                        && (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*err)) || err->error != 0)) {
+                        th->dump_wanted = true;
+                        bump(&th->st.netlink_dumps_refused, 1);
+                    }
+                    th->dump_seq = 0;
+                }
+                continue;
+            }
             if (nh->nlmsg_type != RTM_NEWLINK && nh->nlmsg_type != RTM_DELLINK) {
-                continue;                       /* NLMSG_DONE, errors, others */
+                continue;
             }
             if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(struct ifinfomsg))) {
                 continue;
@@ -254,7 +302,8 @@ static void *thread_main(void *arg)
     struct pollfd pfd[2] = {{.fd = th->wake_fd, .events = POLLIN}, {.fd = th->nl_fd, .events = POLLIN}};
     nfds_t nfds = th->nl_fd >= 0 ? 2 : 1;
     if (th->nl_fd >= 0) {
-        netlink_dump(th);
+        th->dump_wanted = true;                 /* every link's state to begin with */
+        resync_step(th);
     }
     while (!atomic_load_explicit(&th->stop, memory_order_acquire)) {
         unsigned done = drain(th, &th->requests, &th->st.requests)
@@ -269,7 +318,8 @@ static void *thread_main(void *arg)
         atomic_thread_fence(memory_order_seq_cst);
         if (apm_ring_count(&th->requests) == 0 && apm_ring_count(&th->injected) == 0
             && !atomic_load_explicit(&th->stop, memory_order_acquire)) {
-            poll(pfd, nfds, -1);
+            /* a dump still owed (its request could not be sent) is tried again soon */
+            poll(pfd, nfds, th->dump_wanted ? 100 : -1);
             bump(&th->st.wakeups, 1);
         }
         atomic_store_explicit(&th->sleeping, false, memory_order_relaxed);
@@ -280,6 +330,8 @@ static void *thread_main(void *arg)
         }
         if (nfds == 2 && (pfd[1].revents & (POLLIN | POLLERR))) {
             netlink_read(th);
+        } else if (nfds == 2) {
+            resync_step(th);
         }
         pfd[0].revents = pfd[1].revents = 0;
     }
@@ -332,7 +384,7 @@ apm_thread_t *apm_thread_start(apm_t *apm, const apm_thread_config_t *cfg)
         return NULL;
     }
     th->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (th->wake_fd < 0 || (cfg->netlink && (th->nl_fd = netlink_open()) < 0)) {
+    if (th->wake_fd < 0 || (cfg->netlink && (th->nl_fd = netlink_open(cfg->netlink_rcvbuf)) < 0)) {
         int e = errno;
         release(th);
         errno = e;
@@ -422,6 +474,7 @@ void apm_thread_stats(apm_thread_t *th, apm_thread_stats_t *out)
     GET(paths_changed);
     GET(netlink_msgs);
     GET(netlink_resyncs);
+    GET(netlink_dumps_refused);
     GET(wakeups);
     GET(last_up_ns);
     GET(last_down_ns);

@@ -7,7 +7,8 @@
  *    IFF_RUNNING takes down every path on it (the paper's port error); one
  *    that has both again brings them up (to be probed).  Only changes count:
  *    the many RTM_NEWLINK messages that repeat a state are dropped here.  A
- *    netlink overrun (ENOBUFS) is answered with a fresh dump of every link.
+ *    netlink overrun (ENOBUFS) is answered with a fresh dump of every link,
+ *    begun after it (one running then is followed by another).
  *  - requests from the transport's main thread (manual migration, a path
  *    declared dead, load reports, probes), through a single-producer,
  *    single-consumer ring: pushing one is a few stores and, only when the
@@ -59,9 +60,11 @@ typedef struct apm_request {
 typedef struct apm_thread_config {
     uint32_t ring_size;         /* requests each ring holds, a power of two */
     bool netlink;               /* listen to link changes (false: only the rings) */
+    int netlink_rcvbuf;         /* bytes of netlink socket buffer asked for (the kernel
+                                 * doubles it; tests make it small to overrun it) */
 } apm_thread_config_t;
 
-/* 1024 requests, netlink on. */
+/* 1024 requests, netlink on, 1 MiB of netlink buffer. */
 void apm_thread_config_init(apm_thread_config_t *cfg);
 
 /* Starts the thread (signals blocked in it).  NULL with errno set when the
@@ -90,7 +93,8 @@ typedef struct apm_thread_stats {
     uint64_t link_up, link_down;        /* link changes seen (netlink or injected) */
     uint64_t paths_changed;     /* paths those changes moved */
     uint64_t netlink_msgs;      /* RTM_NEWLINK / RTM_DELLINK read */
-    uint64_t netlink_resyncs;   /* dumps after an overrun */
+    uint64_t netlink_resyncs;   /* overruns, each answered by a dump begun after it */
+    uint64_t netlink_dumps_refused;     /* dump requests the kernel refused (asked again) */
     uint64_t wakeups;           /* returns from poll() */
     uint64_t last_up_ns, last_down_ns;  /* apm_now_ns() when the last change was seen */
     int last_up_link, last_down_link;
