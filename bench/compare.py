@@ -565,6 +565,7 @@ def main():
 
     # ---- report ---------------------------------------------------------------
     split = placement_split(samples)
+    core = core_split(samples, split)
     report = []
     if cluster and cluster.pin:
         report.append(f"# cluster CPUs ({args.cluster_cpus}): rank 0 and the floors' n0 end on CPU "
@@ -573,32 +574,35 @@ def main():
                          "wakes the other CPU" if args.cluster_cpus == "own" else
                          "each host's received frames are processed on the other rank's CPU, in the "
                          "sender's own send call: no frame wakes a CPU"))
-    if split:
+    if split or core:
         report.append(f"# placement: each row is grouped by the cache-line ping-pong between ranks 0 and 1"
-                      f" taken before and after it; near < {split:.0f} ns <= far (see README, 'Placement')")
+                      f" taken before and after it; "
+                      + (f"one core (SMT siblings) < {core:.0f} ns <= " if core else "")
+                      + (f"near < {split:.0f} ns <= far" if split else "the rest")
+                      + " (see README, 'Placement')")
         # rows whose two probes disagree (the host moved the vCPUs during them) are in
         # no table: said, so that a size missing from one is not a mystery
         mixed = [f"{n} {b}" for (b, n), per in samples.items() for ms in per.values()
-                 for vs in ms.values() for _, pr in vs if classify(pr, split) == "mixed"]
+                 for vs in ms.values() for _, pr in vs if classify(pr, split, core) == "mixed"]
         if mixed:
             report.append(f"# {len(mixed)} sample(s) taken while the placement changed (their two probes "
                           f"disagree) are in no table: {', '.join(sorted(set(mixed)))}")
     medians = {}   # placement -> bench -> metric -> transport -> size -> median
-    for place in (["near", "far"] if split else ["all"]):
+    for place in (["near", "far"] if split else ["all"]) + (["core"] if core else []):
         for b in benches:
             for m, label, unit, higher in BENCHES[b][2]:
                 shown = [n for n in names if (b, n) in samples]
                 if not shown:
                     continue
-                pick = {n: {s: [v for v, pr in per.get(m, []) if classify(pr, split) == place]
+                pick = {n: {s: [v for v, pr in per.get(m, []) if classify(pr, split, core) == place]
                             for s, per in samples[(b, n)].items()} for n in shown}
                 if not any(v for n in shown for v in pick[n].values()):
                     continue
                 sizes = sorted({s for n in shown for s in samples[(b, n)]})
                 ratio_of = [n for n in shown if n != args.baseline] if args.baseline in shown else []
-                floor = probe_floor(samples, split, place)
+                floor = probe_floor(samples, split, core, place)
                 report.append("")
-                report.append(f"{b}: {label} [{unit}], {place_title(place, floor)}; median, runs in brackets; "
+                report.append(f"{b}: {label} [{unit}], {place_title(place, floor, core)}; median, runs in brackets; "
                               f"{'higher' if higher else 'lower'} is better"
                               + (f"; ratio = transport / {args.baseline}" if ratio_of else ""))
                 rw = {n: max(14, len(n) + len(args.baseline) + 3) for n in ratio_of}
@@ -618,7 +622,7 @@ def main():
                         r = med[n] / med[args.baseline] if med[n] and med[args.baseline] else None
                         line += f"{(f'{r:.2f}' if r is not None else '-'):>{rw[n]}}"
                     report.append(line)
-                report.extend(paired_rows(samples, b, m, sizes, ratio_of, args.baseline, split, place))
+                report.extend(paired_rows(samples, b, m, sizes, ratio_of, args.baseline, split, core, place))
     for (b, n), why in failed.items():
         report.append(f"# {n} failed in {b}: {why}")
     text = "\n".join(report)
@@ -627,7 +631,7 @@ def main():
         f.write((host + "\n" if host else "") + text + "\n")      # printed at the start
     with open(os.path.join(out_dir, "samples.json"), "w") as f:
         json.dump({"np": args.np, "repeats": args.repeats, "baseline": args.baseline,
-                   "placement_split_ns": split, "host": host,
+                   "placement_split_ns": split, "placement_core_ns": core, "host": host,
                    "transports": {n: known.get(n, ["(test/pmeth/pmeth_floor, raw frames)"]) for n in names},
                    "samples": {f"{b}/{n}": v for (b, n), v in samples.items()},
                    "medians": medians, "failed": {f"{b}/{n}": w for (b, n), w in failed.items()}},
@@ -691,7 +695,35 @@ def placement_split(samples):
     return (probes[cut - 1] * probes[cut]) ** 0.5 if hi > 2.5 * lo else None
 
 
-def classify(probe, split):
+def core_split(samples, split):
+    """The probe value below which the two ranks ran on one core's two hardware threads
+    (SMT siblings), or None.
+
+    Besides near and far, the host here now and then runs the two vCPUs on one core: the
+    probe then reads 41-45 ns where cores sharing the L3 read 60-105 (AMD EPYC, 2026-12-05,
+    in most invocations a few percent of the runs), and every transport moves with it, each
+    its own way (two pollers share one core's issue slots: rsm streamed 4 B at 19 MB/s
+    there, 34.6 at 92 ns).  Mixed into the near medians, a transport that drew one such run
+    seemed to lose a cell it won in the others.  The group is cut off at the widest gap
+    between neighbouring probes below the near/far split (all probes without one) whose
+    lower side lies under 3/4 of their median, when that gap is at least 1.3x; a probe
+    half-way leaves it unsplit, as before."""
+    probes = sorted(x for per in samples.values() for ms in per.values() for vs in ms.values()
+                    for _, pr in vs if pr for x in pr if x > 0 and (split is None or x < split))
+    if len(probes) < 4:
+        return None
+    top = 0.75 * statistics.median(probes)
+    gap, k = max(((probes[i] / probes[i - 1], i) for i in range(1, len(probes))
+                  if probes[i - 1] < top), default=(0, 0))
+    return (probes[k - 1] * probes[k]) ** 0.5 if gap >= 1.3 else None
+
+
+def classify(probe, split, core=None):
+    if core is not None and probe:
+        if max(probe) < core:
+            return "core"
+        if min(probe) < core:
+            return "mixed"
     if split is None:
         return "all"
     if not probe:
@@ -703,7 +735,7 @@ def classify(probe, split):
     return "mixed"
 
 
-def paired_rows(samples, bench, metric, sizes, ratio_of, baseline, split, place):
+def paired_rows(samples, bench, metric, sizes, ratio_of, baseline, split, core, place):
     """The ratios of runs paired by repeat, as lines under a median table.
 
     Repeat i of every transport runs back to back (the order rotates), so run i of a
@@ -720,7 +752,7 @@ def paired_rows(samples, bench, metric, sizes, ratio_of, baseline, split, place)
         for n in ratio_of:
             mine = samples[(bench, n)].get(s, {}).get(metric, [])
             pairs = [v / bv for (v, pr), (bv, bpr) in zip(mine, base)
-                     if bv and classify(pr, split) == place and classify(bpr, split) == place] \
+                     if bv and classify(pr, split, core) == place and classify(bpr, split, core) == place] \
                 if len(mine) == len(base) else []
             cells.append(f"{statistics.median(pairs):.2f} ({len(pairs)})" if pairs else "-")
         if any(c != "-" for c in cells):
@@ -734,16 +766,17 @@ def paired_rows(samples, bench, metric, sizes, ratio_of, baseline, split, place)
             "placement (pairs)", head] + rows
 
 
-def probe_floor(samples, split, place):
+def probe_floor(samples, split, core, place):
     """Median probe (cache-line half round trip, ns) of the rows of one placement."""
     vals = [max(pr) for per in samples.values() for ms in per.values() for vs in ms.values()
-            for _, pr in vs if pr and classify(pr, split) == place]
+            for _, pr in vs if pr and classify(pr, split, core) == place]
     return statistics.median(vals) if vals else None
 
 
-def place_title(place, floor):
+def place_title(place, floor, core=None):
     text = {"near": "cores sharing a cache", "far": "cores not sharing a cache",
-            "all": "all runs"}[place]
+            "core": "one core's two hardware threads (SMT siblings)",
+            "all": "all runs but one core's" if core else "all runs"}[place]
     return text + (f" (cache-line ping-pong {floor:.0f} ns)" if floor else "")
 
 

@@ -127,4 +127,26 @@ check "a speed change between repeats: the near medians read rsm/vader 1.12" \
     bash -c "grep -A2 'cores sharing a cache' '$work/sp/table.txt' | grep -qE '^ +8 .* 1\.12\$'"
 check "... and the run-by-run ratio under them 0.90 from 2 pairs (the far run of rsm has no partner)" \
     bash -c "grep -A5 'cores sharing a cache' '$work/sp/table.txt' | grep -qE '^ +8 +0\.90 \(2\)\$'"
+
+# Runs on one core's two hardware threads (probes 42-44 ns where the near runs read 60-95):
+# a table of their own, so that one such run of vader does not move its near median (with
+# it, vader's near median of 6 would be 0.21 still, but rsm/vader there read 1.03 from
+# rsm's run of 0.33 beside); a run whose probes straddle the cut is left out
+report sm <<'PYEOF'
+import json, sys
+R = 7
+near = [[0.20, [60, 62]], [0.21, [66, 64]], [0.20, [70, 71]], [0.22, [90, 95]], [0.23, [74, 73]]]
+S = {"latency/vader": {"8": {"latency_us": near + [[0.30, [42, 43]], [0.45, [235, 240]]]}},
+     "latency/rsm":   {"8": {"latency_us": [[v - 0.01, p] for v, p in near] + [[0.33, [43, 44]], [0.25, [44, 66]]]}}}
+PYEOF
+check "runs on one core (probes 42-44 ns, near 60-95) get a table of their own" \
+    bash -c "grep -q \"one core's two hardware threads (SMT siblings) (cache-line ping-pong 44 ns)\" '$work/sm/table.txt' \
+             && grep -q '^# placement: .* one core (SMT siblings) < 5[0-9] ns <= near < ' '$work/sm/table.txt'"
+check "... near compares the 5 near runs alone (vader 0.21 (5), rsm/vader 0.95)" \
+    bash -c "grep -A2 'cores sharing a cache' '$work/sm/table.txt' | grep -qE '^ +8 +0\.21 \(5\) .* 0\.95\$'"
+check "... the one-core table compares one-core runs (rsm/vader 0.33/0.30 = 1.10); rsm's run at 44 and 66 ns is in none" \
+    bash -c "grep -A2 'SMT siblings) (cache' '$work/sm/table.txt' | grep -qE '^ +8 +0\.3 \(1\) +0\.33 \(1\) +1\.10\$' \
+             && grep -q 'placement changed .* in no table: rsm latency' '$work/sm/table.txt'"
+check "near probes with no gap (the sets above) have no one-core table" \
+    bash -c "! grep -q 'SMT' '$work/bo/table.txt' && ! grep -q 'SMT' '$work/mo/table.txt' && ! grep -q 'SMT' '$work/go/table.txt'"
 tap_done
