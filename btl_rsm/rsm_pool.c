@@ -89,13 +89,16 @@ static int blockset_alloc(rsm_blockset_t *set, uint32_t n, bool next_fit)
         return -1;
     }
     const uint32_t words = (set->count + 63) / 64;
-    /* next fit: from the hint up, then once more from 0 (runs below the hint
-     * and runs that cross it) */
+    /* next fit: from the hint up to the lap's end, then once more from 0 (runs
+     * below the hint, runs that cross it, and past the lap) */
     const uint32_t start = next_fit && set->hint < set->lap ? set->hint : 0;
     uint32_t w = start / 64;
     uint32_t carried = 0;       /* free blocks at the top of the words below */
     for (bool wrapped = start == 0; w < words || !wrapped; w++) {
-        if (w == words) {
+        /* from the hint, only runs that start inside the lap: past it busy
+         * blocks of a slow receiver (the pool serves all of a node's) would
+         * send the search out of the lap while blocks below the hint are free */
+        if (w == words || (!wrapped && (uint64_t) w * 64 >= set->lap)) {
             wrapped = true;
             w = 0;
             carried = 0;
@@ -120,6 +123,11 @@ static int blockset_alloc(rsm_blockset_t *set, uint32_t n, bool next_fit)
             if (starts != 0) {
                 first = (int64_t) w * 64 + __builtin_ctzll(starts);
             }
+        }
+        if (first >= 0 && !wrapped && (uint32_t) first >= set->lap) {
+            w = words - 1;      /* a run past the lap: from 0 instead (the wrap is next) */
+            carried = 0;
+            continue;
         }
         if (first >= 0) {
             set_bits(set, (uint32_t) first, n, true);

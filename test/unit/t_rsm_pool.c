@@ -19,13 +19,17 @@ static int naive_first_fit(const rsm_blockset_t *set, uint32_t n)
 }
 
 /* Next fit the plain way: the first run of N free blocks that starts at or
- * after the hint (0 once the hint is past the lap), else the lowest run. */
+ * after the hint and inside the lap (none once the hint is past the lap), else
+ * the lowest run. */
 static int naive_next_fit(const rsm_blockset_t *set, uint32_t n)
 {
     uint32_t run = 0;
-    for (uint32_t i = set->hint < set->lap ? set->hint : 0; i < set->count; i++) {
+    for (uint32_t i = set->hint < set->lap ? set->hint : set->count; i < set->count; i++) {
         run = (set->map[i / 64] >> (i % 64)) & 1 ? 0 : run + 1;
         if (run == n) {
+            if (i + 1 - n >= set->lap) {
+                break;
+            }
             return (int) (i + 1 - n);
         }
     }
@@ -206,6 +210,28 @@ int main(void)
     rsm_pool_free(&pool, &small_one);
     rsm_pool_free(&pool, &beyond);
     for (uint32_t i = 0; i < nfill; i++) {
+        rsm_pool_free(&pool, &fill[i]);
+    }
+    /* blocks held ahead of the hint (acks out of order: a node's pool serves
+     * every receiver there) do not send the search past the lap while a block
+     * below the hint is free */
+    rsm_pool_set_next_fit(&pool, true, lay.pool_bytes / 4);
+    uint32_t held = 0;
+    while (held < lap && rsm_pool_alloc(&pool, 4096, &fill[held]) == 0) {
+        held++;
+    }
+    rsm_run_t x, y, z;
+    rsm_pool_free(&pool, &fill[0]);
+    rsm_pool_free(&pool, &fill[1]);
+    bool setup = held == lap && rsm_pool_alloc(&pool, 4096, &x) == 0 && x.offset == lb;
+    rsm_pool_free(&pool, &x);
+    setup = setup && rsm_pool_alloc(&pool, 4096, &y) == 0 && y.offset == lb + 4096;
+    CHECK(setup && rsm_pool_alloc(&pool, 4096, &z) == 0 && z.offset == lb,
+          "lap: with the blocks from the hint to the lap's end in use, the free block below "
+          "the hint, not one past the lap (block %d)", (int) ((z.offset - lb) / 4096));
+    rsm_pool_free(&pool, &y);
+    rsm_pool_free(&pool, &z);
+    for (uint32_t i = 2; i < held; i++) {
         rsm_pool_free(&pool, &fill[i]);
     }
     rsm_pool_set_next_fit(&pool, true, lay.pool_bytes);
