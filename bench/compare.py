@@ -704,18 +704,23 @@ def core_split(samples, split):
     in most invocations a few percent of the runs), and every transport moves with it, each
     its own way (two pollers share one core's issue slots: rsm streamed 4 B at 19 MB/s
     there, 34.6 at 92 ns).  Mixed into the near medians, a transport that drew one such run
-    seemed to lose a cell it won in the others.  The group is cut off at the widest gap
-    between neighbouring probes below the near/far split (all probes without one) whose
-    lower side lies under 3/4 of their median, when that gap is at least 1.3x; a probe
-    half-way leaves it unsplit, as before."""
+    seemed to lose a cell it won in the others.  The group is cut off at the widest gap of
+    at least 1.3x between neighbouring probes below the near/far split (all probes without
+    one) below which the probes are tight (within 1.35x of each other: one kind of
+    placement) and under 3/4 of the probes' median; a probe half-way leaves it unsplit, as
+    before.  Tight: without a near/far split the widest such gap can be the one between
+    near and far (an invocation of 2026-12-05 whose near/far medians were 2.4x apart)."""
     probes = sorted(x for per in samples.values() for ms in per.values() for vs in ms.values()
                     for _, pr in vs if pr for x in pr if x > 0 and (split is None or x < split))
     if len(probes) < 4:
         return None
     top = 0.75 * statistics.median(probes)
-    gap, k = max(((probes[i] / probes[i - 1], i) for i in range(1, len(probes))
-                  if probes[i - 1] < top), default=(0, 0))
-    return (probes[k - 1] * probes[k]) ** 0.5 if gap >= 1.3 else None
+    for gap, k in sorted(((probes[i] / probes[i - 1], i) for i in range(1, len(probes))), reverse=True):
+        if gap < 1.3:
+            return None
+        if probes[k - 1] < top and probes[k - 1] <= 1.35 * probes[0]:
+            return (probes[k - 1] * probes[k]) ** 0.5
+    return None
 
 
 def classify(probe, split, core=None):

@@ -149,4 +149,19 @@ check "... the one-core table compares one-core runs (rsm/vader 0.33/0.30 = 1.10
              && grep -q 'placement changed .* in no table: rsm latency' '$work/sm/table.txt'"
 check "near probes with no gap (the sets above) have no one-core table" \
     bash -c "! grep -q 'SMT' '$work/bo/table.txt' && ! grep -q 'SMT' '$work/mo/table.txt' && ! grep -q 'SMT' '$work/go/table.txt'"
+
+# Near and far too close to split (medians 2.4x apart), far runs the majority, and a run on
+# one core: the one-core group is still the 42-44 ns runs, not every near run (below 3/4 of
+# the probes' median the widest gap is then the one between near and far)
+report nf <<'PYEOF'
+import json, sys
+R = 10
+near = [[0.20, [62, 64]], [0.21, [70, 68]], [0.20, [72, 73]]]
+far = [[0.40, [150, 155]], [0.41, [160, 165]], [0.42, [168, 170]], [0.40, [152, 158]], [0.41, [162, 166]], [0.40, [158, 160]]]
+S = {"latency/vader": {"8": {"latency_us": near + far + [[0.30, [42, 43]]]}},
+     "latency/rsm":   {"8": {"latency_us": [[v - 0.01, p] for v, p in near + far] + [[0.33, [43, 44]]]}}}
+PYEOF
+check "near and far unsplit: the one-core table holds the two runs at 42-44 ns, not the near ones" \
+    bash -c "grep -q '^# placement: .* one core (SMT siblings) < 5[0-9] ns <= the rest' '$work/nf/table.txt' \
+             && grep -A2 'SMT siblings) (cache' '$work/nf/table.txt' | grep -qE '^ +8 +0\.3 \(1\) +0\.33 \(1\) +1\.10\$'"
 tap_done
