@@ -95,10 +95,7 @@ static int blockset_alloc(rsm_blockset_t *set, uint32_t n, bool next_fit)
     uint32_t w = start / 64;
     uint32_t carried = 0;       /* free blocks at the top of the words below */
     for (bool wrapped = start == 0; w < words || !wrapped; w++) {
-        /* from the hint, only runs that start inside the lap: past it busy
-         * blocks of a slow receiver (the pool serves all of a node's) would
-         * send the search out of the lap while blocks below the hint are free */
-        if (w == words || (!wrapped && (uint64_t) w * 64 >= set->lap)) {
+        if (w == words) {
             wrapped = true;
             w = 0;
             carried = 0;
@@ -124,6 +121,10 @@ static int blockset_alloc(rsm_blockset_t *set, uint32_t n, bool next_fit)
                 first = (int64_t) w * 64 + __builtin_ctzll(starts);
             }
         }
+        /* from the hint, only runs that start inside the lap (they may cross
+         * its end): past it busy blocks of a slow receiver (the pool serves all
+         * of a node's) would send the search out of the lap while blocks below
+         * the hint are free */
         if (first >= 0 && !wrapped && (uint32_t) first >= set->lap) {
             w = words - 1;      /* a run past the lap: from 0 instead (the wrap is next) */
             carried = 0;

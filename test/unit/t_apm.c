@@ -1384,7 +1384,11 @@ static bool hold_thread(apm_thread_t *th, bool up)
     for (int k = 0; k < 2000 && !atomic_load(&stalled); k++) {
         usleep(1000);
     }
-    return atomic_load(&stalled);
+    if (!atomic_load(&stalled)) {
+        atomic_store(&stall_wanted, false);     /* else a later change would hold it for good */
+        return false;
+    }
+    return true;
 }
 
 /* ip -batch of ROUNDS down/up pairs of apmt2, then one last down; in the

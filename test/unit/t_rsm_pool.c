@@ -234,6 +234,25 @@ int main(void)
     for (uint32_t i = 2; i < held; i++) {
         rsm_pool_free(&pool, &fill[i]);
     }
+    /* ... but a run from the hint that starts inside the lap may cross its end,
+     * also into the next word of the map, though a free run lies below the hint */
+    rsm_pool_set_next_fit(&pool, true, lay.pool_bytes / 4);
+    const uint32_t upto = lap - 4;              /* the hint: 4 blocks before the lap's end */
+    held = 0;
+    while (held < upto && rsm_pool_alloc(&pool, 4096, &fill[held]) == 0) {
+        held++;
+    }
+    for (uint32_t i = 0; i < 40; i++) {
+        rsm_pool_free(&pool, &fill[i]);         /* a run of 40 below the hint */
+    }
+    rsm_run_t cross;
+    CHECK(held == upto && rsm_pool_alloc(&pool, 40 * 4096, &cross) == 0 && cross.offset == lb + upto * 4096,
+          "lap: a run of 40 from the hint, 4 blocks before the lap's end, crosses it (block %d, "
+          "not the free run at 0)", (int) ((cross.offset - lb) / 4096));
+    rsm_pool_free(&pool, &cross);
+    for (uint32_t i = 40; i < held; i++) {
+        rsm_pool_free(&pool, &fill[i]);
+    }
     rsm_pool_set_next_fit(&pool, true, lay.pool_bytes);
     CHECK(pool.large.lap == pool.large.count, "a lap of the pool's size or more: the whole pool");
     rsm_pool_set_next_fit(&pool, false, 0);
