@@ -314,6 +314,16 @@ typedef struct mca_btl_pmeth_component_t {
     uint64_t pace_lifts;                /* a delay limit grew back past the grant */
     uint64_t credit_requests;           /* MORE frames received: answered by an ack at once */
 
+    /* one-sided operations for osc rdma (btl_pmeth_rma.c) */
+    bool rma;                           /* btl_pmeth_rma: offer put, get and atomics */
+    uint64_t rma_puts, rma_put_bytes, rma_gets, rma_get_bytes, rma_atomics_sent;
+    uint64_t rma_served;                /* peers' puts and gets done on our memory */
+    uint64_t rma_atomics_served;        /* ... and their atomics */
+    uint64_t rma_refused;               /* ... refused: not in registered memory */
+    uint64_t rma_refused_by_peer;       /* ours a peer refused */
+    uint64_t rma_malformed;             /* requests or answers dropped as malformed */
+    uint64_t rma_held;                  /* messages waiting to be sent from progress (now) */
+
     /* path migration (btl_pmeth_apm.c) */
     int apm_mode;                       /* 0 off, 1 on, 2 auto (on with 2 links or more) */
     unsigned int apm_detect_probes, apm_detect_ms, apm_probe_ms, apm_heal_probes;
@@ -446,6 +456,53 @@ void pmeth_endpoint_activate(mca_btl_base_endpoint_t *ep);
 void pmeth_endpoint_deactivate(mca_btl_base_endpoint_t *ep);
 void pmeth_answer_probe(pmeth_link_t *link, const pmeth_wire_view_t *v);
 void pmeth_probe_reply(pmeth_link_t *link, const pmeth_wire_view_t *v);
+
+/* btl_pmeth_rma.c: one-sided operations as pmeth's own messages, served by the
+ * target's progress.  Their tags sit in the BTL's own range, below ob1's. */
+#define PMETH_TAG_RMA_PUT (MCA_BTL_TAG_BTL + 8)
+#define PMETH_TAG_RMA_PUT_DONE (MCA_BTL_TAG_BTL + 9)
+#define PMETH_TAG_RMA_GET (MCA_BTL_TAG_BTL + 10)
+#define PMETH_TAG_RMA_GET_DATA (MCA_BTL_TAG_BTL + 11)
+#define PMETH_TAG_RMA_AMO (MCA_BTL_TAG_BTL + 12)
+#define PMETH_TAG_RMA_AMO_REPLY (MCA_BTL_TAG_BTL + 13)
+static inline bool pmeth_tag_is_rma(uint8_t tag)
+{
+    return tag >= PMETH_TAG_RMA_PUT && tag <= PMETH_TAG_RMA_AMO_REPLY;
+}
+void pmeth_rma_setup(mca_btl_base_module_t *m, bool on);
+void pmeth_rma_deliver(mca_btl_base_endpoint_t *ep, uint8_t tag,
+                       const mca_btl_base_segment_t *segs, uint32_t n, size_t bytes);
+int pmeth_rma_progress(void);
+void pmeth_rma_finalize(void);
+struct mca_btl_base_registration_handle_t *pmeth_register_mem(mca_btl_base_module_t *btl,
+                                                              mca_btl_base_endpoint_t *ep,
+                                                              void *base, size_t size,
+                                                              uint32_t flags);
+int pmeth_deregister_mem(mca_btl_base_module_t *btl,
+                         struct mca_btl_base_registration_handle_t *handle);
+int pmeth_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
+              uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
+              struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
+              int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+int pmeth_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
+              uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
+              struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
+              int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+int pmeth_atomic_op(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
+                    uint64_t remote_address, struct mca_btl_base_registration_handle_t *remote_handle,
+                    mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+int pmeth_atomic_fop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
+                     uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
+                     struct mca_btl_base_registration_handle_t *remote_handle,
+                     mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+int pmeth_atomic_cswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
+                       void *local_address, uint64_t remote_address,
+                       struct mca_btl_base_registration_handle_t *local_handle,
+                       struct mca_btl_base_registration_handle_t *remote_handle, uint64_t compare,
+                       uint64_t value, int flags, int order,
+                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
 
 /* btl_pmeth_send.c */
 int pmeth_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,

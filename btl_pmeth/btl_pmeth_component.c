@@ -379,6 +379,15 @@ static int pmeth_component_register(void)
         "connection with an armed alternate migrates to it by hand (0: never)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->apm_migrate_ms, OPAL_INFO_LVL_9);
 
+    c->rma = true;
+    reg("rma", "Offer put, get and atomics to Open MPI's osc rdma, so that MPI windows "
+        "(MPI_Win_create, _allocate, _create_dynamic) work over pmeth between hosts: each "
+        "operation is a message the target process serves when it makes progress (is inside "
+        "MPI), the atomics done by its CPU.  osc rdma needs one BTL that reaches every rank of "
+        "a window, so this serves jobs with one rank per host; with more, or with 0 here, "
+        "windows need --mca osc pt2pt (which Debian's openmpi-mca-params.conf turns off)",
+        MCA_BASE_VAR_TYPE_BOOL, &c->rma, OPAL_INFO_LVL_4);
+
     mca_btl_base_module_t *m = &mca_btl_pmeth;
     /* above tcp (LOW + 100): a job that names both uses pmeth for the peers it
      * reaches and tcp for the others; below vader and rsm (HIGH), which carry
@@ -896,8 +905,9 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
                                   ? c->frame_payload : m->btl_rndv_eager_limit;
     m->btl_rdma_pipeline_send_length = m->btl_eager_limit;
     m->btl_rdma_pipeline_frag_size = c->frame_payload;
-    m->btl_min_rdma_pipeline_size = SIZE_MAX;
+    m->btl_min_rdma_pipeline_size = SIZE_MAX;  /* ob1's RPUT pipeline never starts */
     m->btl_flags = MCA_BTL_FLAGS_SEND;
+    pmeth_rma_setup(m, c->rma);     /* put, get and atomics for osc rdma, sized to the eager limit */
     m->btl_bandwidth = 1000 * c->nlinks;
 
     pmeth_window_config_init(&c->wcfg, c->window);
@@ -1021,6 +1031,9 @@ static int pmeth_component_progress(void)
         count += pmeth_apm_progress(now ? now : pmeth_now_ns());
     }
     count += pmeth_frag_drain_done();
+    if (OPAL_UNLIKELY(c->rma_held > 0)) {
+        count += pmeth_rma_progress();
+    }
     count += pmeth_probe_progress();
     while (c->nlazy > 0 && !c->probing) {
         pmeth_add_peer_lazily(c->lazy_ids[--c->nlazy]);

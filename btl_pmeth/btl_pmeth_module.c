@@ -316,6 +316,16 @@ static void summary(void)
                   "frames); %" PRIu64 " later frames of eager messages waited for the grant or the "
                   "window", c->pace_target_us, c->pace_cuts, c->pace_lifts, c->burst_waits,
                   c->send_burst, c->start_waits);
+    if (c->rma_puts + c->rma_gets + c->rma_atomics_sent + c->rma_served + c->rma_atomics_served
+            + c->rma_refused + c->rma_malformed > 0) {
+        PMETH_VERBOSE(10, "one-sided: %" PRIu64 " puts (%" PRIu64 " bytes), %" PRIu64 " gets (%"
+                      PRIu64 " bytes), %" PRIu64 " atomics asked; the peers': %" PRIu64 " puts "
+                      "and gets and %" PRIu64 " atomics served, %" PRIu64 " refused; %" PRIu64
+                      " of ours refused by a peer; %" PRIu64 " malformed dropped", c->rma_puts,
+                      c->rma_put_bytes, c->rma_gets, c->rma_get_bytes, c->rma_atomics_sent,
+                      c->rma_served, c->rma_atomics_served, c->rma_refused,
+                      c->rma_refused_by_peer, c->rma_malformed);
+    }
     pmeth_memory_t mem;
     pmeth_memory(&mem);
     PMETH_VERBOSE(10, "memory: %" PRIu64 " bytes = rings %" PRIu64 " (%u links) + windows %"
@@ -349,6 +359,7 @@ static int pmeth_finalize(mca_btl_base_module_t *btl)
         pmeth_kick_all(true);
     }
     summary();
+    pmeth_rma_finalize();
     pmeth_apm_fini();
     for (uint32_t i = 0; i < c->nby_id; i++) {
         if (c->by_id[i] != NULL) {

@@ -27,6 +27,8 @@ enum {
     PV_PACE_CUTS, PV_PACE_LIFTS, PV_BURST_WAITS, PV_START_WAITS, PV_LAZY_PEERS,
     PV_PROBED_AHEAD, PV_REPROBED, PV_KEEPER_PROBES, PV_DATA_KEPT, PV_DIRECT_SENDS,
     PV_DIRECT_COPIES, PV_DEFERRED_RELEASED, PV_RING_FULL, PV_CTL_RESERVE, PV_CTL_NO_FRAME,
+    PV_RMA_PUTS, PV_RMA_PUT_BYTES, PV_RMA_GETS, PV_RMA_GET_BYTES, PV_RMA_ATOMICS_SENT, PV_RMA_SERVED, PV_RMA_ATOMICS_SERVED,
+    PV_RMA_REFUSED, PV_RMA_REFUSED_BY_PEER, PV_RMA_MALFORMED,
     PV_COUNT
 };
 
@@ -138,6 +140,22 @@ static xbtl_counter_def_t pmeth_counters[PV_COUNT] = {
     [PV_CTL_NO_FRAME] = {"ring_control_dropped", "Control frames not sent because even the "
                          "reserve was in use (an acknowledgement then rides on a resend, a "
                          "probe counts as unanswered)"},
+    [PV_RMA_PUTS] = {"rma_puts", "One-sided puts sent for osc rdma (btl_pmeth_rma)"},
+    [PV_RMA_PUT_BYTES] = {"rma_put_bytes", "Bytes of those puts"},
+    [PV_RMA_GETS] = {"rma_gets", "One-sided gets asked for"},
+    [PV_RMA_GET_BYTES] = {"rma_get_bytes", "Bytes of those gets"},
+    [PV_RMA_ATOMICS_SENT] = {"rma_atomics_sent", "One-sided atomics (op, fetch-and-op, "
+                             "compare-and-swap) asked of peers"},
+    [PV_RMA_SERVED] = {"rma_served", "Peers' puts and gets done on this process's memory (in "
+                       "its progress)"},
+    [PV_RMA_ATOMICS_SERVED] = {"rma_atomics_served", "Peers' atomics done on this process's "
+                               "memory (in its progress)"},
+    [PV_RMA_REFUSED] = {"rma_refused", "Peers' one-sided requests refused: not within memory "
+                        "registered for that access, or inconsistent lengths"},
+    [PV_RMA_REFUSED_BY_PEER] = {"rma_refused_by_peer", "Our one-sided operations a peer "
+                                "refused (their completion reported an error)"},
+    [PV_RMA_MALFORMED] = {"rma_malformed", "One-sided requests or answers dropped as malformed "
+                          "or answering nothing we asked"},
     [PV_START_WAITS] = {"start_waits", "Frames of eager messages of several frames (after the "
                         "first) that waited for the peer's grant or the window, in private "
                         "memory (btl_pmeth_eager_frames)"},
@@ -202,6 +220,16 @@ static void pmeth_counters_read(uint64_t *v)
     v[PV_PACE_LIFTS] = c->pace_lifts;
     v[PV_BURST_WAITS] = c->burst_waits;
     v[PV_START_WAITS] = c->start_waits;
+    v[PV_RMA_PUTS] = c->rma_puts;
+    v[PV_RMA_PUT_BYTES] = c->rma_put_bytes;
+    v[PV_RMA_GETS] = c->rma_gets;
+    v[PV_RMA_GET_BYTES] = c->rma_get_bytes;
+    v[PV_RMA_ATOMICS_SENT] = c->rma_atomics_sent;
+    v[PV_RMA_SERVED] = c->rma_served;
+    v[PV_RMA_ATOMICS_SERVED] = c->rma_atomics_served;
+    v[PV_RMA_REFUSED] = c->rma_refused;
+    v[PV_RMA_REFUSED_BY_PEER] = c->rma_refused_by_peer;
+    v[PV_RMA_MALFORMED] = c->rma_malformed;
     for (uint32_t i = 0; i < c->nlinks; i++) {
         struct pmeth_ring_stats rs;
         pmeth_ring_get_stats(c->links[i].ring, &rs);

@@ -15,11 +15,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Hand ob1 a fragment of N segments (BYTES in all) in place; false when no one
+/* Hand ob1 a fragment of N segments (BYTES in all) from EP in place, or one of
+ * pmeth's own one-sided messages to btl_pmeth_rma.c; false when no one
  * registered TAG (not from ob1: the caller counts the drop). */
-static bool to_ob1(uint8_t tag, mca_btl_base_segment_t *segs, uint32_t n, size_t bytes)
+static bool to_ob1(mca_btl_base_endpoint_t *ep, uint8_t tag, mca_btl_base_segment_t *segs,
+                   uint32_t n, size_t bytes)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (OPAL_UNLIKELY(pmeth_tag_is_rma(tag))) {
+        if (!c->rma) {
+            return false;
+        }
+        pmeth_rma_deliver(ep, tag, segs, n, bytes);
+        return true;
+    }
     const mca_btl_active_message_callback_t *reg = &mca_btl_base_active_message_trigger[tag];
     if (OPAL_UNLIKELY(reg->cbfunc == NULL)) {
         return false;
@@ -31,11 +40,11 @@ static bool to_ob1(uint8_t tag, mca_btl_base_segment_t *segs, uint32_t n, size_t
     return true;
 }
 
-/* Hand one DATA frame's payload to ob1, in place. */
-static void deliver(const pmeth_wire_view_t *v)
+/* Hand one DATA frame's payload from EP to ob1, in place. */
+static void deliver(mca_btl_base_endpoint_t *ep, const pmeth_wire_view_t *v)
 {
     mca_btl_base_segment_t seg = {.seg_addr.pval = (void *) v->payload, .seg_len = v->len};
-    if (OPAL_UNLIKELY(!to_ob1(v->tag, &seg, 1, v->len))) {
+    if (OPAL_UNLIKELY(!to_ob1(ep, v->tag, &seg, 1, v->len))) {
         mca_btl_pmeth_component.drops[PMETH_WIRE_MALFORMED]++;
     }
 }
@@ -213,7 +222,7 @@ void pmeth_array_release(mca_btl_base_endpoint_t *ep)
 /* The array's frames FIRST..., each parsed again where it is now (a frame may
  * have moved out of the ring meanwhile; nothing from the wire is trusted
  * twice), to ob1 as one descriptor of a segment per frame. */
-static void deliver_array(pmeth_held_t *first, uint8_t tag)
+static void deliver_array(mca_btl_base_endpoint_t *ep, pmeth_held_t *first, uint8_t tag)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     mca_btl_base_segment_t segs[PMETH_WIRE_ARRAY_MAX];
@@ -233,7 +242,7 @@ static void deliver_array(pmeth_held_t *first, uint8_t tag)
         bytes += v.len;
         n++;
     }
-    if (OPAL_LIKELY(ok && to_ob1(tag, segs, n, bytes))) {
+    if (OPAL_LIKELY(ok && to_ob1(ep, tag, segs, n, bytes))) {
         c->arrays_received++;
     } else {
         c->drops[PMETH_WIRE_MALFORMED] += frames;
@@ -251,7 +260,7 @@ static void array_add(mca_btl_base_endpoint_t *ep, pmeth_held_t *h, const pmeth_
     h->next = NULL;
     switch (pmeth_wire_array_next(&ep->array, v->cont, v->tag)) {
     case PMETH_ARRAY_SINGLE:
-        deliver(v);
+        deliver(ep, v);
         pmeth_held_release(h);
         break;
     case PMETH_ARRAY_KEEP:
@@ -267,7 +276,7 @@ static void array_add(mca_btl_base_endpoint_t *ep, pmeth_held_t *h, const pmeth_
         ep->array_last->next = h;
         /* the endpoint starts afresh before ob1 runs (its callback may send) */
         ep->array_first = ep->array_last = NULL;
-        deliver_array(first, ep->array.tag);
+        deliver_array(ep, first, ep->array.tag);
         break;
     }
     case PMETH_ARRAY_DROP_ALL:
@@ -299,7 +308,7 @@ static void deliver_held(mca_btl_base_endpoint_t *ep)
         } else if (pmeth_wire_array_holds(&ep->array, v.cont)) {
             array_add(ep, h, &v);
         } else {
-            deliver(&v);
+            deliver(ep, &v);
             pmeth_held_release(h);
         }
     }
@@ -379,7 +388,7 @@ static void on_data(pmeth_link_t *link, const struct pmeth_rx_frame *f, const pm
         if (h != NULL) {
             array_add(ep, h, v);
         } else {
-            deliver(v);
+            deliver(ep, v);
             pmeth_ring_rx_put(link->ring, f->id);
         }
         deliver_held(ep);

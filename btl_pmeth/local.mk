@@ -22,6 +22,7 @@ btl_pmeth_mca_btl_pmeth_la_SOURCES = \
 	btl_pmeth/btl_pmeth_recv.c \
 	btl_pmeth/btl_pmeth_apm.c \
 	btl_pmeth/btl_pmeth_keeper.c \
+	btl_pmeth/btl_pmeth_rma.c \
 	btl_pmeth/btl_pmeth_pvar.c
 btl_pmeth_mca_btl_pmeth_la_CPPFLAGS = $(XBTL_COMPONENT_CPPFLAGS) -I$(top_srcdir)/apm
 # optimised as CFLAGS say (-g -O2 by default; see btl_rsm/local.mk)

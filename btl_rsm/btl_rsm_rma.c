@@ -12,7 +12,7 @@
  * - atomics: the target's memory is its own (no xpmem), so the origin asks the
  *   target, in an internal inline message (RSM_TAG_AMO), to apply the operation
  *   with the CPU's atomic instructions; the target checks the request
- *   (rsm_amo.h) and that the word lies in memory it registered for remote
+ *   (xbtl_amo.h) and that the word lies in memory it registered for remote
  *   atomics, applies it and answers with the old value (RSM_TAG_AMO_REPLY).  The
  *   operation completes at the origin on that reply.  Because the target uses
  *   CPU atomics these mix with osc's own on the same words
@@ -28,7 +28,7 @@
  *   when such peers exist (rsm_register_mem: its handle then carries the keys).
  */
 #include "btl_rsm.h"
-#include "rsm_amo.h"
+#include "xbtl_amo.h"
 
 #include "opal/util/show_help.h"
 
@@ -59,51 +59,16 @@ static uint16_t amo_free[RSM_AMO_INFLIGHT];
 static uint32_t amo_nfree;
 static bool amo_ready;
 
-/* A deadlock of Open MPI 4.1.1-4.1.4's osc rdma, turned into an error.  Its
- * lookup of a dynamic window's regions on a peer whose state is not in shared
- * memory (another host) takes the peer's region lock exclusively (a
- * compare-and-swap 0 -> OSC_LOCK_EXCLUSIVE) and then, the first time, once more
- * shared (fetch-and-add 1 until the exclusive bit is clear): it waits for itself
- * for ever (fixed in 4.1.5: open-mpi/ompi pull request 10473).  Windows of
- * MPI_Win_create and MPI_Win_allocate never do that.  So: remember the words a
- * compare-and-swap of ours locked that way on a peer of another host, forget
- * them at the add that unlocks, and a shared add (of exactly 1) to one we still
- * hold is that deadlock: say so and end the job, instead of hanging.  No other
- * use of the BTL's atomics is affected: the peer, the exact values and the held
- * word must all match (a program's own compare-and-swap 0 -> 2^63 and add of
- * 1 to the same word of a window on this host, which is legal MPI, is left
- * alone; on another host it would be taken for the deadlock). */
-#define OSC_LOCK_EXCLUSIVE 0x8000000000000000ull
-#define RSM_HELD_LOCKS 16
-static struct {
-    mca_btl_base_endpoint_t *ep;
-    uint64_t addr;
-} held_locks[RSM_HELD_LOCKS];
-static unsigned n_held_locks;
-
-static int held_lock_find(const mca_btl_base_endpoint_t *ep, uint64_t addr)
-{
-    for (unsigned i = 0; i < n_held_locks; i++) {
-        if (held_locks[i].ep == ep && held_locks[i].addr == addr) {
-            return (int) i;
-        }
-    }
-    return -1;
-}
+/* Open MPI 4.1.1-4.1.4's osc rdma deadlocks on a dynamic window of a peer on
+ * another host (xbtl_amo.h says how): the watch turns it into an error.  On
+ * this host osc takes that lock in shared memory, without us. */
+static xbtl_lock_watch_t lock_watch;
 
 /* before sending an add to EP's word ADDR: false if it is the deadlock */
 static bool held_lock_check(mca_btl_base_endpoint_t *ep, uint64_t addr, uint64_t operand)
 {
-    int i = n_held_locks > 0 ? held_lock_find(ep, addr) : -1;
-    if (i < 0) {
+    if (xbtl_lock_watch_add_ok(&lock_watch, ep, addr, operand)) {
         return true;
-    }
-    if (operand == OSC_LOCK_EXCLUSIVE) {
-        held_locks[i] = held_locks[--n_held_locks];     /* the unlock */
-        return true;
-    }
-    if (operand != 1) {
-        return true;                    /* not osc's shared acquire (it adds 1) */
     }
     opal_show_help("help-btl-rsm.txt", "osc-dynamic-deadlock", true, opal_process_info.nodename,
                    ep->proc != NULL ? OPAL_NAME_PRINT(ep->proc->proc_name) : "a rank");
@@ -116,42 +81,9 @@ static bool held_lock_check(mca_btl_base_endpoint_t *ep, uint64_t addr, uint64_t
 typedef struct rsm_held_reply {
     struct rsm_held_reply *next;
     mca_btl_base_endpoint_t *ep;
-    rsm_amo_reply_t rep;
+    xbtl_amo_reply_t rep;
 } rsm_held_reply_t;
 static rsm_held_reply_t *held_head, **held_tail = &held_head;
-
-static uint32_t amo_op(mca_btl_base_atomic_op_t op)
-{
-    switch (op) {
-    case MCA_BTL_ATOMIC_ADD: return RSM_AMO_ADD;
-    case MCA_BTL_ATOMIC_AND: return RSM_AMO_AND;
-    case MCA_BTL_ATOMIC_OR: return RSM_AMO_OR;
-    case MCA_BTL_ATOMIC_XOR: return RSM_AMO_XOR;
-    case MCA_BTL_ATOMIC_LAND: return RSM_AMO_LAND;
-    case MCA_BTL_ATOMIC_LOR: return RSM_AMO_LOR;
-    case MCA_BTL_ATOMIC_LXOR: return RSM_AMO_LXOR;
-    case MCA_BTL_ATOMIC_SWAP: return RSM_AMO_SWAP;
-    case MCA_BTL_ATOMIC_MIN: return RSM_AMO_MIN;
-    case MCA_BTL_ATOMIC_MAX: return RSM_AMO_MAX;
-    default: return 0;
-    }
-}
-
-static uint32_t amo_flags(int flags)
-{
-    return ((flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? RSM_AMO_32BIT : 0)
-           | ((flags & MCA_BTL_ATOMIC_FLAG_FLOAT) ? RSM_AMO_FLOAT : 0);
-}
-
-static void store_old(void *local_address, uint32_t bytes, uint64_t old)
-{
-    if (bytes == 4) {
-        uint32_t v = (uint32_t) old;
-        memcpy(local_address, &v, 4);
-    } else if (bytes == 8) {
-        memcpy(local_address, &old, 8);
-    }
-}
 
 /* Atomics that could not be sent at once while rsm was inside its own
  * progress: a completion callback (osc rdma releasing a lock when a put
@@ -164,14 +96,14 @@ static void store_old(void *local_address, uint32_t bytes, uint64_t old)
 typedef struct rsm_held_amo {
     struct rsm_held_amo *next;
     mca_btl_base_endpoint_t *ep;
-    rsm_amo_req_t req;
+    xbtl_amo_req_t req;
     rsm_amo_wait_t wait;            /* what the reply completes */
 } rsm_held_amo_t;
 static rsm_held_amo_t *held_amo_head, **held_amo_tail = &held_amo_head;
 
 /* Send the atomic REQ to EP, its reply to complete W; OPAL_ERR_OUT_OF_RESOURCE
  * when it cannot go now. */
-static int amo_send(mca_btl_base_endpoint_t *ep, rsm_amo_req_t *req, const rsm_amo_wait_t *w)
+static int amo_send(mca_btl_base_endpoint_t *ep, xbtl_amo_req_t *req, const rsm_amo_wait_t *w)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     if (!amo_ready) {
@@ -189,7 +121,7 @@ static int amo_send(mca_btl_base_endpoint_t *ep, rsm_amo_req_t *req, const rsm_a
     if (amo_nfree == 0) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    if (req->op == RSM_AMO_ADD && (req->flags & (RSM_AMO_32BIT | RSM_AMO_FLOAT)) == 0
+    if (req->op == XBTL_AMO_ADD && (req->flags & (XBTL_AMO_32BIT | XBTL_AMO_FLOAT)) == 0
         && !held_lock_check(ep, req->addr, req->operand)) {
         return OPAL_ERROR;
     }
@@ -214,10 +146,10 @@ static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
                      mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
-    rsm_amo_req_t req = {.addr = remote_address, .operand = operand, .compare = compare,
-                         .op = op, .flags = amo_flags(flags)}, checked;
-    const uint32_t result_bytes = fetch ? rsm_amo_width(req.flags) : 0;
-    if (op == 0 || !rsm_amo_req_read(&req, sizeof(req), &checked)) {
+    xbtl_amo_req_t req = {.addr = remote_address, .operand = operand, .compare = compare,
+                         .op = op, .flags = xbtl_amo_flags_from_btl(flags)}, checked;
+    const uint32_t result_bytes = fetch ? xbtl_amo_width(req.flags) : 0;
+    if (op == 0 || !xbtl_amo_req_read(&req, sizeof(req), &checked)) {
         return OPAL_ERR_NOT_SUPPORTED;  /* an operation we do not offer, or a misaligned word */
     }
     /* Integer MIN and MAX: the BTL interface does not say whether the type is
@@ -225,7 +157,7 @@ static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
      * and one compare cannot be right for both: a signed one made MIN(5, 2^63)
      * 2^63.  Refused, so osc rdma falls back to its get-op-put under the
      * accumulate lock, which applies the real type. */
-    if ((op == RSM_AMO_MIN || op == RSM_AMO_MAX) && !(flags & MCA_BTL_ATOMIC_FLAG_FLOAT)) {
+    if ((op == XBTL_AMO_MIN || op == XBTL_AMO_MAX) && !(flags & MCA_BTL_ATOMIC_FLAG_FLOAT)) {
         return OPAL_ERR_NOT_SUPPORTED;
     }
     if (ep != NULL && remote_handle == NULL && ep->remote) {
@@ -236,8 +168,8 @@ static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
          * endpoint), or a window of MPI_Win_allocate in a segment every rank of the
          * host maps, where osc rdma names a peer's word by our mapping of it and
          * passes no handle (its registrations are all non-NULL) */
-        store_old(local_address, result_bytes,
-                  rsm_amo_apply((void *) (uintptr_t) remote_address, &checked));
+        xbtl_amo_store_old(local_address, result_bytes,
+                  xbtl_amo_apply((void *) (uintptr_t) remote_address, &checked));
         cbfunc(&mca_btl_rsm, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
         return OPAL_SUCCESS;
     }
@@ -245,8 +177,9 @@ static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
                               .local_handle = local_handle, .cbfunc = cbfunc,
                               .cbcontext = cbcontext, .cbdata = cbdata,
                               .result_bytes = result_bytes,
-                              .takes_lock = ep->remote && op == RSM_AMO_CSWAP && compare == 0
-                                            && operand == OSC_LOCK_EXCLUSIVE && result_bytes == 8,
+                              .takes_lock = ep->remote
+                                            && xbtl_lock_watch_takes(op, compare, operand,
+                                                                     result_bytes),
                               .addr = remote_address};
     RSM_LOCK();
     int rc = held_amo_head == NULL ? amo_send(ep, &req, &w) : OPAL_ERR_OUT_OF_RESOURCE;
@@ -270,8 +203,8 @@ int rsm_atomic_op(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, uint6
                   mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
                   mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
-    return amo_start(ep, NULL, NULL, remote_address, remote_handle, amo_op(op), flags, operand, 0,
-                     false, cbfunc, cbcontext, cbdata);
+    return amo_start(ep, NULL, NULL, remote_address, remote_handle, xbtl_amo_op_from_btl(op), flags,
+                     operand, 0, false, cbfunc, cbcontext, cbdata);
 }
 
 int rsm_atomic_fop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
@@ -280,8 +213,9 @@ int rsm_atomic_fop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void
                    mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
-    return amo_start(ep, local_address, local_handle, remote_address, remote_handle, amo_op(op),
-                     flags, operand, 0, true, cbfunc, cbcontext, cbdata);
+    return amo_start(ep, local_address, local_handle, remote_address, remote_handle,
+                     xbtl_amo_op_from_btl(op), flags, operand, 0, true, cbfunc, cbcontext,
+                     cbdata);
 }
 
 int rsm_atomic_cswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
@@ -290,7 +224,7 @@ int rsm_atomic_cswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, vo
                      uint64_t value, int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
                      void *cbcontext, void *cbdata)
 {
-    return amo_start(ep, local_address, local_handle, remote_address, remote_handle, RSM_AMO_CSWAP,
+    return amo_start(ep, local_address, local_handle, remote_address, remote_handle, XBTL_AMO_CSWAP,
                      flags, value, compare, true, cbfunc, cbcontext, cbdata);
 }
 
@@ -334,7 +268,7 @@ static const char *peer_desc(const mca_btl_base_endpoint_t *ep, char *buf, size_
     return buf;
 }
 
-static void send_reply(mca_btl_base_endpoint_t *ep, const rsm_amo_reply_t *rep)
+static void send_reply(mca_btl_base_endpoint_t *ep, const xbtl_amo_reply_t *rep)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     int rc = ep->out_connected ? OPAL_SUCCESS : rsm_endpoint_connect(ep);
@@ -364,8 +298,8 @@ static void amo_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t le
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     char who[64];
-    rsm_amo_req_t req;
-    rsm_amo_reply_t rep = {.status = RSM_AMO_REFUSED};
+    xbtl_amo_req_t req;
+    xbtl_amo_reply_t rep = {.status = XBTL_AMO_REFUSED};
     if (len != sizeof(req)) {
         c->dropped++;
         c->dropped_amo++;
@@ -373,9 +307,9 @@ static void amo_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t le
                     peer_desc(ep, who, sizeof(who)), len);
         return;                         /* no id to answer */
     }
-    const bool well_formed = rsm_amo_req_read(data, len, &req);
+    const bool well_formed = xbtl_amo_req_read(data, len, &req);
     rep.id = req.id;
-    if (!well_formed || !rsm_rma_atomic_allowed(ep, req.addr, rsm_amo_width(req.flags))) {
+    if (!well_formed || !rsm_rma_atomic_allowed(ep, req.addr, xbtl_amo_width(req.flags))) {
         /* answered all the same, so the origin reports it instead of waiting */
         c->dropped++;
         c->dropped_amo++;
@@ -384,8 +318,8 @@ static void amo_serve(mca_btl_base_endpoint_t *ep, const void *data, uint32_t le
                     req.flags, req.addr,
                     well_formed ? "not in memory registered for remote atomics" : "malformed");
     } else {
-        rep.old = rsm_amo_apply((void *) (uintptr_t) req.addr, &req);
-        rep.status = RSM_AMO_DONE;
+        rep.old = xbtl_amo_apply((void *) (uintptr_t) req.addr, &req);
+        rep.status = XBTL_AMO_DONE;
         c->amo_served++;
     }
     send_reply(ep, &rep);
@@ -396,8 +330,8 @@ static void amo_finish(mca_btl_base_endpoint_t *ep, const void *data, uint32_t l
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     char who[64];
-    rsm_amo_reply_t rep;            /* the peer may change it under us: read it once */
-    const bool well_formed = rsm_amo_reply_read(data, len, &rep);
+    xbtl_amo_reply_t rep;            /* the peer may change it under us: read it once */
+    const bool well_formed = xbtl_amo_reply_read(data, len, &rep);
     const uint32_t i = well_formed ? (uint32_t) (rep.id & 0xffff) : RSM_AMO_INFLIGHT;
     if (i >= RSM_AMO_INFLIGHT || !amo_waits[i].busy
         || amo_waits[i].ep != ep || rep.id >> 16 != amo_waits[i].gen) {
@@ -411,12 +345,10 @@ static void amo_finish(mca_btl_base_endpoint_t *ep, const void *data, uint32_t l
     amo_waits[i].busy = false;
     amo_free[amo_nfree++] = (uint16_t) i;
     int status = OPAL_SUCCESS;
-    if (rep.status == RSM_AMO_DONE) {
-        store_old(w.local_address, w.result_bytes, rep.old);
-        if (w.takes_lock && rep.old == 0 && n_held_locks < RSM_HELD_LOCKS
-            && held_lock_find(ep, w.addr) < 0) {
-            held_locks[n_held_locks].ep = ep;
-            held_locks[n_held_locks++].addr = w.addr;
+    if (rep.status == XBTL_AMO_DONE) {
+        xbtl_amo_store_old(w.local_address, w.result_bytes, rep.old);
+        if (w.takes_lock) {
+            xbtl_lock_watch_taken(&lock_watch, ep, w.addr, rep.old);
         }
     } else {
         c->amo_refused++;

@@ -5,7 +5,7 @@ RSM_CORE_SOURCES = \
 	btl_rsm/rsm_seg.h btl_rsm/rsm_seg_shm.c \
 	btl_rsm/rsm_postbox.h btl_rsm/rsm_postbox.c \
 	btl_rsm/rsm_pool.h btl_rsm/rsm_pool.c \
-	btl_rsm/rsm_copy.h btl_rsm/rsm_help.h btl_rsm/rsm_distance.h btl_rsm/rsm_amo.h \
+	btl_rsm/rsm_copy.h btl_rsm/rsm_help.h btl_rsm/rsm_distance.h \
 	btl_rsm/rsm_cache.h btl_rsm/rsm_cache.c
 
 ompicomp_LTLIBRARIES += btl_rsm/mca_btl_rsm.la
@@ -39,7 +39,7 @@ EXTRA_DIST += btl_rsm/help-btl-rsm.txt test/fuzz test/rsm
 
 # Unit tests of the protocol core (TAP, run by test/run).
 check_PROGRAMS += test/unit/t_rsm_postbox test/unit/t_rsm_pool test/unit/t_rsm_seg test/unit/t_rsm_copy test/unit/t_rsm_help \
-	test/unit/t_rsm_distance test/unit/t_rsm_vmsg test/unit/t_rsm_amo test/unit/t_rsm_cache
+	test/unit/t_rsm_distance test/unit/t_rsm_vmsg test/unit/t_rsm_cache
 test_unit_t_rsm_postbox_SOURCES = test/unit/t_rsm_postbox.c btl_rsm/rsm_postbox.c
 test_unit_t_rsm_postbox_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/unit
 test_unit_t_rsm_postbox_LDADD =
@@ -58,9 +58,6 @@ test_unit_t_rsm_help_LDADD =
 test_unit_t_rsm_distance_SOURCES = test/unit/t_rsm_distance.c btl_rsm/rsm_distance.h
 test_unit_t_rsm_distance_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/unit
 test_unit_t_rsm_distance_LDADD =
-test_unit_t_rsm_amo_SOURCES = test/unit/t_rsm_amo.c btl_rsm/rsm_amo.h
-test_unit_t_rsm_amo_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/unit
-test_unit_t_rsm_amo_LDADD =
 test_unit_t_rsm_cache_SOURCES = test/unit/t_rsm_cache.c btl_rsm/rsm_cache.c btl_rsm/rsm_cache.h
 test_unit_t_rsm_cache_CPPFLAGS = -I$(top_srcdir)/btl_rsm -I$(top_srcdir)/test/unit
 test_unit_t_rsm_cache_LDADD =

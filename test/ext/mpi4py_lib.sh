@@ -38,9 +38,10 @@ m4py_errors() {
 }
 
 # m4py_unexpected_errors DIR: the errors of m4py_errors other than those 1 rank on each
-# of 2 hosts gives on any transport: MPI_Win_allocate / MPI_Win_allocate_shared over
-# COMM_WORLD (Debian's config leaves ob1 only osc sm for them, which needs all ranks on
-# one shared-memory node: MPI_ERR_RMA_SHARED, MPI_ERR_WIN) - a real cluster answers the same
+# of 2 hosts gives over tcp: MPI_Win_allocate / MPI_Win_allocate_shared over COMM_WORLD
+# (Debian's config leaves ob1 only osc sm for them, which needs all ranks on one
+# shared-memory node: MPI_ERR_RMA_SHARED, MPI_ERR_WIN) - a real cluster answers the same.
+# (Over pmeth, whose one-sided operations osc rdma takes, MPI_Win_allocate works.)
 m4py_unexpected_errors() {
     m4py_errors "$1" | grep -vE ': ERROR: \w+ \(test_win\.TestWinAllocate(Shared)?World\.'
 }

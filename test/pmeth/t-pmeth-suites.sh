@@ -3,7 +3,9 @@
 # Open MPI's own rsh launcher), judged against tcp over the very same links:
 #  - mpi4py's suite, 1 rank on each of 2 hosts, over self,pmeth and over self,tcp: the
 #    same tests run and skipped, and the same errors test by test - the known
-#    Win.Allocate(_shared) over COMM_WORLD ones of test/vcluster/t-hosts-mpi4py.sh;
+#    Win.Allocate(_shared) over COMM_WORLD ones of test/vcluster/t-hosts-mpi4py.sh - but
+#    for the Win.Allocate ones, which pass over pmeth (its one-sided operations carry osc
+#    rdma's windows, btl_pmeth_rma.c; tcp has no atomics, so osc rdma cannot use it);
 #  - hpcc, 1 rank on each of 2 hosts, over both: every verification hpcc makes passes;
 #  - a soak: 8 ranks on 4 hosts behind one switch (2 a host, vader beside pmeth) with 1%
 #    frame loss each way on every link: random sizes, tags and peers, every byte
@@ -141,11 +143,14 @@ if [ -f "$M4PY_SUITE/test/runtests.py" ]; then
     hang_diag "$LOG/m4py-pmeth.hang" "$LOG/m4py-pmeth" | diag
     check "mpi4py over pmeth ran and skipped the same tests as over tcp (${pran:-none}/${pskipped:-none} vs $ran/$skipped)" \
         [ -n "$pran" -a "$pran/$pskipped" = "$ran/$skipped" ]
-    check "mpi4py over pmeth: exactly tcp's errors, test by test and rank by rank (${perrs:-0} vs $errs)" \
-        [ "$(ranks_ended "$LOG/m4py-pmeth")" = 2 -a "$(m4py_errors "$LOG/m4py-pmeth")" = "$(m4py_errors "$LOG/m4py-tcp")" ]
+    # tcp's errors but the MPI_Win_allocate ones, which osc rdma over pmeth passes
+    want_errs=$(m4py_errors "$LOG/m4py-tcp" | grep -vE ': ERROR: \w+ \(test_win\.TestWinAllocateWorld\.')
+    fixed=$(m4py_errors "$LOG/m4py-tcp" | grep -cE ': ERROR: \w+ \(test_win\.TestWinAllocateWorld\.')
+    check "mpi4py over pmeth: exactly tcp's errors, test by test and rank by rank, but the $fixed of Win.Allocate over COMM_WORLD, which pass over pmeth's one-sided operations (${perrs:-0} vs $errs)" \
+        [ "$(ranks_ended "$LOG/m4py-pmeth")" = 2 -a "$fixed" -gt 0 -a "$(m4py_errors "$LOG/m4py-pmeth")" = "$want_errs" ]
     # (a run cut short lacks most of tcp's errors: its hang is the news, not the list)
     [ "$(ranks_ended "$LOG/m4py-pmeth")" = 2 ] &&
-        diff <(m4py_errors "$LOG/m4py-tcp") <(m4py_errors "$LOG/m4py-pmeth") | grep '^[<>]' | head -20 | diag
+        diff <(echo "$want_errs") <(m4py_errors "$LOG/m4py-pmeth") | grep '^[<>]' | head -20 | diag
 else
     skip "mpi4py over pmeth and tcp across 2 hosts" "suite missing in $M4PY_SUITE (contrib/setup fetches it)"
 fi

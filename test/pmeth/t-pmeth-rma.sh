@@ -1,0 +1,107 @@
+#!/bin/bash
+# One-sided communication over btl pmeth between virtual hosts (btl_pmeth_rma.c): Open MPI's
+# osc rdma takes windows of MPI_Win_create and MPI_Win_allocate over pmeth's put, get and
+# atomics (Debian's configuration turns osc pt2pt off, so before them such a window could
+# not be made over pmeth, as over tcp).  test/rsm/rsm_rma checks every byte and every
+# fetched value (puts and gets 1 B - 1 MiB, accumulates, counters bumped by fetch-and-op
+# and compare-and-swap from every rank, max / min / xor / replace, get-accumulates).
+# On a ring of 3 hosts with 2 links between neighbours, MTU 1500 (pmeth's put and get
+# limit is then one eager message, ~5.7 KiB: osc cuts larger ones):
+#  - 2 and 3 hosts, 1 rank each: rsm_rma passes, pmeth's summary shows the operations
+#    carried and served, none refused or malformed;
+#  - the same with 1% frame loss each way on a link of each pair (pmeth resends);
+#  - its MPI_T counters move with one put and a run of fetch-and-ops (rsm_rma mpit pmeth);
+#  - a dynamic window across hosts ends at once with pmeth's message naming Open MPI
+#    4.1.4's osc rdma deadlock (pull request 10473) and --mca osc pt2pt, not a hang;
+#  - with btl_pmeth_rma 0 window creation returns an error, as before;
+#  - ob1 keeps pmeth's own protocols: the p2p suite up to 4 MiB moves no one-sided
+#    operation (pmeth refuses ob1's registrations, so ob1 never takes RDMA get or put).
+. "${TOP_SRCDIR:-.}/test/lib.sh"
+. "$TOP_SRCDIR/test/vcluster/vclib.sh"
+vc_require
+ompi_info 2>/dev/null | grep -q "MCA btl: pmeth" || { echo "# btl pmeth is not installed (contrib/setup)"; exit 77; }
+RMA=$TOP_BUILDDIR/test/rsm/rsm_rma
+P2P=$TOP_BUILDDIR/test/mpi/mpi_p2p
+for p in "$RMA" "$P2P"; do [ -x "$p" ] || { echo "# $p not built (make check)"; exit 1; }; done
+VC_JOB_SECS=${VC_JOB_SECS:-90}  # a job takes 1-10 s here; a hung one fails in 90
+vc_setup tprma
+VC_TMP=$(mktemp -d /tmp/xbvc-tprma.XXXXXX); LOG=$VC_TMP
+
+# pm OUT ARGS...: a job over self,pmeth with pmeth's finalize summary (verbose 10)
+pm() {
+    local out=$1; shift
+    vc_mpirun --ppn 1 --mca btl self,pmeth --mca btl_base_verbose 10 "$@" >"$out" 2>"$out.err"
+}
+# sum N OUT: the Nth figure of the "one-sided:" summary lines of OUT, added over the ranks
+# (1 puts, 3 gets, 5 atomics asked, 6 puts and gets served, 7 atomics served, 8 refused,
+# 9 ours refused by a peer, 10 malformed)
+sum() {
+    grep -ho 'one-sided: .*' "$2.err" | tr -c '0-9\n' ' ' |
+        awk -v n="$1" '{ s += $n } END { print s + 0 }'
+}
+# rma NAME LABEL CHECKS ARGS...: rsm_rma's TAP relayed, its exit status and checks counted,
+# and what pmeth carried
+rma() {
+    local name=$1 label=$2 want=$3; shift 3
+    local start=$SECONDS rc n
+    pm "$LOG/$name" "$@"; rc=$?
+    relay_tap "$label: " <"$LOG/$name"
+    n=$(grep -c '^ok' "$LOG/$name")
+    if [ "$rc" -eq 0 ] && [ "$n" -eq "$want" ]; then
+        ok "$label: rsm_rma passed its $n checks in $((SECONDS - start)) s"
+    else
+        not_ok "$label: rsm_rma exited $rc with $n of $want checks passed"
+        tail -20 "$LOG/$name.err" | diag
+    fi
+    local puts gets amos served aserved refused malformed
+    puts=$(sum 1 "$LOG/$name"); gets=$(sum 3 "$LOG/$name"); amos=$(sum 5 "$LOG/$name")
+    served=$(sum 6 "$LOG/$name"); aserved=$(sum 7 "$LOG/$name")
+    refused=$(( $(sum 8 "$LOG/$name") + $(sum 9 "$LOG/$name") )); malformed=$(sum 10 "$LOG/$name")
+    check "$label: pmeth carried them: $puts puts and $gets gets sent, $served served; $amos atomics sent, $aserved served; $refused refused, $malformed malformed" \
+        [ "$puts" -gt 0 -a "$gets" -gt 0 -a "$amos" -gt 0 -a "$served" -eq $((puts + gets)) \
+          -a "$aserved" -eq "$amos" -a "$refused" -eq 0 -a "$malformed" -eq 0 ]
+}
+
+vc create ring --nodes 3 --links 2 --rate 0 --force >/dev/null || { not_ok "create ring"; tap_done; exit; }
+
+rma rma2 "2 hosts x 1 rank, self,pmeth, one-sided" 44 --nodes 0,1 -- "$RMA" flavours 02
+rma rma3 "3 hosts x 1 rank, self,pmeth, one-sided" 44 -- "$RMA" flavours 02 100
+
+# 1% of the frames lost each way on one link of every pair of hosts
+vc fault loss:n0/eth0:0.01:both loss:n1/eth0:0.01:both loss:n2/eth0:0.01:both >/dev/null
+rma loss "3 hosts x 1 rank, 1% frame loss, one-sided" 22 -- "$RMA" flavours 2 100
+rtx=$(grep -ho '[0-9]* retransmits on timeout, [0-9]* fast' "$LOG/loss.err" | awk '{s += $1 + $5} END {print s + 0}')
+check "... frames lost and sent again under it ($rtx retransmits)" [ "$rtx" -gt 0 ]
+vc fault --clear >/dev/null
+
+# MPI_T: btl_pmeth_rma_* move with one put (in pieces) and 100 fetch-and-ops
+rma mpit "2 hosts x 1 rank, self,pmeth, one-sided, MPI_T" 3 --nodes 0,1 -- "$RMA" mpit pmeth
+
+# a dynamic window across hosts: Open MPI 4.1.4's osc rdma would wait for ever on its own lock
+start=$SECONDS
+pm "$LOG/dyn" --nodes 0,1 -- "$RMA" flavours 1; rc=$?
+secs=$((SECONDS - start))
+if [ "$rc" -ne 0 ] && [ "$secs" -lt 60 ] && grep -q 'pull request 10473' "$LOG/dyn.err" \
+    && grep -q 'osc pt2pt' "$LOG/dyn.err"; then
+    ok "2 hosts x 1 rank, a dynamic window: the job ends (exit $rc in $secs s, not a hang) with the message naming Open MPI's osc rdma deadlock and --mca osc pt2pt"
+else
+    not_ok "2 hosts x 1 rank, a dynamic window: exit $rc after $secs s, without the osc rdma deadlock message"
+    tail -20 "$LOG/dyn.err" | diag
+fi
+
+# btl_pmeth_rma 0: no one-sided operations offered, so no window (an error, not a crash)
+pm "$LOG/off" --nodes 0,1 --mca btl_pmeth_rma 0 -- "$RMA" no-window; rc=$?
+relay_tap "btl_pmeth_rma 0: " <"$LOG/off"
+check "btl_pmeth_rma 0: the job ends normally (exit $rc) and pmeth carried no one-sided operation" \
+    [ "$rc" -eq 0 -a "$(grep -c 'one-sided:' "$LOG/off.err")" -eq 0 ]
+
+# ob1 over pmeth with the one-sided operations on: its send protocols, no RDMA
+pm "$LOG/p2p" --nodes 0,1 -- "$P2P" -M 4194304; rc=$?
+relay_tap "p2p over pmeth with one-sided on: " <"$LOG/p2p"
+arrays=$(grep -ho 'buffer arrays: [0-9]* sent' "$LOG/p2p.err" | awk '{s += $3} END {print s + 0}')
+check "p2p over pmeth up to 4 MiB (exit $rc): ob1 moved no byte by pmeth's put or get (no one-sided line in the summary) and its large messages went as buffer arrays ($arrays)" \
+    [ "$rc" -eq 0 -a "$(grep -c 'one-sided:' "$LOG/p2p.err")" -eq 0 -a "$arrays" -gt 0 ]
+
+vc destroy >/dev/null
+vc_assert_clean
+tap_done
