@@ -23,9 +23,8 @@ static bool to_ob1(mca_btl_base_endpoint_t *ep, uint8_t tag, mca_btl_base_segmen
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     if (OPAL_UNLIKELY(pmeth_tag_is_rma(tag))) {
-        if (!c->rma) {
-            return false;
-        }
+        /* served whatever btl_pmeth_rma says here (it says what we offer osc): a
+         * peer run with it on is answered, refused if we registered nothing */
         pmeth_rma_deliver(ep, tag, segs, n, bytes);
         return true;
     }
