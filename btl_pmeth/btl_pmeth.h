@@ -323,6 +323,8 @@ typedef struct mca_btl_pmeth_component_t {
     uint64_t rma_refused_by_peer;       /* ours a peer refused */
     uint64_t rma_malformed;             /* requests or answers dropped as malformed */
     uint64_t rma_held;                  /* messages waiting to be sent from progress (now) */
+    uint32_t rma_puts_owed;             /* puts served, their PUT_DONE not yet sent */
+    uint64_t rma_put_answers;           /* PUT_DONE messages sent (each answers 1-128 puts) */
 
     /* path migration (btl_pmeth_apm.c) */
     int apm_mode;                       /* 0 off, 1 on, 2 auto (on with 2 links or more) */
@@ -473,6 +475,8 @@ void pmeth_rma_setup(mca_btl_base_module_t *m, bool on);
 void pmeth_rma_deliver(mca_btl_base_endpoint_t *ep, uint8_t tag,
                        const mca_btl_base_segment_t *segs, uint32_t n, size_t bytes);
 int pmeth_rma_progress(void);
+/* at the end of a link's poll: one PUT_DONE per origin for the puts it served */
+void pmeth_rma_answer_puts(void);
 void pmeth_rma_finalize(void);
 struct mca_btl_base_registration_handle_t *pmeth_register_mem(mca_btl_base_module_t *btl,
                                                               mca_btl_base_endpoint_t *ep,

@@ -321,10 +321,11 @@ static void summary(void)
         PMETH_VERBOSE(10, "one-sided: %" PRIu64 " puts (%" PRIu64 " bytes), %" PRIu64 " gets (%"
                       PRIu64 " bytes), %" PRIu64 " atomics asked; the peers': %" PRIu64 " puts "
                       "and gets and %" PRIu64 " atomics served, %" PRIu64 " refused; %" PRIu64
-                      " of ours refused by a peer; %" PRIu64 " malformed dropped", c->rma_puts,
+                      " of ours refused by a peer; %" PRIu64 " malformed dropped; %" PRIu64
+                      " PUT_DONE answers sent", c->rma_puts,
                       c->rma_put_bytes, c->rma_gets, c->rma_get_bytes, c->rma_atomics_sent,
                       c->rma_served, c->rma_atomics_served, c->rma_refused,
-                      c->rma_refused_by_peer, c->rma_malformed);
+                      c->rma_refused_by_peer, c->rma_malformed, c->rma_put_answers);
     }
     pmeth_memory_t mem;
     pmeth_memory(&mem);

@@ -558,6 +558,9 @@ int pmeth_poll_link(pmeth_link_t *link, unsigned budget)
     for (int i = 0; i < n; i++) {
         total += take_frame(link, &frames[i], &now, true);
     }
+    if (OPAL_UNLIKELY(mca_btl_pmeth_component.rma_puts_owed > 0)) {
+        pmeth_rma_answer_puts();    /* one PUT_DONE per origin for this poll's puts */
+    }
     return total;
 }
 

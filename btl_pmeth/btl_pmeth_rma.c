@@ -16,7 +16,10 @@
  *   PUT       origin -> target: address, length, the data (one descriptor of
  *             up to the eager limit: osc rdma cuts larger puts at btl_put_limit)
  *   PUT_DONE  target -> origin: the data is in place; the origin's completion
- *             callback runs then, so osc's flush means "at the target"
+ *             callback runs then, so osc's flush means "at the target".  One
+ *             PUT_DONE answers every put of an origin served in one poll of a
+ *             link (their ids listed): a stream of small puts no longer costs
+ *             the target a frame each
  *   GET       origin -> target: address, length (at most btl_get_limit)
  *   GET_DATA  target -> origin: the data, copied to the origin's buffer
  *   AMO, AMO_REPLY  an atomic and its old value (xbtl_amo.h, rsm's format):
@@ -37,6 +40,7 @@
  * SIZE_MAX, so its receiver never starts the RPUT pipeline.
  */
 #include "btl_pmeth.h"
+#include "pmeth_rma_wire.h"
 #include "xbtl_amo.h"
 
 #include "opal/util/show_help.h"
@@ -46,14 +50,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PMETH_RMA_DONE = 0, PMETH_RMA_REFUSED = 1 };
-
-typedef struct pmeth_rma_hdr {      /* PUT, GET and their answers, as they cross the wire */
-    uint64_t addr;                  /* PUT, GET: in the target's address space */
-    uint64_t id;                    /* the origin's, echoed in the answer */
-    uint32_t len;                   /* PUT, GET_DATA: data bytes after the header; GET: asked */
-    uint32_t status;                /* answers: PMETH_RMA_DONE or PMETH_RMA_REFUSED */
-} pmeth_rma_hdr_t;
 
 /* ---- registrations ------------------------------------------------------------
  * osc copies btl_registration_handle_size bytes of a handle to its peers; pmeth's
@@ -123,8 +119,7 @@ int pmeth_deregister_mem(mca_btl_base_module_t *btl,
 static bool rma_allowed(uint64_t addr, uint64_t len, uint32_t access)
 {
     for (const pmeth_reg_t *r = regs.next; r != &regs; r = r->next) {
-        if ((r->access & access) == access && addr >= r->base && len <= r->size
-            && addr - r->base <= r->size - len) {
+        if ((r->access & access) == access && pmeth_rma_range_inside(r->base, r->size, addr, len)) {
             return true;
         }
     }
@@ -169,6 +164,17 @@ typedef struct pmeth_rma_held {
     uint8_t bytes[];                /* the message: header, then data */
 } pmeth_rma_held_t;
 static pmeth_rma_held_t *held_head, **held_tail = &held_head;
+
+/* Puts served and not yet answered: one batch per origin, a PUT_DONE each,
+ * sent when the link's poll ends (pmeth_rma_answer_puts) or the batch fills. */
+#define PMETH_RMA_BATCHES 8         /* origins answered together */
+typedef struct pmeth_rma_batch {
+    mca_btl_base_endpoint_t *ep;
+    uint32_t n;
+    uint64_t ids[PMETH_RMA_DONE_MAX];
+} pmeth_rma_batch_t;
+static pmeth_rma_batch_t batches[PMETH_RMA_BATCHES];
+static uint32_t nbatches;
 
 /* One message of ours to EP in one descriptor: HDR (HLEN bytes), then DATA (DLEN). */
 static bool emit(mca_btl_base_endpoint_t *ep, uint8_t tag, const void *hdr, size_t hlen,
@@ -312,6 +318,8 @@ int pmeth_rma_progress(void)
 
 void pmeth_rma_finalize(void)
 {
+    nbatches = 0;                   /* (each link's poll answered its own) */
+    mca_btl_pmeth_component.rma_puts_owed = 0;
     while (held_head != NULL) {     /* the job ends: nobody waits for them */
         pmeth_rma_held_t *h = held_head;
         held_head = h->next;
@@ -492,6 +500,45 @@ static bool gather(const mca_btl_base_segment_t *segs, uint32_t n, size_t off, v
     return len == 0;
 }
 
+static void batch_send(pmeth_rma_batch_t *b)
+{
+    pmeth_rma_hdr_t rep = {.len = b->n, .status = PMETH_RMA_DONE};
+    answer(b->ep, PMETH_TAG_RMA_PUT_DONE, &rep, sizeof(rep), b->ids, b->n * sizeof(b->ids[0]));
+    b->n = 0;
+    mca_btl_pmeth_component.rma_put_answers++;
+}
+
+/* Answer every put served since the last call (the end of a link's poll). */
+void pmeth_rma_answer_puts(void)
+{
+    for (uint32_t i = 0; i < nbatches; i++) {
+        batch_send(&batches[i]);
+    }
+    nbatches = 0;
+    mca_btl_pmeth_component.rma_puts_owed = 0;
+}
+
+static void put_served(mca_btl_base_endpoint_t *ep, uint64_t id)
+{
+    pmeth_rma_batch_t *b = NULL;
+    for (uint32_t i = 0; i < nbatches && b == NULL; i++) {
+        b = batches[i].ep == ep ? &batches[i] : NULL;
+    }
+    if (b == NULL) {
+        if (nbatches == PMETH_RMA_BATCHES) {
+            pmeth_rma_answer_puts();    /* many origins at once: answer those first */
+        }
+        b = &batches[nbatches++];
+        b->ep = ep;
+        b->n = 0;
+    }
+    b->ids[b->n++] = id;
+    mca_btl_pmeth_component.rma_puts_owed++;
+    if (b->n == PMETH_RMA_DONE_MAX) {
+        batch_send(b);
+    }
+}
+
 static void refused(mca_btl_base_endpoint_t *ep, const char *what, uint64_t addr, uint64_t len)
 {
     mca_btl_pmeth_component.rma_refused++;
@@ -531,20 +578,20 @@ static void serve(mca_btl_base_endpoint_t *ep, uint8_t tag, const mca_btl_base_s
     }
     pmeth_rma_hdr_t rep = {.id = hdr.id, .status = PMETH_RMA_REFUSED};
     if (tag == PMETH_TAG_RMA_PUT) {
-        if (bytes - sizeof(hdr) != hdr.len
+        if (!pmeth_rma_put_ok(&hdr, bytes)
             || !rma_allowed(hdr.addr, hdr.len, MCA_BTL_REG_FLAG_REMOTE_WRITE)) {
             refused(ep, "put", hdr.addr, hdr.len);
+            answer(ep, PMETH_TAG_RMA_PUT_DONE, &rep, sizeof(rep), NULL, 0);
         } else {
             (void) gather(segs, n, sizeof(hdr), (void *) (uintptr_t) hdr.addr, hdr.len);
-            rep.status = PMETH_RMA_DONE;
             c->rma_served++;
+            put_served(ep, hdr.id);
         }
-        answer(ep, PMETH_TAG_RMA_PUT_DONE, &rep, sizeof(rep), NULL, 0);
         return;
     }
     /* GET */
     const void *src = NULL;
-    if (bytes != sizeof(hdr) || hdr.len > mca_btl_pmeth.btl_get_limit
+    if (!pmeth_rma_get_ok(&hdr, bytes, mca_btl_pmeth.btl_get_limit)
         || !rma_allowed(hdr.addr, hdr.len, MCA_BTL_REG_FLAG_REMOTE_READ)) {
         refused(ep, "get", hdr.addr, hdr.len);
     } else {
@@ -556,43 +603,20 @@ static void serve(mca_btl_base_endpoint_t *ep, uint8_t tag, const mca_btl_base_s
     answer(ep, PMETH_TAG_RMA_GET_DATA, &rep, sizeof(rep), src, src != NULL ? hdr.len : 0);
 }
 
-/* The origin's side: an answer completes one of our operations. */
-static void finish(mca_btl_base_endpoint_t *ep, uint8_t tag, const mca_btl_base_segment_t *segs,
-                   uint32_t n, size_t bytes)
+/* The origin's side: the answer (TAG) to our operation ID completes it.  For a
+ * GET's data, LEN bytes at DATA_AT in the segments; for an atomic, OLD. */
+static void complete(mca_btl_base_endpoint_t *ep, uint8_t tag, uint64_t id, uint32_t status,
+                     const mca_btl_base_segment_t *segs, uint32_t n, size_t data_at,
+                     uint32_t len, uint64_t old)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    uint64_t id = 0, old = 0;
-    uint32_t status = PMETH_RMA_REFUSED, len = 0;
-    bool ok;
-    if (tag == PMETH_TAG_RMA_AMO_REPLY) {
-        xbtl_amo_reply_t raw, rep;
-        ok = bytes == sizeof(raw) && gather(segs, n, 0, &raw, sizeof(raw))
-             && xbtl_amo_reply_read(&raw, sizeof(raw), &rep);
-        if (ok) {
-            id = rep.id;
-            old = rep.old;
-            status = rep.status == XBTL_AMO_DONE ? PMETH_RMA_DONE : PMETH_RMA_REFUSED;
-        }
-    } else {
-        pmeth_rma_hdr_t hdr;
-        ok = bytes >= sizeof(hdr) && gather(segs, n, 0, &hdr, sizeof(hdr))
-             && (hdr.status == PMETH_RMA_DONE || hdr.status == PMETH_RMA_REFUSED);
-        if (ok) {
-            id = hdr.id;
-            status = hdr.status;
-            len = hdr.len;
-            /* data only with a GET's answer, exactly as stated */
-            ok = bytes - sizeof(hdr) == (tag == PMETH_TAG_RMA_GET_DATA && status == PMETH_RMA_DONE
-                                             ? len : 0);
-        }
-    }
     const uint32_t i = (uint32_t) (id & 0xffff);
-    if (!ok || i >= PMETH_RMA_INFLIGHT || !waits[i].busy || waits[i].ep != ep
-        || waits[i].answer != tag || id >> 16 != waits[i].gen
+    if (i >= PMETH_RMA_INFLIGHT || !waits[i].busy || waits[i].ep != ep || waits[i].answer != tag
+        || id >> 16 != waits[i].gen
         || (tag == PMETH_TAG_RMA_GET_DATA && status == PMETH_RMA_DONE && len != waits[i].len)) {
         c->rma_malformed++;
         PMETH_VERBOSE(1, "dropped an answer to a one-sided operation from %s that answers "
-                         "nothing we asked (%zu bytes)", who(ep), bytes);
+                         "nothing we asked", who(ep));
         return;
     }
     pmeth_rma_wait_t w = waits[i];
@@ -605,7 +629,7 @@ static void finish(mca_btl_base_endpoint_t *ep, uint8_t tag, const mca_btl_base_
         PMETH_VERBOSE(1, "%s refused a one-sided operation of ours: the memory is not "
                          "registered there for it", who(ep));
     } else if (tag == PMETH_TAG_RMA_GET_DATA) {
-        (void) gather(segs, n, sizeof(pmeth_rma_hdr_t), w.local_address, len);
+        (void) gather(segs, n, data_at, w.local_address, len);
     } else if (tag == PMETH_TAG_RMA_AMO_REPLY) {
         xbtl_amo_store_old(w.local_address, w.len, old);
         if (w.takes_lock) {
@@ -613,6 +637,47 @@ static void finish(mca_btl_base_endpoint_t *ep, uint8_t tag, const mca_btl_base_
         }
     }
     w.cbfunc(&mca_btl_pmeth, ep, w.local_address, w.local_handle, w.cbcontext, w.cbdata, rc);
+}
+
+static void malformed_answer(mca_btl_base_endpoint_t *ep, size_t bytes)
+{
+    mca_btl_pmeth_component.rma_malformed++;
+    PMETH_VERBOSE(1, "dropped a malformed answer to a one-sided operation from %s (%zu bytes)",
+                  who(ep), bytes);
+}
+
+/* An answer from EP: read once, checked, and what it answers completed. */
+static void finish(mca_btl_base_endpoint_t *ep, uint8_t tag, const mca_btl_base_segment_t *segs,
+                   uint32_t n, size_t bytes)
+{
+    if (tag == PMETH_TAG_RMA_AMO_REPLY) {
+        xbtl_amo_reply_t raw, rep;
+        if (bytes != sizeof(raw) || !gather(segs, n, 0, &raw, sizeof(raw))
+            || !xbtl_amo_reply_read(&raw, sizeof(raw), &rep)) {
+            malformed_answer(ep, bytes);
+            return;
+        }
+        complete(ep, tag, rep.id,
+                 rep.status == XBTL_AMO_DONE ? PMETH_RMA_DONE : PMETH_RMA_REFUSED, segs, n, 0, 0,
+                 rep.old);
+        return;
+    }
+    pmeth_rma_hdr_t hdr;
+    const bool put_done = tag == PMETH_TAG_RMA_PUT_DONE;
+    if (bytes < sizeof(hdr) || !gather(segs, n, 0, &hdr, sizeof(hdr))
+        || !pmeth_rma_answer_ok(&hdr, bytes, put_done)) {
+        malformed_answer(ep, bytes);
+        return;
+    }
+    if (put_done && hdr.status == PMETH_RMA_DONE) {
+        uint64_t ids[PMETH_RMA_DONE_MAX];   /* the puts it answers, after the header */
+        (void) gather(segs, n, sizeof(hdr), ids, hdr.len * sizeof(ids[0]));
+        for (uint32_t k = 0; k < hdr.len; k++) {
+            complete(ep, tag, ids[k], PMETH_RMA_DONE, segs, n, 0, 0, 0);
+        }
+        return;
+    }
+    complete(ep, tag, hdr.id, hdr.status, segs, n, sizeof(hdr), hdr.len, 0);
 }
 
 void pmeth_rma_deliver(mca_btl_base_endpoint_t *ep, uint8_t tag,

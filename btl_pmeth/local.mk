@@ -8,7 +8,8 @@ PMETH_CORE_SOURCES = \
 	btl_pmeth/pmeth_pace.h btl_pmeth/pmeth_pace.c \
 	btl_pmeth/pmeth_pathprobe.h btl_pmeth/pmeth_pathprobe.c \
 	btl_pmeth/pmeth_ring.h btl_pmeth/pmeth_ring_packet.c \
-	btl_pmeth/pmeth_filter.h btl_pmeth/pmeth_filter.c
+	btl_pmeth/pmeth_filter.h btl_pmeth/pmeth_filter.c \
+	btl_pmeth/pmeth_rma_wire.h
 
 ompicomp_LTLIBRARIES += btl_pmeth/mca_btl_pmeth.la
 btl_pmeth_mca_btl_pmeth_la_SOURCES = \
@@ -34,7 +35,7 @@ EXTRA_DIST += btl_pmeth/help-btl-pmeth.txt btl_pmeth/README.md
 
 # Unit tests of the protocol core (TAP, run by test/run).
 check_PROGRAMS += test/unit/t_pmeth_wire test/unit/t_pmeth_window test/unit/t_pmeth_credit \
-	test/unit/t_pmeth_pace test/unit/t_pmeth_pathprobe
+	test/unit/t_pmeth_pace test/unit/t_pmeth_pathprobe test/unit/t_pmeth_rma
 test_unit_t_pmeth_wire_SOURCES = test/unit/t_pmeth_wire.c btl_pmeth/pmeth_wire.c
 test_unit_t_pmeth_wire_CPPFLAGS = -I$(top_srcdir)/btl_pmeth -I$(top_srcdir)/test/unit
 test_unit_t_pmeth_wire_LDADD =
@@ -50,6 +51,9 @@ test_unit_t_pmeth_pace_LDADD =
 test_unit_t_pmeth_pathprobe_SOURCES = test/unit/t_pmeth_pathprobe.c btl_pmeth/pmeth_pathprobe.c
 test_unit_t_pmeth_pathprobe_CPPFLAGS = -I$(top_srcdir)/btl_pmeth -I$(top_srcdir)/test/unit
 test_unit_t_pmeth_pathprobe_LDADD =
+test_unit_t_pmeth_rma_SOURCES = test/unit/t_pmeth_rma.c btl_pmeth/pmeth_rma_wire.h
+test_unit_t_pmeth_rma_CPPFLAGS = -I$(top_srcdir)/btl_pmeth -I$(top_srcdir)/test/unit
+test_unit_t_pmeth_rma_LDADD =
 
 # ---- Ring I/O: the AF_XDP back end (built when configure found libxdp, libbpf and clang) ----
 # Our XDP program (pmeth_xdp_kern.c) is compiled for the BPF target and embedded in the

@@ -34,7 +34,7 @@ pm() {
 }
 # sum N OUT: the Nth figure of the "one-sided:" summary lines of OUT, added over the ranks
 # (1 puts, 3 gets, 5 atomics asked, 6 puts and gets served, 7 atomics served, 8 refused,
-# 9 ours refused by a peer, 10 malformed)
+# 9 ours refused by a peer, 10 malformed, 11 PUT_DONE answers: each answers 1-128 puts)
 sum() {
     grep -ho 'one-sided: .*' "$2.err" | tr -c '0-9\n' ' ' |
         awk -v n="$1" '{ s += $n } END { print s + 0 }'
@@ -57,9 +57,11 @@ rma() {
     puts=$(sum 1 "$LOG/$name"); gets=$(sum 3 "$LOG/$name"); amos=$(sum 5 "$LOG/$name")
     served=$(sum 6 "$LOG/$name"); aserved=$(sum 7 "$LOG/$name")
     refused=$(( $(sum 8 "$LOG/$name") + $(sum 9 "$LOG/$name") )); malformed=$(sum 10 "$LOG/$name")
-    check "$label: pmeth carried them: $puts puts and $gets gets sent, $served served; $amos atomics sent, $aserved served; $refused refused, $malformed malformed" \
+    answers=$(sum 11 "$LOG/$name")
+    check "$label: pmeth carried them: $puts puts and $gets gets sent, $served served; $amos atomics sent, $aserved served; the puts answered in $answers PUT_DONEs; $refused refused, $malformed malformed" \
         [ "$puts" -gt 0 -a "$gets" -gt 0 -a "$amos" -gt 0 -a "$served" -eq $((puts + gets)) \
-          -a "$aserved" -eq "$amos" -a "$refused" -eq 0 -a "$malformed" -eq 0 ]
+          -a "$aserved" -eq "$amos" -a "$answers" -ge 1 -a "$answers" -le "$puts" \
+          -a "$refused" -eq 0 -a "$malformed" -eq 0 ]
 }
 
 vc create ring --nodes 3 --links 2 --rate 0 --force >/dev/null || { not_ok "create ring"; tap_done; exit; }
