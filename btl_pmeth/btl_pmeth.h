@@ -315,7 +315,9 @@ typedef struct mca_btl_pmeth_component_t {
     uint64_t credit_requests;           /* MORE frames received: answered by an ack at once */
 
     /* one-sided operations for osc rdma (btl_pmeth_rma.c) */
-    bool rma;                           /* btl_pmeth_rma: offer put, get and atomics */
+    int rma_mode;                       /* btl_pmeth_rma: 0 off, 1 on, 2 auto */
+    bool rma;                           /* put, get and atomics offered to osc rdma */
+    bool rma_decided;                   /* pmeth_rma_decide ran (the first add_procs) */
     uint64_t rma_puts, rma_put_bytes, rma_gets, rma_get_bytes, rma_atomics_sent;
     uint64_t rma_served;                /* peers' puts and gets done on our memory */
     uint64_t rma_atomics_served;        /* ... and their atomics */
@@ -472,6 +474,7 @@ static inline bool pmeth_tag_is_rma(uint8_t tag)
     return tag >= PMETH_TAG_RMA_PUT && tag <= PMETH_TAG_RMA_AMO_REPLY;
 }
 void pmeth_rma_setup(mca_btl_base_module_t *m, bool on);
+void pmeth_rma_decide(void);
 void pmeth_rma_deliver(mca_btl_base_endpoint_t *ep, uint8_t tag,
                        const mca_btl_base_segment_t *segs, uint32_t n, size_t bytes);
 int pmeth_rma_progress(void);

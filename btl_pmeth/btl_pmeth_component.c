@@ -379,14 +379,16 @@ static int pmeth_component_register(void)
         "connection with an armed alternate migrates to it by hand (0: never)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->apm_migrate_ms, OPAL_INFO_LVL_9);
 
-    c->rma = true;
-    reg("rma", "Offer put, get and atomics to Open MPI's osc rdma, so that MPI windows "
-        "(MPI_Win_create, _allocate, _create_dynamic) work over pmeth between hosts: each "
-        "operation is a message the target process serves when it makes progress (is inside "
-        "MPI), the atomics done by its CPU.  osc rdma needs one BTL that reaches every rank of "
-        "a window, so this serves jobs with one rank per host; with more, or with 0 here, "
-        "windows need --mca osc pt2pt (which Debian's openmpi-mca-params.conf turns off)",
-        MCA_BASE_VAR_TYPE_BOOL, &c->rma, OPAL_INFO_LVL_4);
+    c->rma_mode = 2;
+    reg("rma", "Put, get and atomics for Open MPI's osc rdma, so that MPI windows "
+        "(MPI_Win_create, _allocate) work over pmeth between hosts: each operation is a "
+        "message the target process serves when it makes progress (is inside MPI), atomics "
+        "done by its CPU.  0 off; 1 on; 2 (default) on when this job's osc selection leaves "
+        "out osc pt2pt (Debian's openmpi-mca-params.conf does: osc = ^ucx,pt2pt), which "
+        "carries windows over any BTL and moves bulk data and accumulates faster than these "
+        "messages.  osc rdma needs one BTL that reaches every rank of a window, so pmeth "
+        "serves jobs with one rank per host; with more, windows need --mca osc pt2pt",
+        MCA_BASE_VAR_TYPE_INT, &c->rma_mode, OPAL_INFO_LVL_4);
 
     mca_btl_base_module_t *m = &mca_btl_pmeth;
     /* above tcp (LOW + 100): a job that names both uses pmeth for the peers it
@@ -907,7 +909,10 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     m->btl_rdma_pipeline_frag_size = c->frame_payload;
     m->btl_min_rdma_pipeline_size = SIZE_MAX;  /* ob1's RPUT pipeline never starts */
     m->btl_flags = MCA_BTL_FLAGS_SEND;
-    pmeth_rma_setup(m, c->rma);     /* put, get and atomics for osc rdma, sized to the eager limit */
+    /* put, get and atomics for osc rdma, sized to the eager limit: decided at the
+     * first add_procs (pmeth_rma_decide), when the job's osc selection is known */
+    c->rma_decided = false;
+    pmeth_rma_setup(m, false);
     m->btl_bandwidth = 1000 * c->nlinks;
 
     pmeth_window_config_init(&c->wcfg, c->window);

@@ -153,6 +153,7 @@ void pmeth_probe_ahead(void)
 static int pmeth_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
                            mca_btl_base_endpoint_t **peers, opal_bitmap_t *reachable)
 {
+    pmeth_rma_decide();             /* once: the job's osc selection is known now */
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     const opal_proc_t *me = opal_proc_local_get();
     mca_btl_base_endpoint_t **fresh = calloc(nprocs > 0 ? nprocs : 1, sizeof(*fresh));

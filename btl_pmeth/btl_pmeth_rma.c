@@ -44,6 +44,7 @@
 #include "xbtl_amo.h"
 
 #include "opal/util/show_help.h"
+#include "xbtl_optin.h"
 
 #include <inttypes.h>
 #include <stddef.h>
@@ -688,6 +689,29 @@ void pmeth_rma_deliver(mca_btl_base_endpoint_t *ep, uint8_t tag,
     } else {
         finish(ep, tag, segs, n, bytes);
     }
+}
+
+/* Whether pmeth offers osc rdma these, by btl_pmeth_rma: at the first
+ * add_procs, because the default (2) follows the job's osc selection, and
+ * Open MPI opens the osc framework (registering that selection) after the
+ * BTLs' init and before their add_procs; bml reads the flags set here when it
+ * adds the peers.  osc pt2pt, where allowed, moves bulk data and accumulates
+ * faster over pmeth than these messages (btl_pmeth/README.md): then pmeth
+ * stays out of osc's way. */
+void pmeth_rma_decide(void)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (c->rma_decided) {
+        return;
+    }
+    c->rma_decided = true;
+    const bool pt2pt = xbtl_component_allowed("ompi", "osc", "pt2pt");
+    c->rma = c->rma_mode == 1 || (c->rma_mode == 2 && !pt2pt);
+    pmeth_rma_setup(&mca_btl_pmeth, c->rma);
+    PMETH_VERBOSE(5, "one-sided operations for osc rdma: %s (btl_pmeth_rma %d%s)",
+                  c->rma ? "offered" : "not offered", c->rma_mode,
+                  c->rma_mode != 2 ? "" : pt2pt ? ": this job may select osc pt2pt"
+                                                : ": this job's osc selection leaves out pt2pt");
 }
 
 /* What the module offers osc rdma (after the eager limit is known), or nothing. */

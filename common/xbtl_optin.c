@@ -9,17 +9,9 @@ static bool is_blank(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-bool xbtl_list_includes(const char *list, const char *component)
+/* does LIST name COMPONENT, as a plain list (a leading '^' skipped) */
+static bool names(const char *list, const char *component)
 {
-    if (list == NULL || component == NULL || *component == '\0') {
-        return false;
-    }
-    while (is_blank(*list)) {
-        list++;
-    }
-    if (*list == '^') {
-        return false;           /* an exclusion list includes nothing by name */
-    }
     const size_t want = strlen(component);
     const char *p = list;
     while (*p != '\0') {
@@ -40,4 +32,38 @@ bool xbtl_list_includes(const char *list, const char *component)
         p = *end == ',' ? end + 1 : end;
     }
     return false;
+}
+
+bool xbtl_list_allows(const char *list, const char *component)
+{
+    if (component == NULL || *component == '\0') {
+        return false;
+    }
+    if (list == NULL) {
+        return true;
+    }
+    while (is_blank(*list)) {
+        list++;
+    }
+    if (*list == '\0') {
+        return true;            /* no list: every component may be selected */
+    }
+    if (*list == '^') {
+        return !names(list + 1, component);
+    }
+    return names(list, component);
+}
+
+bool xbtl_list_includes(const char *list, const char *component)
+{
+    if (list == NULL || component == NULL || *component == '\0') {
+        return false;
+    }
+    while (is_blank(*list)) {
+        list++;
+    }
+    if (*list == '^') {
+        return false;           /* an exclusion list includes nothing by name */
+    }
+    return names(list, component);
 }

@@ -28,9 +28,19 @@
  * NULL or empty: no. */
 bool xbtl_list_includes(const char *list, const char *component);
 
+/* Plain C: may a framework whose selection is LIST select COMPONENT at all?
+ * NULL or empty: yes; an exclusion list: unless it names it; an inclusion
+ * list: if it names it. */
+bool xbtl_list_allows(const char *list, const char *component);
+
 /* Open MPI side: the current value of the MCA variable FRAMEWORK (the job's
  * selection for that framework, e.g. "btl") names COMPONENT for inclusion. */
 bool xbtl_component_named(const char *framework, const char *component);
+
+/* Open MPI side: may the framework FRAMEWORK of PROJECT ("opal" for btl,
+ * "ompi" for osc) select COMPONENT, as its selection variable stands now (a
+ * framework not registered yet: as with no list). */
+bool xbtl_component_allowed(const char *project, const char *framework, const char *component);
 
 /* Should COMPONENT run in this job: named by it, or SITE_DEFAULT (the
  * component's "site_default" parameter) is set.  When not, says so in one

@@ -24,6 +24,17 @@ bool xbtl_component_named(const char *framework, const char *component)
     return xbtl_list_includes(*value, component);
 }
 
+bool xbtl_component_allowed(const char *project, const char *framework, const char *component)
+{
+    int index = mca_base_var_find(project, framework, NULL, NULL);
+    const char **value = NULL;
+    if (index < 0 || mca_base_var_get_value(index, &value, NULL, NULL) != OPAL_SUCCESS
+        || value == NULL) {
+        return xbtl_list_allows(NULL, component);
+    }
+    return xbtl_list_allows(*value, component);
+}
+
 bool xbtl_component_wanted(const char *framework, const char *component, bool site_default,
                            int output)
 {

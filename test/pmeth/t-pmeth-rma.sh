@@ -14,6 +14,8 @@
 #  - a dynamic window across hosts ends at once with pmeth's message naming Open MPI
 #    4.1.4's osc rdma deadlock (pull request 10473) and --mca osc pt2pt, not a hang;
 #  - with btl_pmeth_rma 0 window creation returns an error, as before;
+#  - where the job may select osc pt2pt (faster over pmeth for bulk data and accumulates),
+#    pmeth offers nothing by default and the windows go by pt2pt;
 #  - ob1 keeps pmeth's own protocols: the p2p suite up to 4 MiB moves no one-sided
 #    operation (pmeth refuses ob1's registrations, so ob1 never takes RDMA get or put).
 . "${TOP_SRCDIR:-.}/test/lib.sh"
@@ -96,6 +98,17 @@ pm "$LOG/off" --nodes 0,1 --mca btl_pmeth_rma 0 -- "$RMA" no-window; rc=$?
 relay_tap "btl_pmeth_rma 0: " <"$LOG/off"
 check "btl_pmeth_rma 0: the job ends normally (exit $rc) and pmeth carried no one-sided operation" \
     [ "$rc" -eq 0 -a "$(grep -c 'one-sided:' "$LOG/off.err")" -eq 0 ]
+
+# the default follows the job's osc selection: Debian's leaves out pt2pt, so pmeth offered
+# its operations in the jobs above (said at verbose 5); one that allows pt2pt gets none
+offered=$(grep -c 'one-sided operations for osc rdma: offered (btl_pmeth_rma 2' "$LOG/rma2.err")
+check "btl_pmeth_rma 2 (the default) under Debian's osc selection (^ucx,pt2pt): both ranks offered the operations ($offered)" \
+    [ "$offered" -eq 2 ]
+pm "$LOG/pt2pt" --nodes 0,1 --mca osc ^ucx -- "$RMA" flavours 0 100; rc=$?
+n=$(grep -c '^ok' "$LOG/pt2pt")
+check "a job that may select osc pt2pt (--mca osc ^ucx): pmeth offers nothing (no one-sided line) and rsm_rma's $n create-window checks pass over osc pt2pt (exit $rc)" \
+    [ "$rc" -eq 0 -a "$n" -eq 22 -a "$(grep -c 'one-sided:' "$LOG/pt2pt.err")" -eq 0 \
+      -a "$(grep -c 'not offered (btl_pmeth_rma 2: this job may select osc pt2pt)' "$LOG/pt2pt.err")" -eq 2 ]
 
 # ob1 over pmeth with the one-sided operations on: its send protocols, no RDMA
 pm "$LOG/p2p" --nodes 0,1 -- "$P2P" -M 4194304; rc=$?

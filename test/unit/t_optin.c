@@ -23,5 +23,18 @@ int main(void)
           "empty entries are skipped, an empty name is never named");
     CHECK(xbtl_list_includes("self,pmeth", "pmeth") && !xbtl_list_includes("self,rsm", "pmeth"),
           "the same rule for every component");
+    /* may a framework select it at all (pmeth's one-sided default asks about osc pt2pt) */
+    CHECK(xbtl_list_allows(NULL, "pt2pt") && xbtl_list_allows("", "pt2pt")
+              && xbtl_list_allows("  ", "pt2pt"), "no list allows every component");
+    CHECK(!xbtl_list_allows("^ucx,pt2pt", "pt2pt"), "Debian's osc list excludes pt2pt");
+    CHECK(xbtl_list_allows("^ucx,pt2pt", "rdma"), "... and allows rdma");
+    CHECK(xbtl_list_allows("^ucx", "pt2pt") && xbtl_list_allows(" ^ ucx", "pt2pt"),
+          "an exclusion list without it allows it");
+    CHECK(xbtl_list_allows("pt2pt", "pt2pt") && !xbtl_list_allows("rdma", "pt2pt"),
+          "an inclusion list allows what it names, nothing else");
+    CHECK(xbtl_list_allows("^pt2pt2", "pt2pt") && !xbtl_list_allows("pt2pt2", "pt2pt"),
+          "a longer name is another component, in either kind of list");
+    CHECK(!xbtl_list_allows("pt2pt", "") && !xbtl_list_allows("pt2pt", NULL),
+          "no component is allowed without a name");
     return tap_done();
 }
