@@ -6,7 +6,9 @@
  * Why: osc rdma takes a window only over a BTL that reaches every rank of it
  * with put, get and atomics, and osc pt2pt (which needs only sends) is turned
  * off by Debian's openmpi-mca-params.conf.  Without these a pmeth job could not
- * create a window at all (MPI_ERR_WIN), as over tcp.
+ * create a window at all (MPI_ERR_WIN), as over tcp.  Where the job may select
+ * osc pt2pt, which moves bulk data and accumulates faster over pmeth than these
+ * messages, pmeth by default offers none of them (pmeth_rma_decide).
  *
  * How: Ethernet has no remote memory access, so each operation is a message of
  * pmeth's own (tags PMETH_TAG_RMA_*, below ob1's), carried by pmeth's
