@@ -473,7 +473,6 @@ static inline bool pmeth_tag_is_rma(uint8_t tag)
 {
     return tag >= PMETH_TAG_RMA_PUT && tag <= PMETH_TAG_RMA_AMO_REPLY;
 }
-void pmeth_rma_setup(mca_btl_base_module_t *m, bool on);
 void pmeth_rma_decide(void);
 void pmeth_rma_deliver(mca_btl_base_endpoint_t *ep, uint8_t tag,
                        const mca_btl_base_segment_t *segs, uint32_t n, size_t bytes);

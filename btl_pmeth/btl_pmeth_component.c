@@ -912,7 +912,6 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     /* put, get and atomics for osc rdma, sized to the eager limit: decided at the
      * first add_procs (pmeth_rma_decide), when the job's osc selection is known */
     c->rma_decided = false;
-    pmeth_rma_setup(m, false);
     m->btl_bandwidth = 1000 * c->nlinks;
 
     pmeth_window_config_init(&c->wcfg, c->window);

@@ -693,44 +693,10 @@ void pmeth_rma_deliver(mca_btl_base_endpoint_t *ep, uint8_t tag,
     }
 }
 
-/* Whether pmeth offers osc rdma these, by btl_pmeth_rma: at the first
- * add_procs, because the default (2) follows the job's osc selection, and
- * Open MPI opens the osc framework (registering that selection) after the
- * BTLs' init and before their add_procs; bml reads the flags set here when it
- * adds the peers.  osc pt2pt, where allowed, moves bulk data and accumulates
- * faster over pmeth than these messages (btl_pmeth/README.md): then pmeth
- * stays out of osc's way. */
-void pmeth_rma_decide(void)
+/* Offer osc rdma the operations, sized to the eager limit (the module has none
+ * until this runs: its function pointers are NULL, its flags only SEND). */
+static void rma_offer(mca_btl_base_module_t *m)
 {
-    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    if (c->rma_decided) {
-        return;
-    }
-    c->rma_decided = true;
-    const bool pt2pt = xbtl_component_allowed("ompi", "osc", "pt2pt");
-    c->rma = c->rma_mode == 1 || (c->rma_mode == 2 && !pt2pt);
-    pmeth_rma_setup(&mca_btl_pmeth, c->rma);
-    PMETH_VERBOSE(5, "one-sided operations for osc rdma: %s (btl_pmeth_rma %d%s)",
-                  c->rma ? "offered" : "not offered", c->rma_mode,
-                  c->rma_mode != 2 ? "" : pt2pt ? ": this job may select osc pt2pt"
-                                                : ": this job's osc selection leaves out pt2pt");
-}
-
-/* What the module offers osc rdma (after the eager limit is known), or nothing. */
-void pmeth_rma_setup(mca_btl_base_module_t *m, bool on)
-{
-    if (!on || m->btl_eager_limit <= sizeof(pmeth_rma_hdr_t)) {
-        m->btl_put = NULL;
-        m->btl_get = NULL;
-        m->btl_atomic_op = NULL;
-        m->btl_atomic_fop = NULL;
-        m->btl_atomic_cswap = NULL;
-        m->btl_register_mem = NULL;
-        m->btl_deregister_mem = NULL;
-        m->btl_atomic_flags = 0;
-        m->btl_registration_handle_size = 0;
-        return;
-    }
     m->btl_flags |= MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET | MCA_BTL_FLAGS_ATOMIC_OPS
                     | MCA_BTL_FLAGS_ATOMIC_FOPS;
     m->btl_atomic_flags = MCA_BTL_ATOMIC_SUPPORTS_ADD | MCA_BTL_ATOMIC_SUPPORTS_AND
@@ -755,4 +721,30 @@ void pmeth_rma_setup(mca_btl_base_module_t *m, bool on)
     /* local buffers are copied by pmeth itself: osc need not register them */
     m->btl_put_local_registration_threshold = SIZE_MAX;
     m->btl_get_local_registration_threshold = SIZE_MAX;
+}
+
+/* Whether pmeth offers osc rdma these, by btl_pmeth_rma: at the first
+ * add_procs, because the default (2) follows the job's osc selection, and
+ * Open MPI opens the osc framework (registering that selection) after the
+ * BTLs' init and before their add_procs; bml reads the flags set here when it
+ * adds the peers.  osc pt2pt, where allowed, moves bulk data and accumulates
+ * faster over pmeth than these messages (btl_pmeth/README.md): then pmeth
+ * stays out of osc's way. */
+void pmeth_rma_decide(void)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (c->rma_decided) {
+        return;
+    }
+    c->rma_decided = true;
+    const bool pt2pt = xbtl_component_allowed("ompi", "osc", "pt2pt");
+    c->rma = (c->rma_mode == 1 || (c->rma_mode == 2 && !pt2pt))
+             && mca_btl_pmeth.btl_eager_limit > sizeof(pmeth_rma_hdr_t);
+    if (c->rma) {
+        rma_offer(&mca_btl_pmeth);
+    }
+    PMETH_VERBOSE(5, "one-sided operations for osc rdma: %s (btl_pmeth_rma %d%s)",
+                  c->rma ? "offered" : "not offered", c->rma_mode,
+                  c->rma_mode != 2 ? "" : pt2pt ? ": this job may select osc pt2pt"
+                                                : ": this job's osc selection leaves out pt2pt");
 }

@@ -60,9 +60,12 @@ rma() {
     served=$(sum 6 "$LOG/$name"); aserved=$(sum 7 "$LOG/$name")
     refused=$(( $(sum 8 "$LOG/$name") + $(sum 9 "$LOG/$name") )); malformed=$(sum 10 "$LOG/$name")
     answers=$(sum 11 "$LOG/$name")
-    check "$label: pmeth carried them: $puts puts and $gets gets sent, $served served; $amos atomics sent, $aserved served; the puts answered in $answers PUT_DONEs; $refused refused, $malformed malformed" \
+    # a PUT_DONE lists the puts of a poll: over hundreds of puts (a 1 MiB put is 182 pieces
+    # sent back to back) some polls find several; a job of a few dozen may find none
+    local fewer=$answers; [ "$puts" -ge 100 ] && fewer=$((answers + 1))
+    check "$label: pmeth carried them: $puts puts and $gets gets sent, $served served; $amos atomics sent, $aserved served; the puts answered in $answers PUT_DONEs (fewer than the puts, from 100 puts on); $refused refused, $malformed malformed" \
         [ "$puts" -gt 0 -a "$gets" -gt 0 -a "$amos" -gt 0 -a "$served" -eq $((puts + gets)) \
-          -a "$aserved" -eq "$amos" -a "$answers" -ge 1 -a "$answers" -le "$puts" \
+          -a "$aserved" -eq "$amos" -a "$answers" -ge 1 -a "$fewer" -le "$puts" \
           -a "$refused" -eq 0 -a "$malformed" -eq 0 ]
 }
 
