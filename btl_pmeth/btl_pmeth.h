@@ -49,7 +49,7 @@
 
 #define PMETH_MAX_LINKS 8
 _Static_assert(PMETH_MAX_LINKS <= PMETH_PATHPROBE_PATHS, "pmeth_pathprobe keeps a round per path");
-#define PMETH_MODEX_VERSION 1
+#define PMETH_MODEX_VERSION 2
 
 /* What each process publishes in the modex: its links as peers address them. */
 typedef struct pmeth_modex_link {
@@ -67,7 +67,13 @@ typedef struct pmeth_modex {
     uint32_t nlinks;
     uint32_t job_key;
     uint32_t window;                    /* btl_pmeth_window: the same in every process */
-    char host[64];                      /* for messages that name both ends */
+    /* The host link (btl_pmeth_host_link): 1 if this process may open one, at its
+     * first add_procs, as link number NLINKS (after the published ones), over
+     * loopback with MTU HOST_LINK_MTU.  Peers on the same host pair with it; no
+     * one else can. */
+    uint32_t host_link, host_link_mtu;
+    char host[64];                      /* for messages that name both ends; the same
+                                           string = the same host */
     pmeth_modex_link_t links[PMETH_MAX_LINKS];
 } pmeth_modex_t;
 
@@ -83,6 +89,8 @@ typedef struct pmeth_link {
     int ifindex;
     uint8_t mac[6];
     uint32_t mtu;                       /* the interface's MTU: payload of a frame */
+    bool on_host;                       /* the host link: loopback, to this host's ranks only */
+    unsigned int ring_tx, ring_rx;      /* its ring's frames (0: btl_pmeth_tx/rx_frames) */
     struct pmeth_ring *ring;
     uint32_t unkicked;                  /* frames posted since the last kick */
     bool refused;                       /* the last kick found the link down */
@@ -137,6 +145,10 @@ struct mca_btl_base_endpoint_t {
     opal_proc_t *proc;                  /* NULL while only probed ahead (pmeth_probe_ahead) */
     opal_process_name_t name;           /* for messages, also before ob1 adds the peer */
     uint32_t peer_id;                   /* its vpid: the destination field of our frames */
+    bool on_host;                       /* it runs on this host (its modex names our host):
+                                           reached over the host link only */
+    int8_t peer_host_link;              /* its host link's index in modex.links, -1: none
+                                           (not on this host, or it opens none) */
     uint8_t state;
     uint8_t npaths;
     uint8_t primary;                    /* path of small frames */
@@ -254,8 +266,12 @@ typedef struct mca_btl_pmeth_component_t {
 
     /* this process */
     uint32_t my_id, job_key;
-    uint32_t nlinks;
+    uint32_t nlinks;                    /* the Ethernet links, then the host link if open */
+    uint32_t nic_links;                 /* the Ethernet links: links[0 .. nic_links) */
     pmeth_link_t links[PMETH_MAX_LINKS];
+    int host_link_mode;                 /* btl_pmeth_host_link: 0 never, 1 always, 2 auto */
+    int host_link;                      /* its index in links[], -1 while none is open */
+    bool host_link_decided;             /* pmeth_host_link_decide ran (the first add_procs) */
     uint32_t frame_payload;             /* bytes of ob1 data one frame carries */
     pmeth_modex_t modex;
     pmeth_window_config_t wcfg;
@@ -474,6 +490,19 @@ static inline bool pmeth_tag_is_rma(uint8_t tag)
     return tag >= PMETH_TAG_RMA_PUT && tag <= PMETH_TAG_RMA_AMO_REPLY;
 }
 void pmeth_rma_decide(void);
+
+/* The host link (btl_pmeth_component.c): opened at the first add_procs where
+ * the job needs pmeth to reach ranks on this host. */
+void pmeth_host_link_decide(void);
+
+/* Can our link I reach the peer's link J?  The host link reaches the host
+ * link of a rank on this host and nothing else; Ethernet links reach Ethernet
+ * links of other hosts (a NIC does not hand a frame back to its own host). */
+static inline bool pmeth_pair_possible(const mca_btl_base_endpoint_t *ep, uint32_t i, uint32_t j)
+{
+    const bool host_link = mca_btl_pmeth_component.links[i].on_host;
+    return host_link == ep->on_host && host_link == ((int) j == ep->peer_host_link);
+}
 void pmeth_rma_deliver(mca_btl_base_endpoint_t *ep, uint8_t tag,
                        const mca_btl_base_segment_t *segs, uint32_t n, size_t bytes);
 int pmeth_rma_progress(void);

@@ -154,8 +154,8 @@ void pmeth_apm_endpoint_ready(mca_btl_base_endpoint_t *ep)
     ep->load_path = -1;
     atomic_init(&ep->apm_load, 0);
     atomic_init(&ep->apm_dirty, false);
-    if (c->apm == NULL || ep->npaths == 0) {
-        return;
+    if (c->apm == NULL || ep->npaths == 0 || ep->on_host) {
+        return;         /* (the host link has no other path, and loopback does not fail) */
     }
     ep->apm_nonce = ep->probe_nonce ^ 0xa9a9a9a9a9a9a9a9ull;
     pmeth_pathprobe_init(&ep->probes, 1);

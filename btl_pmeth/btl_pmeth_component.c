@@ -386,9 +386,23 @@ static int pmeth_component_register(void)
         "done by its CPU.  0 off; 1 on; 2 (default) on when this job's osc selection leaves "
         "out osc pt2pt (Debian's openmpi-mca-params.conf does: osc = ^ucx,pt2pt), which "
         "carries windows over any BTL and moves bulk data and accumulates faster than these "
-        "messages.  osc rdma needs one BTL that reaches every rank of a window, so pmeth "
-        "serves jobs with one rank per host; with more, windows need --mca osc pt2pt",
+        "messages.  osc rdma needs one BTL that reaches every rank of a window: with "
+        "several ranks on a host, pmeth reaches them over its host link (btl_pmeth_host_link)",
         MCA_BASE_VAR_TYPE_INT, &c->rma_mode, OPAL_INFO_LVL_4);
+    c->host_link_mode = 2;
+    reg("host_link", "Reach the job's other ranks on this host through the loopback "
+        "interface (lo): our frames on it go to the processes here, filtered by the kernel "
+        "as on Ethernet.  0 never (ranks here are then for a shared-memory BTL); 1 whenever "
+        "the job has other ranks on this host; 2 (default) when it has and either the job "
+        "names no shared-memory BTL (vader, smcuda, rsm), so pmeth must carry their "
+        "messages, or pmeth offers one-sided operations (btl_pmeth_rma) in a job of several "
+        "hosts: Open MPI 4.1's osc rdma makes a window only over one BTL that reaches every "
+        "rank of it.  A shared-memory BTL beside pmeth keeps carrying ob1's messages (its "
+        "exclusivity is higher).  The link's rings are btl_pmeth_tx_frames and _rx_frames "
+        "frames, a quarter of that where a shared-memory BTL carries the messages, at the "
+        "Ethernet links' MTU.  Ordinary users' jobs open it through the helper only where the "
+        "site allows lo",
+        MCA_BASE_VAR_TYPE_INT, &c->host_link_mode, OPAL_INFO_LVL_4);
 
     mca_btl_base_module_t *m = &mca_btl_pmeth;
     /* above tcp (LOW + 100): a job that names both uses pmeth for the peers it
@@ -479,7 +493,9 @@ static int choose_interfaces(pmeth_link_t *out, uint32_t *n)
         opal_argv_free(excl);
         return OPAL_ERROR;
     }
-    for (struct ifaddrs *a = ifa; a != NULL && *n < PMETH_MAX_LINKS; a = a->ifa_next) {
+    /* one slot stays free for the host link (btl_pmeth_host_link) */
+    const uint32_t room = PMETH_MAX_LINKS - (c->host_link_mode != 0);
+    for (struct ifaddrs *a = ifa; a != NULL && *n < room; a = a->ifa_next) {
         if (a->ifa_addr == NULL || a->ifa_addr->sa_family != AF_PACKET) {
             continue;
         }
@@ -612,8 +628,8 @@ static int open_ring(uint32_t index, pmeth_link_t *link, enum pmeth_io_mode mode
         .job_key = c->job_key,
         .my_id = c->my_id,
         .frame_size = link->mtu + 14,
-        .tx_frames = c->tx_frames,
-        .rx_frames = c->rx_frames,
+        .tx_frames = link->ring_tx ? link->ring_tx : c->tx_frames,
+        .rx_frames = link->ring_rx ? link->ring_rx : c->rx_frames,
         .qdisc_bypass = c->qdisc_bypass,
         .direct_max = c->direct_max,
         .fd = -1,
@@ -690,6 +706,96 @@ static int open_ring(uint32_t index, pmeth_link_t *link, enum pmeth_io_mode mode
     return 0;
 }
 
+/* ---- the host link ------------------------------------------------------------
+ * Frames a process sends on the loopback interface come back up the same
+ * host's receive path, where every packet socket bound to lo with our EtherType
+ * sees them and the kernel's filter (destination id) keeps each for the one it
+ * is for: a link to the job's other ranks here, through the same rings, window
+ * and probes as an Ethernet link.  pmeth needs it where nothing else reaches
+ * them: a job with no shared-memory BTL, and osc rdma, which in Open MPI 4.1
+ * makes a window only over one BTL that reaches every rank of it (with vader
+ * or rsm beside pmeth, a window of two ranks per host across hosts had none). */
+
+/* Does the job name a BTL that carries messages between ranks of a host? */
+static bool shm_btl_in_job(void)
+{
+    return xbtl_component_allowed("opal", "btl", "vader")
+           || xbtl_component_allowed("opal", "btl", "smcuda")
+           || xbtl_component_named("btl", "rsm");
+}
+
+static bool find_loopback(pmeth_link_t *l)
+{
+    struct ifaddrs *ifa = NULL;
+    bool found = false;
+    if (getifaddrs(&ifa) != 0) {
+        return false;
+    }
+    for (struct ifaddrs *a = ifa; a != NULL && !found; a = a->ifa_next) {
+        if (a->ifa_addr != NULL && a->ifa_addr->sa_family == AF_PACKET
+            && (a->ifa_flags & IFF_LOOPBACK) && (a->ifa_flags & IFF_UP)) {
+            memset(l, 0, sizeof(*l));
+            strncpy(l->ifname, a->ifa_name, IFNAMSIZ - 1);
+            l->ifindex = ((const struct sockaddr_ll *) a->ifa_addr)->sll_ifindex;
+            found = true;
+        }
+    }
+    freeifaddrs(ifa);
+    return found;
+}
+
+void pmeth_host_link_decide(void)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (c->host_link_decided) {
+        return;
+    }
+    c->host_link_decided = true;
+    if (!c->modex.host_link) {
+        return;         /* btl_pmeth_host_link 0, or no other rank here */
+    }
+    const bool shm = shm_btl_in_job();
+    const bool hosts = pmeth_job_size() > (uint32_t) opal_process_info.num_local_peers + 1;
+    const char *why = c->host_link_mode == 1 ? "btl_pmeth_host_link 1"
+                      : !shm ? "no shared-memory BTL in this job"
+                      : c->rma && hosts ? "for osc rdma's windows (one BTL to every rank)"
+                      : NULL;
+    if (why == NULL) {
+        PMETH_VERBOSE(10, "host link: not opened (a shared-memory BTL carries this host's "
+                      "ranks%s)", c->rma ? "; one host" : ", and no one-sided operations");
+        return;
+    }
+    pmeth_link_t *l = &c->links[c->nlinks];
+    if (c->nlinks != c->nic_links || !find_loopback(l)) {
+        PMETH_VERBOSE(1, "host link: no loopback interface that is up: ranks on this host are "
+                      "not reached over pmeth");
+        return;
+    }
+    l->on_host = true;
+    l->mtu = c->modex.host_link_mtu;    /* as peers here take it (their modex of us) */
+    if (shm) {
+        /* only one-sided operations: a quarter of the rings */
+        l->ring_tx = c->tx_frames / 4 > 64 ? c->tx_frames / 4 : 64;
+        l->ring_rx = c->rx_frames / 4 > 64 ? c->rx_frames / 4 : 64;
+    }
+    char err[256], helper_note[320];
+    err[0] = '\0';
+    int rc = open_ring(c->nlinks, l, PMETH_IO_PACKET, err, sizeof(err), helper_note,
+                       sizeof(helper_note));
+    if (rc != 0) {
+        PMETH_VERBOSE(1, "host link over %s not opened (%s%s%s): ranks on this host are not "
+                      "reached over pmeth", l->ifname, err, helper_asked ? "; " : "",
+                      helper_asked ? helper_note : "");
+        memset(l, 0, sizeof(*l));
+        return;
+    }
+    c->host_link = (int) c->nlinks;
+    c->nlinks++;
+    PMETH_VERBOSE(10, "link %d: %s, the host link (%s): MTU %u, rings of %u + %u frames",
+                  c->host_link, l->ifname, why, l->mtu, l->ring_tx ? l->ring_tx : c->tx_frames,
+                  l->ring_rx ? l->ring_rx : c->rx_frames);
+}
+
 /* A parameter out of range: the message naming it (show_help), and the same
  * sentence at btl_base_verbose 1.  mpirun 4.1 now and then loses a rank's help
  * text (ORTE_ERROR_LOG in show_help.c: it cannot unpack what the rank sent),
@@ -721,7 +827,7 @@ static bool param_at_least(const char *name, unsigned int value, unsigned int mi
 static uint32_t credit_budget_over(const mca_btl_pmeth_component_t *c, uint32_t up)
 {
     uint32_t budget = 0, live = 0;
-    for (uint32_t i = 0; i < c->nlinks; i++) {
+    for (uint32_t i = 0; i < c->nic_links; i++) {
         if (!(up & 1u << i)) {
             continue;
         }
@@ -731,7 +837,8 @@ static uint32_t credit_budget_over(const mca_btl_pmeth_component_t *c, uint32_t 
         budget += c->credit_port_bytes > 0 && port < ring ? port : ring;
     }
     if (c->credit_budget != 0) {
-        budget = (uint32_t) ((uint64_t) c->credit_budget * live / (c->nlinks ? c->nlinks : 1));
+        budget = (uint32_t) ((uint64_t) c->credit_budget * live
+                             / (c->nic_links ? c->nic_links : 1));
     }
     return budget;
 }
@@ -744,7 +851,7 @@ void pmeth_credit_follow_links(void)
         return;
     }
     uint32_t up = 0;
-    for (uint32_t i = 0; i < c->nlinks; i++) {
+    for (uint32_t i = 0; i < c->nic_links; i++) {   /* (the host link does not go down) */
         struct ifreq ifr;
         memset(&ifr, 0, sizeof(ifr));
         strncpy(ifr.ifr_name, c->links[i].ifname, IFNAMSIZ - 1);
@@ -762,7 +869,7 @@ void pmeth_credit_follow_links(void)
     c->links_up = up;
     pmeth_credit_pool_set_budget(&c->credits, credit_budget_over(c, up));
     PMETH_VERBOSE(10, "receive credits: a budget of %u frames over the %u of %u links up",
-                  c->credits.budget, (unsigned) __builtin_popcount(up), c->nlinks);
+                  c->credits.budget, (unsigned) __builtin_popcount(up), c->nic_links);
 }
 
 static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_progress_threads,
@@ -843,6 +950,8 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     c->my_id = OPAL_PROC_MY_NAME.vpid;
     c->job_key = job_key_of(OPAL_PROC_MY_NAME.jobid);
     c->nlinks = 0;
+    c->host_link = -1;
+    c->host_link_decided = false;
     for (uint32_t i = 0; i < nfound; i++) {
         pmeth_link_t *l = &c->links[c->nlinks];
         *l = found[i];
@@ -872,6 +981,8 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
                       l->ifindex, l->mtu, pmeth_ring_mode_name(l->ring));
         c->nlinks++;
     }
+
+    c->nic_links = c->nlinks;
 
     /* frames are sized by the smallest link's MTU: ob1's eager limit is
      * btl_pmeth_eager_frames of them, its pipeline unit btl_pmeth_array_frames */
@@ -912,7 +1023,7 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     /* put, get and atomics for osc rdma, sized to the eager limit: decided at the
      * first add_procs (pmeth_rma_decide), when the job's osc selection is known */
     c->rma_decided = false;
-    m->btl_bandwidth = 1000 * c->nlinks;
+    m->btl_bandwidth = 1000 * c->nic_links;
 
     pmeth_window_config_init(&c->wcfg, c->window);
     c->wcfg.rto_min_ns = (uint64_t) c->rto_min_us * 1000;
@@ -941,6 +1052,9 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     c->modex.nlinks = c->nlinks;
     c->modex.job_key = c->job_key;
     c->modex.window = c->window;
+    /* the host link's MTU is the Ethernet links' (frames are sized by the smallest) */
+    c->modex.host_link = c->host_link_mode != 0 && opal_process_info.num_local_peers > 0;
+    c->modex.host_link_mtu = min_mtu;
     strncpy(c->modex.host, opal_process_info.nodename ? opal_process_info.nodename : "?",
             sizeof(c->modex.host) - 1);
     for (uint32_t i = 0; i < c->nlinks; i++) {

@@ -35,6 +35,19 @@ mca_btl_base_endpoint_t *pmeth_endpoint_create(const opal_process_name_t *name, 
     for (uint32_t j = 0; j < ep->modex.nlinks; j++) {
         ep->modex.links[j].ifname[IFNAMSIZ - 1] = '\0';
     }
+    const mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    ep->on_host = strcmp(ep->modex.host, c->modex.host) == 0;
+    ep->peer_host_link = -1;
+    if (ep->on_host && ep->modex.host_link && c->host_link >= 0
+        && ep->modex.nlinks < PMETH_MAX_LINKS) {
+        /* its host link is not in the modex (it opens at the first add_procs,
+         * by the rule ours followed): the link after its published ones */
+        pmeth_modex_link_t *l = &ep->modex.links[ep->modex.nlinks];
+        memset(l, 0, sizeof(*l));
+        snprintf(l->ifname, sizeof(l->ifname), "%s", c->links[c->host_link].ifname);
+        l->mtu = ep->modex.host_link_mtu;
+        ep->peer_host_link = (int8_t) ep->modex.nlinks++;
+    }
     ep->state = PMETH_EP_NEW;
     /* until its first frame says otherwise, the peer is taken to grant as we
      * do: no limit with credits off, else the floor */
@@ -199,8 +212,8 @@ void pmeth_probe_reply(pmeth_link_t *link, const pmeth_wire_view_t *v)
         }
         return;
     }
-    if (p->from_link != li || pj >= ep->modex.nlinks) {
-        return;         /* not the pair it claims */
+    if (p->from_link != li || pj >= ep->modex.nlinks || !pmeth_pair_possible(ep, li, pj)) {
+        return;         /* not the pair it claims, or one that cannot be */
     }
     if (p->nonce == (ep->probe_nonce ^ PROBE_NONCE_ALIVE) && !p->full) {
         if (ep->probe_small[li][pj]) {
@@ -225,24 +238,30 @@ void pmeth_probe_reply(pmeth_link_t *link, const pmeth_wire_view_t *v)
 static bool probe_done(const mca_btl_base_endpoint_t *ep, uint64_t grace)
 {
     const mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    uint32_t local_covered = 0, peer_covered = 0;
+    uint32_t local_covered = 0, peer_covered = 0, local_links = 0, peer_links = 0;
     bool any = false;
     for (uint32_t i = 0; i < c->nlinks; i++) {
-        bool covered = false;
+        bool covered = false, pairs = false;
         for (uint32_t j = 0; j < ep->modex.nlinks; j++) {
             covered |= ep->probe_small[i][j] && ep->probe_full[i][j];
             any |= ep->probe_small[i][j];
+            pairs |= pmeth_pair_possible(ep, i, j);
         }
         local_covered += covered;
+        local_links += pairs;
     }
     for (uint32_t j = 0; j < ep->modex.nlinks; j++) {
-        bool covered = false;
+        bool covered = false, pairs = false;
         for (uint32_t i = 0; i < c->nlinks; i++) {
             covered |= ep->probe_small[i][j] && ep->probe_full[i][j];
+            pairs |= pmeth_pair_possible(ep, i, j);
         }
         peer_covered += covered;
+        peer_links += pairs;
     }
-    if (local_covered == c->nlinks || peer_covered == ep->modex.nlinks) {
+    /* (links that can pair with none of the peer's - the host link to another
+     * host, Ethernet to this host - are not waited for) */
+    if (local_covered == local_links || peer_covered == peer_links) {
         return true;
     }
     /* some links answered: the others get a grace period, then are taken as
@@ -264,8 +283,8 @@ static void make_paths(mca_btl_base_endpoint_t *ep)
                 have |= ep->paths[k].local == i;
             }
             for (uint32_t j = 0; !have && j < ep->modex.nlinks; j++) {
-                if ((pass == 0 && j != i) || peer_used[j] || !ep->probe_small[i][j]
-                    || !ep->probe_full[i][j]) {
+                if ((pass == 0 && j != i) || peer_used[j] || !pmeth_pair_possible(ep, i, j)
+                    || !ep->probe_small[i][j] || !ep->probe_full[i][j]) {
                     continue;
                 }
                 pmeth_path_t *p = &ep->paths[ep->npaths++];
@@ -367,7 +386,9 @@ static bool probe_step(mca_btl_base_endpoint_t *ep, uint64_t now)
     if (now >= ep->probe_next_ns) {
         for (uint32_t i = 0; i < c->nlinks; i++) {
             for (uint32_t j = 0; j < ep->modex.nlinks; j++) {
-                if (!ep->probe_small[i][j]) {
+                if (!pmeth_pair_possible(ep, i, j)) {
+                    continue;
+                } else if (!ep->probe_small[i][j]) {
                     send_probe(ep, (uint8_t) i, (uint8_t) j, false, ep->probe_nonce);
                 } else if (!ep->probe_full[i][j]) {
                     send_probe(ep, (uint8_t) i, (uint8_t) j, true, ep->probe_nonce);

@@ -164,6 +164,7 @@ static int pmeth_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     PMETH_LOCK();
+    pmeth_host_link_decide();       /* once, after the one-sided decision it may follow */
     if (c->probe_ahead_next == 0) {
         c->probe_ahead_next = c->my_id + 1;     /* each rank starts after itself */
     }
@@ -180,13 +181,14 @@ static int pmeth_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_
             }
             continue;
         }
-        if (ep->state == PMETH_EP_NEW && OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags)) {
-            /* our frames never come back to this host (a socket bound to one
-             * EtherType sees no outgoing frames, NICs do not hairpin): ranks
-             * here are for a shared-memory BTL */
+        if (ep->state == PMETH_EP_NEW && (ep->on_host || OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags))
+            && ep->peer_host_link < 0) {
+            /* our Ethernet frames never come back to this host (a socket bound
+             * to one EtherType sees no outgoing frames, NICs do not hairpin):
+             * ranks here are reached over the host link or not at all */
             ep->state = PMETH_EP_UNREACHABLE;
-            PMETH_VERBOSE(5, "%s is on this host: not reachable over pmeth (use vader or rsm "
-                          "beside it)", OPAL_NAME_PRINT(proc->proc_name));
+            PMETH_VERBOSE(5, "%s is on this host: not reachable over pmeth (no host link: "
+                          "btl_pmeth_host_link)", OPAL_NAME_PRINT(proc->proc_name));
         }
         if (ep->state == PMETH_EP_NEW || ep->state == PMETH_EP_PROBING) {
             fresh[nfresh++] = ep;

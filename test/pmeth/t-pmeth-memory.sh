@@ -1,6 +1,7 @@
 #!/bin/bash
 # btl pmeth's memory per process, measured against its formula (btl_pmeth/README.md, "Memory"):
 #   memory = L * ring(MTU, tx_frames, rx_frames)          per link, whatever the peers
+#          + H * ring(MTU, tx_frames / 4, rx_frames / 4)  the host link (2+ ranks a host)
 #          + Pw * (pmeth_txwin_bytes(W) + pmeth_rxwin_bytes(W))   peers with traffic
 #          + Pk * sizeof(endpoint)                                peers known
 #          + T * sizeof(pointer)     by-id table: 64 slots, doubled until the largest vpid fits
@@ -11,7 +12,8 @@
 # to the byte, with Pw = the remote peers and Pk = all peers; what the exchange added is exactly
 # windows + endpoint per remote peer; the rings are the same at 2 and 16 ranks; and the formula
 # at 1,000 peers (1 link, MTU 1500, default sizes) stays under 16 MiB.  One job with 2 links and
-# a window of 1024 checks the L and W terms.  Nothing of the clusters is left behind.
+# a window of 1024 checks the L and W terms; the jobs of 2 ranks or more a host check H (the host
+# link, opened on every rank there for osc rdma's windows).  Nothing of the clusters is left behind.
 . "${TOP_SRCDIR:-.}/test/lib.sh"
 . "$TOP_SRCDIR/test/vcluster/vclib.sh"
 vc_require
@@ -44,13 +46,21 @@ job() {
     [ "$rc" -eq 0 ] || tail -15 "$out.err" | diag
     check "$hosts hosts, $np ranks: each rank's finalize summary states its memory (btl_base_verbose 10)" \
         [ "$(grep -c 'btl:pmeth: memory: [0-9]* bytes = rings' "$out.err")" -eq "$np" ]
+    # with 2 ranks or more a host, each opens the host link for osc rdma's windows (pmeth
+    # offers one-sided operations by default here: Debian's osc selection leaves out pt2pt),
+    # its rings a quarter of the Ethernet link's (vader carries ob1's messages)
+    local hl want_hl=0; hl=$(grep -c 'the host link (for osc rdma' "$out.err")
+    [ "$ppn" -gt 1 ] && want_hl=$np
+    check "$hosts hosts, $np ranks: the host link opened on $hl ranks ($want_hl: every rank where a host has 2 or more)" \
+        [ "$hl" -eq "$want_hl" ]
     grep '^{"rank"' "$out" | python3 -c '
 import json, sys
 tag = dict(hosts=int(sys.argv[1]), links=int(sys.argv[2]), window=int(sys.argv[3]), mtu=1500,
-           tx_frames=int(sys.argv[4]), rx_frames=int(sys.argv[5]), sizes=json.loads(sys.argv[6]))
+           tx_frames=int(sys.argv[4]), rx_frames=int(sys.argv[5]), sizes=json.loads(sys.argv[6]),
+           host_link=int(sys.argv[7]) > 0)
 for line in sys.stdin:
     r = json.loads(line); r.update(tag); print(json.dumps(r))' \
-        "$hosts" "$links" "$win" "$TXF" "$RXF" "$("$SIZES" "$win")" >>"$ROWS"
+        "$hosts" "$links" "$win" "$TXF" "$RXF" "$("$SIZES" "$win")" "$want_hl" >>"$ROWS"
 }
 
 # ---- 2 hosts, 1 link -------------------------------------------------------------------
@@ -120,8 +130,16 @@ def apm_conn(links, s):
     # connection per remote peer reached, made with its endpoint
     return s["apm_conn"] if links >= 2 else 0
 
-def formula(links, mtu, tx, rx, s, with_windows, known, largest_vpid):
-    return (links * ring(mtu, tx, rx, s) + with_windows * (s["txwin"] + s["rxwin"] + apm_conn(links, s))
+def host_ring(r, s):
+    # the host link's rings (btl_pmeth_host_link): a quarter of the sizes, at least 64 frames
+    return ring(r["mtu"], max(64, r["tx_frames"] // 4), max(64, r["rx_frames"] // 4), s) \
+        if r["host_link"] else 0
+
+def rings(links, r, s):
+    return links * ring(r["mtu"], r["tx_frames"], r["rx_frames"], s) + host_ring(r, s)
+
+def formula(links, r, s, with_windows, known, largest_vpid):
+    return (rings(links, r, s) + with_windows * (s["txwin"] + s["rxwin"] + apm_conn(links, s))
             + known * s["endpoint"] + by_id_slots(largest_vpid) * s["pointer"])
 
 jobs = {}
@@ -138,16 +156,16 @@ for key in sorted(jobs, key=lambda k: (k[1], k[2], k[0], k[3])):
     bad = []
     for r in rs:
         remote = r["remote_peers"]
-        want = formula(links, r["mtu"], r["tx_frames"], r["rx_frames"], s, remote, np - 1, np - 1)
+        want = formula(links, r, s, remote, np - 1, np - 1)
         if not (r["pvars"] and r["memory_bytes"] == want and r["peers_with_windows"] == remote
                 and r["peers_known"] == np - 1
-                and r["memory_ring_bytes"] == links * ring(r["mtu"], r["tx_frames"], r["rx_frames"], s)):
+                and r["memory_ring_bytes"] == rings(links, r, s)):
             bad.append("rank %d: %d B (rings %d), %d peers known, %d with windows; formula %d B"
                        % (r["rank"], r["memory_bytes"], r["memory_ring_bytes"], r["peers_known"],
                           r["peers_with_windows"], want))
     r0 = rs[0]
     remote = r0["remote_peers"]
-    want0 = formula(links, r0["mtu"], r0["tx_frames"], r0["rx_frames"], s, remote, np - 1, np - 1)
+    want0 = formula(links, r0, s, remote, np - 1, np - 1)
     # what a remote peer costs once it has traffic: all but the rings, the on-host peers'
     # endpoints and the by-id table, shared out
     per_remote = ((r0["memory_bytes"] - r0["memory_ring_bytes"]
@@ -169,7 +187,7 @@ for key in sorted(jobs, key=lambda k: (k[1], k[2], k[0], k[3])):
     ahead = min(PROBE_AHEAD, remote)
     known_before = r0["ranks_on_host"] - 1 + ahead
     t_before = by_id_slots(np - 1) if b["peers_known"] else 0
-    base_before = (links * ring(r0["mtu"], r0["tx_frames"], r0["rx_frames"], s)
+    base_before = (rings(links, r0, s)
                    + b["peers_known"] * s["endpoint"] + t_before * s["pointer"])
     rest = b["memory_bytes"] - base_before
     conn = apm_conn(links, s)
@@ -191,7 +209,9 @@ for key in sorted(jobs, key=lambda k: (k[1], k[2], k[0], k[3])):
         % (hosts, np, added, remote, s["txwin"] + s["rxwin"],
            " + %d connection(s) x %d" % (remote - apm_before, conn) if conn else "",
            " + %d endpoint(s)" % (np - 1 - b["peers_known"]) if np - 1 > b["peers_known"] else ""))
-    rings_seen.setdefault((links, win), set()).update(r["memory_ring_bytes"] for r in rs)
+    # (the Ethernet links' rings: the host link's are the term above)
+    rings_seen.setdefault((links, win), set()).update(r["memory_ring_bytes"] - host_ring(r, s)
+                                                      for r in rs)
 
 one = rings_seen.get((1, W), set())
 say(len(one) == 1, "1 link: the rings are the same %s B at 2 to 16 ranks, on 2 and 4 hosts "
@@ -203,25 +223,28 @@ say(len(two) == 1 and one and two == {2 * min(one)},
 # growth per remote peer across jobs, at the default window: rank 0 of 2 hosts, 2 -> 16 ranks
 small, large = jobs.get((2, 1, W, 2), [None])[0], jobs.get((2, 1, W, 16), [None])[0]
 if small and large:
-    per = ((large["memory_bytes"] - small["memory_bytes"])
+    # (less the host link's rings, which the 16-rank job has and the 2-rank one not)
+    per = ((large["memory_bytes"] - host_ring(large, SIZES) - small["memory_bytes"])
            - (large["peers_known"] - small["peers_known"] - (large["remote_peers"] - small["remote_peers"]))
            * SIZES["endpoint"]) / (large["remote_peers"] - small["remote_peers"])
     say(per == SIZES["txwin"] + SIZES["rxwin"] + SIZES["endpoint"],
         "2 hosts, 2 -> 16 ranks: %.0f B more per remote peer (windows %d + endpoint %d), each "
-        "local peer only an endpoint" % (per, SIZES["txwin"] + SIZES["rxwin"], SIZES["endpoint"]))
+        "local peer only an endpoint (the host link's rings aside)" % (per, SIZES["txwin"] + SIZES["rxwin"], SIZES["endpoint"]))
 else:
     say(False, "2 hosts at 2 and 16 ranks both measured")
 
 # the formula at 1,000 peers, every one with traffic (the worst case: Open MPI adds a peer at
 # its first message, so a peer never talked to costs nothing but its by-id slot)
 BOUND = 16 << 20
-at1000 = formula(1, 1500, TXF, RXF, SIZES, 1000, 1000, 1000)
+def layout(mtu):
+    return dict(mtu=mtu, tx_frames=TXF, rx_frames=RXF, host_link=False)
+at1000 = formula(1, layout(1500), SIZES, 1000, 1000, 1000)
 diag("projection, 1,000 peers all with traffic, 1 link, MTU 1500, window %d: %d B = %.2f MiB "
      "(rings %d + windows %d + endpoints %d + by-id table %d)"
      % (W, at1000, at1000 / 2**20, ring(1500, TXF, RXF, SIZES), 1000 * (SIZES["txwin"] + SIZES["rxwin"]),
         1000 * SIZES["endpoint"], by_id_slots(1000) * SIZES["pointer"]))
 for mtu, links in ((9000, 1), (1500, 2)):
-    f = formula(links, mtu, TXF, RXF, SIZES, 1000, 1000, 1000)
+    f = formula(links, layout(mtu), SIZES, 1000, 1000, 1000)
     diag("projection, 1,000 peers, %d link(s), MTU %d, window %d: %d B = %.2f MiB" % (links, mtu, W, f, f / 2**20))
 say(at1000 < BOUND, "the formula at 1,000 peers (1 link, MTU 1500, window %d) is %.2f MiB per "
     "process, under 16 MiB" % (W, at1000 / 2**20))

@@ -17,7 +17,10 @@
 #  - where the job may select osc pt2pt (faster over pmeth for bulk data and accumulates),
 #    pmeth offers nothing by default and the windows go by pt2pt;
 #  - ob1 keeps pmeth's own protocols: the p2p suite up to 4 MiB moves no one-sided
-#    operation (pmeth refuses ob1's registrations, so ob1 never takes RDMA get or put).
+#    operation (pmeth refuses ob1's registrations, so ob1 never takes RDMA get or put);
+#  - 2 hosts x 2 ranks with vader or rsm beside pmeth: rsm_rma passes, osc rdma over pmeth
+#    reaching the rank beside over its host link (lo); with btl_pmeth_host_link 0 window
+#    creation fails, as it did before the host link.
 . "${TOP_SRCDIR:-.}/test/lib.sh"
 . "$TOP_SRCDIR/test/vcluster/vclib.sh"
 vc_require
@@ -29,10 +32,12 @@ VC_JOB_SECS=${VC_JOB_SECS:-90}  # a job takes 1-10 s here; a hung one fails in 9
 vc_setup tprma
 VC_TMP=$(mktemp -d /tmp/xbvc-tprma.XXXXXX); LOG=$VC_TMP
 
-# pm OUT ARGS...: a job over self,pmeth with pmeth's finalize summary (verbose 10)
+# pm OUT ARGS...: a job over self,pmeth (or $BTLS), $PPN ranks a host (1), with pmeth's
+# finalize summary (verbose 10)
 pm() {
     local out=$1; shift
-    vc_mpirun --ppn 1 --mca btl self,pmeth --mca btl_base_verbose 10 "$@" >"$out" 2>"$out.err"
+    vc_mpirun --ppn "${PPN:-1}" --mca btl "${BTLS:-self,pmeth}" --mca btl_base_verbose 10 "$@" \
+        >"$out" 2>"$out.err"
 }
 # sum N OUT: the Nth figure of the "one-sided:" summary lines of OUT, added over the ranks
 # (1 puts, 3 gets, 5 atomics asked, 6 puts and gets served, 7 atomics served, 8 refused,
@@ -119,6 +124,24 @@ relay_tap "p2p over pmeth with one-sided on: " <"$LOG/p2p"
 arrays=$(grep -ho 'buffer arrays: [0-9]* sent' "$LOG/p2p.err" | awk '{s += $3} END {print s + 0}')
 check "p2p over pmeth up to 4 MiB (exit $rc): ob1 moved no byte by pmeth's put or get (no one-sided line in the summary) and its large messages went as buffer arrays ($arrays)" \
     [ "$rc" -eq 0 -a "$(grep -c 'one-sided:' "$LOG/p2p.err")" -eq 0 -a "$arrays" -gt 0 ]
+
+# ---- 2 ranks a host, a shared-memory BTL beside pmeth --------------------------------------
+# osc rdma (4.1) makes a window only over one BTL that reaches every rank of it: vader and rsm
+# reach the rank beside, pmeth the other host, so such windows failed (MPI_ERR_WIN) until
+# pmeth reached the rank beside too, over its host link (lo)
+for btls in self,vader,pmeth self,rsm,pmeth; do
+    name=hl-${btls//,/-}
+    BTLS=$btls PPN=2 rma "$name" "2 hosts x 2 ranks, $btls, one-sided" 44 --nodes 0,1 -- "$RMA" flavours 02
+    lo=$(grep -ho 'btl:pmeth: link lo: [0-9]* frames' "$LOG/$name.err" | awk '{print $4}' | sort -n)
+    lomin=$(echo "$lo" | head -1); lo=$(echo $lo)
+    check "... $btls: every rank opened the host link for osc rdma ($(grep -c 'the host link (for osc rdma' "$LOG/$name.err") of 4) and it carried the operations between the ranks of a host (frames out: $lo)" \
+        sh -c "[ \$(grep -c 'the host link (for osc rdma' '$LOG/$name.err') = 4 ] && [ \$(echo '$lo' | wc -w) = 4 ] \
+               && [ '${lomin:-0}' -ge 100 ]"
+done
+# without the host link: window creation fails as before (rsm_rma reports it and exits 1)
+BTLS=self,vader,pmeth PPN=2 pm "$LOG/nohl" --nodes 0,1 --mca btl_pmeth_host_link 0 -- "$RMA" flavours 0; rc=$?
+check "btl_pmeth_host_link 0, 2 ranks a host beside vader: MPI_Win_create fails (exit $rc), as before the host link" \
+    sh -c "[ $rc -ne 0 ] && grep -q '^not ok 1 - MPI_Win_create' '$LOG/nohl' && ! grep -q '^ok' '$LOG/nohl'"
 
 vc destroy >/dev/null
 vc_assert_clean

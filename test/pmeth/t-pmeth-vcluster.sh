@@ -148,10 +148,29 @@ check "btl self,tcp,pmeth: ob1 sends to the remote peer over pmeth, not tcp" \
     sh -c "[ $rc -eq 0 ] && [ \$(grep -c 'Using pmeth btl for send' '$LOG/withtcp.err') = 2 ] \
            && ! grep -q 'Using tcp btl for send' '$LOG/withtcp.err'"
 
+# lo_frames OUT: the frames each rank sent on its host link, one figure a line
+lo_frames() { grep -ho 'btl:pmeth: link lo: [0-9]* frames' "$1.err" | awk '{print $4}'; }
 pm "$LOG/p2p4" --ppn 2 --mca btl self,vader,pmeth -- "$P2P" -M 1048576; rc=$?
 p2p_tap "2 links, 2 ranks per host (vader on a host)" "$LOG/p2p4" $rc
-check "ranks on one host are not reached over pmeth (no hairpin): each rank probed one remote peer set" \
-    grep -q 'not reachable over pmeth' "$LOG/p2p4.err"
+# pmeth opens its host link here (for osc rdma's windows: one-sided operations are offered
+# by default), and vader, of the higher exclusivity, keeps ob1's messages to the rank beside
+lo=$(lo_frames "$LOG/p2p4" | sort -n | tr '\n' ' ')
+check "2 ranks per host beside vader: ob1 sends to the rank beside over vader ($(grep -c 'Using vader btl for send' "$LOG/p2p4.err") of 4 choices); pmeth's host link on every rank carried its probes alone (frames out: $lo)" \
+    sh -c "[ \$(grep -c 'Using vader btl for send' '$LOG/p2p4.err') = 4 ] \
+           && [ \$(grep -c 'the host link (for osc rdma' '$LOG/p2p4.err') = 4 ] \
+           && [ \$(echo '$lo' | wc -w) = 4 ] \
+           && [ '$(lo_frames "$LOG/p2p4" | sort -n | tail -1)' -le 16 ]"
+pm "$LOG/nohl" --ppn 2 --mca btl self,vader,pmeth --mca btl_pmeth_host_link 0 -- "$BENCH/xb-bw" -m 64k -i 5; rc=$?
+check "btl_pmeth_host_link 0: ranks on one host are not reached over pmeth (no hairpin), vader carries them" \
+    sh -c "[ $rc -eq 0 ] && grep -q 'is on this host: not reachable over pmeth (no host link' '$LOG/nohl.err' \
+           && ! grep -q 'btl:pmeth: link lo:' '$LOG/nohl.err'"
+# pmeth alone with 2 ranks a host: the host link carries their messages (as tcp's loopback would)
+pm "$LOG/alone" --ppn 2 --mca btl self,pmeth -- "$P2P" -M 1048576; rc=$?
+p2p_tap "2 links, 2 ranks per host, self,pmeth alone (the host link between them)" "$LOG/alone" $rc
+lo=$(lo_frames "$LOG/alone" | sort -n | tr '\n' ' '); lomin=$(lo_frames "$LOG/alone" | sort -n | head -1)
+check "self,pmeth with 2 ranks a host: each opened the host link (no shared-memory BTL) and sent the rank beside it thousands of frames over lo ($lo)" \
+    sh -c "[ \$(grep -c 'the host link (no shared-memory BTL in this job)' '$LOG/alone.err') = 4 ] \
+           && [ \$(echo '$lo' | wc -w) = 4 ] && [ '${lomin:-0}' -ge 1000 ]"
 
 # The project's two transports in one job, Sun MPI's arrangement with Ethernet between the
 # hosts: rsm's shared memory to the rank on the same host, pmeth to the two on the other
