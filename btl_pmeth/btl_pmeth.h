@@ -294,6 +294,7 @@ typedef struct mca_btl_pmeth_component_t {
     _Atomic uint64_t progress_calls;    /* the keeper's sign that the process is in MPI */
     uint64_t keeper_passes, keeper_frames;  /* its work while the process was away */
     uint64_t keeper_probes;             /* peers' PROBEs it answered meanwhile */
+    uint64_t keeper_rma;                /* peers' one-sided requests it served meanwhile */
     bool in_progress;
     bool probing;                       /* add_procs is probing: DATA is not taken yet */
     mca_btl_base_endpoint_t **probe_bg; /* peers probed ahead, in the background */
@@ -488,6 +489,11 @@ void pmeth_probe_reply(pmeth_link_t *link, const pmeth_wire_view_t *v);
 static inline bool pmeth_tag_is_rma(uint8_t tag)
 {
     return tag >= PMETH_TAG_RMA_PUT && tag <= PMETH_TAG_RMA_AMO_REPLY;
+}
+/* A request a target serves without calling anyone (osc's callbacks run on answers). */
+static inline bool pmeth_tag_is_rma_request(uint8_t tag)
+{
+    return tag == PMETH_TAG_RMA_PUT || tag == PMETH_TAG_RMA_GET || tag == PMETH_TAG_RMA_AMO;
 }
 void pmeth_rma_decide(void);
 

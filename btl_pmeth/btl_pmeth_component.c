@@ -249,9 +249,11 @@ static int pmeth_component_register(void)
         "its acknowledgement (btl_pmeth_early_completion) is delivered even if the sender never "
         "calls MPI again, e.g. while it waits for its peer outside MPI.  It also answers "
         "peers' probes, so that a peer meeting this process while it computes does not call it "
-        "unreachable (btl_pmeth_probe_timeout_ms).  The thread never delivers to MPI.  0: no "
-        "thread (lost frames are then resent, and probes answered, only while the process calls "
-        "MPI)", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->keeper_us, OPAL_INFO_LVL_5);
+        "unreachable (btl_pmeth_probe_timeout_ms), and serves peers' one-sided requests (puts, "
+        "gets, atomics on this process's windows), so that their passive-target epochs complete "
+        "while it computes.  The thread never calls ob1 or osc: messages for them wait for the "
+        "process.  0: no thread (lost frames are then resent, probes answered and one-sided "
+        "requests served only while the process calls MPI)", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->keeper_us, OPAL_INFO_LVL_5);
     c->send_burst = 32;
     reg("send_burst", "Frames of bulk data (ob1's pipeline fragments) one progress pass may post; "
         "more wait for the next pass.  A single acknowledgement can open room for a whole "

@@ -18,10 +18,15 @@
  * keeper also takes the peer's standalone acks from the receive rings.  It
  * answers peers' PROBEs too: a peer that first needs us while we are away
  * (reading input, computing) would otherwise call us unreachable after
- * btl_pmeth_probe_timeout_ms, and ob1 end the job.  Every other frame (data for
+ * btl_pmeth_probe_timeout_ms, and ob1 end the job.  And it serves peers'
+ * one-sided requests that come next in their order (puts, gets, atomics on
+ * memory osc registered: keeper_may_serve in btl_pmeth_recv.c), so
+ * that passive-target operations on a rank computing outside MPI complete, as
+ * over hardware RDMA, instead of waiting for it.  Every other frame (data for
  * ob1 above all) it leaves, in order, for progress to take first when the
- * process is back.  It never calls ob1: an ack that would complete a fragment
- * ob1 waits for is left for progress too.
+ * process is back.  It never calls ob1 or osc: an ack that would complete a
+ * fragment ob1 waits for, and the answers to our own requests, are left for
+ * progress too.
  *
  * Cost.  While the keeper runs, PMETH_LOCK is a real (recursive) mutex on the
  * send and progress paths; uncontended, it costs nothing measurable.  The thread
@@ -126,6 +131,7 @@ void pmeth_keeper_stop(void)
     pthread_join(keeper, NULL);
     c->keeper_on = false;
     PMETH_VERBOSE(10, "keeper: %" PRIu64 " passes while the process was away, %" PRIu64
-                  " frames resent or acks sent, %" PRIu64 " peers' probes answered",
-                  c->keeper_passes, c->keeper_frames, c->keeper_probes);
+                  " frames resent or acks sent, %" PRIu64 " peers' probes answered, %" PRIu64
+                  " frames of one-sided requests served", c->keeper_passes, c->keeper_frames,
+                  c->keeper_probes, c->keeper_rma);
 }

@@ -28,7 +28,7 @@ enum {
     PV_PROBED_AHEAD, PV_REPROBED, PV_KEEPER_PROBES, PV_DATA_KEPT, PV_DIRECT_SENDS,
     PV_DIRECT_COPIES, PV_DEFERRED_RELEASED, PV_RING_FULL, PV_CTL_RESERVE, PV_CTL_NO_FRAME,
     PV_RMA_PUTS, PV_RMA_PUT_BYTES, PV_RMA_GETS, PV_RMA_GET_BYTES, PV_RMA_ATOMICS_SENT, PV_RMA_SERVED, PV_RMA_ATOMICS_SERVED,
-    PV_RMA_REFUSED, PV_RMA_REFUSED_BY_PEER, PV_RMA_MALFORMED,
+    PV_RMA_REFUSED, PV_RMA_REFUSED_BY_PEER, PV_RMA_MALFORMED, PV_KEEPER_RMA,
     PV_COUNT
 };
 
@@ -156,6 +156,9 @@ static xbtl_counter_def_t pmeth_counters[PV_COUNT] = {
                                 "refused (their completion reported an error)"},
     [PV_RMA_MALFORMED] = {"rma_malformed", "One-sided requests or answers dropped as malformed "
                           "or answering nothing we asked"},
+    [PV_KEEPER_RMA] = {"keeper_rma", "Frames of peers' one-sided requests (puts, gets, "
+                       "atomics) the keeper thread took and served while this process was away "
+                       "from MPI"},
     [PV_START_WAITS] = {"start_waits", "Frames of eager messages of several frames (after the "
                         "first) that waited for the peer's grant or the window, in private "
                         "memory (btl_pmeth_eager_frames)"},
@@ -230,6 +233,7 @@ static void pmeth_counters_read(uint64_t *v)
     v[PV_RMA_REFUSED] = c->rma_refused;
     v[PV_RMA_REFUSED_BY_PEER] = c->rma_refused_by_peer;
     v[PV_RMA_MALFORMED] = c->rma_malformed;
+    v[PV_KEEPER_RMA] = c->keeper_rma;
     for (uint32_t i = 0; i < c->nlinks; i++) {
         struct pmeth_ring_stats rs;
         pmeth_ring_get_stats(c->links[i].ring, &rs);

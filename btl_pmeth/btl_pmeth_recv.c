@@ -564,6 +564,29 @@ int pmeth_poll_link(pmeth_link_t *link, unsigned budget)
     return total;
 }
 
+/* May the keeper take DATA frame V, of a peer's one-sided request, while the
+ * process is away?  Passive-target operations on a rank computing outside MPI
+ * would otherwise wait for it to come back (hardware RDMA needs no one).
+ * Only what touches no one else: a frame of a put, get or atomic (served by
+ * pmeth alone; osc's callbacks run on answers, which wait), in a buffer array
+ * only one such request began, the next the peer's window expects with nothing
+ * held beyond it (so nothing of ob1's is overtaken or delivered along), from a
+ * ready peer with no fragment whose ob1 callback waits for the ack the frame
+ * carries. */
+static bool keeper_may_serve(const pmeth_wire_view_t *v)
+{
+    const mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (v->type != PMETH_WIRE_DATA || !pmeth_tag_is_rma_request(v->tag)
+        || v->src_id >= c->nby_id || c->probing) {
+        return false;
+    }
+    const mca_btl_base_endpoint_t *ep = c->by_id[v->src_id];
+    return ep != NULL && ep->state == PMETH_EP_READY && ep->proc != NULL && ep->rx != NULL
+           && ep->cb_at_ack == 0 && !ep->array.discard
+           && (ep->array.frames == 0 || pmeth_tag_is_rma_request(ep->array.tag))
+           && ep->rx->held == 0 && pmeth_rxwin_classify(ep->rx, v->seq) == PMETH_RX_NEW_IN_ORDER;
+}
+
 int pmeth_keeper_poll_link(pmeth_link_t *link)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
@@ -606,10 +629,17 @@ int pmeth_keeper_poll_link(pmeth_link_t *link)
                        && ep->cb_at_ack == 0) {
                 take_frame(link, &frames[i], &now, false);
                 taken++;
+            } else if (ours && keeper_may_serve(&v)) {
+                take_frame(link, &frames[i], &now, false);
+                c->keeper_rma++;
+                taken++;
             } else {
                 link->deferred[link->ndeferred++] = frames[i];
             }
         }
+    }
+    if (c->rma_puts_owed > 0) {
+        pmeth_rma_answer_puts();
     }
     return taken;
 }

@@ -61,6 +61,10 @@ check_PROGRAMS += test/pmeth/pmeth_away
 test_pmeth_pmeth_away_SOURCES = test/pmeth/pmeth_away.c test/mpi/mpit_bind.h bench/xb_pattern.c
 test_pmeth_pmeth_away_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench -I$(top_srcdir)/test/mpi
 test_pmeth_pmeth_away_LDADD = $(MPI_LIBS)
+check_PROGRAMS += test/pmeth/pmeth_rma_away
+test_pmeth_pmeth_rma_away_SOURCES = test/pmeth/pmeth_rma_away.c test/mpi/mpit_bind.h bench/xb_pattern.c
+test_pmeth_pmeth_rma_away_CPPFLAGS = $(MPI_CFLAGS) -I$(top_srcdir)/bench -I$(top_srcdir)/test/mpi
+test_pmeth_pmeth_rma_away_LDADD = $(MPI_LIBS)
 # a receiver away from MPI while frames to it are in flight: no path may be blamed
 # (test/pmeth/t-pmeth-apm.sh)
 check_PROGRAMS += test/pmeth/pmeth_recv_away

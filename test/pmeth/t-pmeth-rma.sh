@@ -18,6 +18,9 @@
 #    pmeth offers nothing by default and the windows go by pt2pt;
 #  - ob1 keeps pmeth's own protocols: the p2p suite up to 4 MiB moves no one-sided
 #    operation (pmeth refuses ob1's registrations, so ob1 never takes RDMA get or put);
+#  - a target away from MPI for 3 s (computing): the origin's passive-target epoch completes
+#    meanwhile, its requests served by the target's keeper thread (with btl_pmeth_keeper_us 0
+#    it waits for the target);
 #  - 2 hosts x 2 ranks with vader or rsm beside pmeth: rsm_rma passes, osc rdma over pmeth
 #    reaching the rank beside over its host link (lo); with btl_pmeth_host_link 0 window
 #    creation fails, as it did before the host link.
@@ -27,7 +30,7 @@ vc_require
 ompi_info 2>/dev/null | grep -q "MCA btl: pmeth" || { echo "# btl pmeth is not installed (contrib/setup)"; exit 77; }
 RMA=$TOP_BUILDDIR/test/rsm/rsm_rma
 P2P=$TOP_BUILDDIR/test/mpi/mpi_p2p
-for p in "$RMA" "$P2P"; do [ -x "$p" ] || { echo "# $p not built (make check)"; exit 1; }; done
+for p in "$RMA" "$P2P" "$TOP_BUILDDIR/test/pmeth/pmeth_rma_away"; do [ -x "$p" ] || { echo "# $p not built (make check)"; exit 1; }; done
 VC_JOB_SECS=${VC_JOB_SECS:-90}  # a job takes 1-10 s here; a hung one fails in 90
 vc_setup tprma
 VC_TMP=$(mktemp -d /tmp/xbvc-tprma.XXXXXX); LOG=$VC_TMP
@@ -124,6 +127,24 @@ relay_tap "p2p over pmeth with one-sided on: " <"$LOG/p2p"
 arrays=$(grep -ho 'buffer arrays: [0-9]* sent' "$LOG/p2p.err" | awk '{s += $3} END {print s + 0}')
 check "p2p over pmeth up to 4 MiB (exit $rc): ob1 moved no byte by pmeth's put or get (no one-sided line in the summary) and its large messages went as buffer arrays ($arrays)" \
     [ "$rc" -eq 0 -a "$(grep -c 'one-sided:' "$LOG/p2p.err")" -eq 0 -a "$arrays" -gt 0 ]
+
+# ---- passive target on a rank away from MPI -----------------------------------------------
+# Over hardware RDMA a passive-target epoch needs nothing of the target; over pmeth each
+# request is a message the target serves, by its keeper thread while it computes
+AWAY=$TOP_BUILDDIR/test/pmeth/pmeth_rma_away
+# epoch OUT: the origin's epoch time; took OUT: the frames the target's keeper took
+epoch() { sed -n 's/^rma-away: origin: epoch done in \([0-9.]*\) s.*/\1/p' "$1"; }
+took() { sed -n 's/^rma-away: target: keeper took \([0-9]*\) frames.*/\1/p' "$1"; }
+pm "$LOG/away" --nodes 0,1 -- "$AWAY" 3 20000; rc=$?
+t=$(epoch "$LOG/away"); k=$(took "$LOG/away")
+check "a target away from MPI for 3 s: the origin's epoch (lock, a put of 20000 B in a buffer array, flush, get, fetch-and-add, unlock) completed meanwhile (${t:-?} s), the target's keeper took ${k:-?} frames of the requests; every byte and value verified" \
+    sh -c "[ $rc -eq 0 ] && [ \"\$(echo '${t:-9}' | awk '{print (\$1 < 1.5)}')\" = 1 ] && [ '${k:-0}' -gt 0 ] \
+           && [ \$(grep -c 'get verified, old value 0\$\|window verified\$' '$LOG/away') = 2 ]"
+pm "$LOG/away0" --nodes 0,1 --mca btl_pmeth_keeper_us 0 -- "$AWAY" 3 20000; rc=$?
+t=$(epoch "$LOG/away0")
+check "the same with btl_pmeth_keeper_us 0: the epoch waits for the target to come back (${t:-?} s), then completes, verified" \
+    sh -c "[ $rc -eq 0 ] && [ \"\$(echo '${t:-0}' | awk '{print (\$1 >= 2)}')\" = 1 ] \
+           && [ \$(grep -c 'get verified, old value 0\$\|window verified\$' '$LOG/away0') = 2 ]"
 
 # ---- 2 ranks a host, a shared-memory BTL beside pmeth --------------------------------------
 # osc rdma (4.1) makes a window only over one BTL that reaches every rank of it: vader and rsm
