@@ -6,7 +6,7 @@
 # Run from the top of the tree, as root (MPI runs as root here), nothing else running.
 set -u
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-VC=contrib/vcluster/vcluster; B=build/bench; OUT=${OUT:-/tmp/pmeth-host-link}
+VC=$PWD/contrib/vcluster/vcluster; B=$PWD/build/bench; OUT=${OUT:-/tmp/pmeth-host-link}
 mkdir -p "$OUT"
 $VC create pair --name hlrun --links 1 --mtu 9000 --rate 0 --force >/dev/null || exit 1
 trap '$VC destroy --name hlrun >/dev/null' EXIT
