@@ -6,6 +6,8 @@
 #    Win.Allocate(_shared) over COMM_WORLD ones of test/vcluster/t-hosts-mpi4py.sh - but
 #    for the Win.Allocate ones, which pass over pmeth (its one-sided operations carry osc
 #    rdma's windows, btl_pmeth_rma.c; tcp has no atomics, so osc rdma cannot use it);
+#  - mpi4py's suite, 2 ranks on each of 2 hosts over self,vader,pmeth: only the
+#    Win.Allocate_shared over COMM_WORLD errors (pmeth's host link lets osc rdma make the rest);
 #  - hpcc, 1 rank on each of 2 hosts, over both: every verification hpcc makes passes;
 #  - a soak: 8 ranks on 4 hosts behind one switch (2 a host, vader beside pmeth) with 1%
 #    frame loss each way on every link: random sizes, tags and peers, every byte
@@ -113,11 +115,11 @@ hang_diag() {
 # ---- 2 hosts, one link, unshaped ----------------------------------------------------------
 vc create pair --rate 0 --force >/dev/null || { not_ok "create pair"; tap_done; exit; }
 
-# mpi4py_on_hosts BTLS NAME: the suite with 1 rank on each of n0 and n1 over --mca btl
-# BTLS; per-rank output in $LOG/NAME (-v: a line per test, so a hang names its test)
+# mpi4py_on_hosts BTLS NAME [PPN]: the suite with PPN ranks (1) on each of n0 and n1 over
+# --mca btl BTLS; per-rank output in $LOG/NAME (-v: a line per test, so a hang names its test)
 mpi4py_on_hosts() {
     (cd "$M4PY_SUITE" && VC_JOB_SECS=300 watch_job "$LOG/$2.hang" 280 "output_size $LOG/$2" python3 \
-        vc_mpirun --ppn 1 --mca btl "$1" --mpirun-args "--output-filename $LOG/$2" \
+        vc_mpirun --ppn "${3:-1}" --mca btl "$1" --mpirun-args "--output-filename $LOG/$2" \
         -- $M4PY_PY "${M4PY_ARGS[@]}" -v) >"$LOG/$2.out" 2>&1
 }
 # ranks_ended DIR: how many ranks printed the suite's "Ran N tests" (it ran to its end)
@@ -151,6 +153,21 @@ if [ -f "$M4PY_SUITE/test/runtests.py" ]; then
     # (a run cut short lacks most of tcp's errors: its hang is the news, not the list)
     [ "$(ranks_ended "$LOG/m4py-pmeth")" = 2 ] &&
         diff <(echo "$want_errs") <(m4py_errors "$LOG/m4py-pmeth") | grep '^[<>]' | head -20 | diag
+
+    # 2 ranks a host beside vader: windows across the hosts go by osc rdma over pmeth, which
+    # reaches the rank beside over its host link (before it, Win.Allocate over COMM_WORLD
+    # failed here as over tcp).  What is left is Win.Allocate_shared over COMM_WORLD, erroneous
+    # across hosts on any transport (MPI_ERR_RMA_SHARED)
+    start=$SECONDS
+    mpi4py_on_hosts self,vader,pmeth m4py-hl 2; rc=$?
+    hl_secs=$((SECONDS - start))
+    IFS=/ read -r hran hskipped _ herrs <<< "$(m4py_summary "$LOG/m4py-hl")"
+    others=$(m4py_errors "$LOG/m4py-hl" | grep -cvE ': ERROR: \w+ \(test_win\.TestWinAllocateSharedWorld\.')
+    shared=$(m4py_errors "$LOG/m4py-hl" | grep -cE ': ERROR: \w+ \(test_win\.TestWinAllocateSharedWorld\.')
+    check "mpi4py over self,vader,pmeth, 2 ranks on each of 2 hosts: the suite ran to its end on all 4 ranks (${hran:-none} tests, $hl_secs s); no error but the $shared of Win.Allocate_shared over COMM_WORLD ($others others: Win.Allocate over COMM_WORLD passes)" \
+        [ "$(ranks_ended "$LOG/m4py-hl")" = 4 -a "$others" -eq 0 -a "$shared" -gt 0 ]
+    m4py_errors "$LOG/m4py-hl" | grep -vE ': ERROR: \w+ \(test_win\.TestWinAllocateSharedWorld\.' | head -10 | diag
+    hang_diag "$LOG/m4py-hl.hang" "$LOG/m4py-hl" | diag
 else
     skip "mpi4py over pmeth and tcp across 2 hosts" "suite missing in $M4PY_SUITE (contrib/setup fetches it)"
 fi
