@@ -112,8 +112,9 @@ static mca_btl_base_endpoint_t *endpoint_for(const opal_process_name_t *name, op
  * in turn, and its peers waited for it.  So every add_procs, the first at
  * MPI_Init, starts the probes of the next few peers of the job that nobody
  * asked for yet; progress decides them in the background, and when ob1 asks
- * for one it is decided or nearly.  Peers on this host are left out (never
- * reachable over pmeth, add_procs says so). */
+ * for one it is decided or nearly.  Peers on this host are left out:
+ * add_procs decides them at MPI_Init (over the host link, where one is open,
+ * else unreachable without a probe). */
 void pmeth_probe_ahead(void)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
