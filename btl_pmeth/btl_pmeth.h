@@ -49,7 +49,7 @@
 
 #define PMETH_MAX_LINKS 8
 _Static_assert(PMETH_MAX_LINKS <= PMETH_PATHPROBE_PATHS, "pmeth_pathprobe keeps a round per path");
-#define PMETH_MODEX_VERSION 2
+#define PMETH_MODEX_VERSION 3
 
 /* What each process publishes in the modex: its links as peers address them. */
 typedef struct pmeth_modex_link {
@@ -72,8 +72,14 @@ typedef struct pmeth_modex {
      * loopback with MTU HOST_LINK_MTU.  Peers on the same host pair with it; no
      * one else can. */
     uint32_t host_link, host_link_mtu;
-    char host[64];                      /* for messages that name both ends; the same
-                                           string = the same host */
+    char host[64];                      /* for messages that name both ends */
+    /* Where loopback reaches: the kernel's boot id and the network namespace's
+     * inode.  The same bytes = the same network stack (the host link pairs;
+     * Ethernet frames do not come back); all zero where /proc did not say,
+     * and then the same host name stands for it.  Host names alone are not
+     * enough: hosts or containers may share one, and namespaces on one host
+     * (containers, the virtual cluster) are separate stacks joined by links */
+    uint8_t netstack[24];
     pmeth_modex_link_t links[PMETH_MAX_LINKS];
 } pmeth_modex_t;
 
@@ -145,7 +151,7 @@ struct mca_btl_base_endpoint_t {
     opal_proc_t *proc;                  /* NULL while only probed ahead (pmeth_probe_ahead) */
     opal_process_name_t name;           /* for messages, also before ob1 adds the peer */
     uint32_t peer_id;                   /* its vpid: the destination field of our frames */
-    bool on_host;                       /* it runs on this host (its modex names our host):
+    bool on_host;                       /* it shares our network stack (modex netstack):
                                            reached over the host link only */
     int8_t peer_host_link;              /* its host link's index in modex.links, -1: none
                                            (not on this host, or it opens none) */

@@ -17,10 +17,12 @@
 #include <net/if_arp.h>
 #include <netpacket/packet.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pmeth_helper_client.h"
@@ -726,6 +728,38 @@ static bool shm_btl_in_job(void)
            || xbtl_component_named("btl", "rsm");
 }
 
+/* Our network stack's identity for the modex (pmeth_modex_t.netstack): the
+ * boot id (one per running kernel, random at boot) and the inode of our
+ * network namespace.  Zero where /proc does not say (peers then compare host
+ * names). */
+static void netstack_identity(uint8_t id[24])
+{
+    memset(id, 0, 24);
+    char text[64] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f != NULL) {
+        if (fgets(text, sizeof(text), f) == NULL) {
+            text[0] = '\0';
+        }
+        fclose(f);
+    }
+    struct stat ns;
+    unsigned n = 0;
+    for (const char *p = text; *p != '\0' && n < 32; p++) {
+        int v = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+        if (v >= 0) {
+            id[n / 2] |= (uint8_t) (n % 2 ? v : v << 4);
+            n++;
+        }
+    }
+    if (n != 32 || stat("/proc/self/ns/net", &ns) != 0) {
+        memset(id, 0, 24);
+        return;
+    }
+    uint64_t ino = (uint64_t) ns.st_ino;
+    memcpy(id + 16, &ino, sizeof(ino));
+}
+
 static bool find_loopback(pmeth_link_t *l)
 {
     struct ifaddrs *ifa = NULL;
@@ -1059,6 +1093,7 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     c->modex.host_link_mtu = min_mtu;
     strncpy(c->modex.host, opal_process_info.nodename ? opal_process_info.nodename : "?",
             sizeof(c->modex.host) - 1);
+    netstack_identity(c->modex.netstack);
     for (uint32_t i = 0; i < c->nlinks; i++) {
         memcpy(c->modex.links[i].ifname, c->links[i].ifname, IFNAMSIZ);
         memcpy(c->modex.links[i].mac, c->links[i].mac, 6);

@@ -20,6 +20,19 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Does the peer share our network stack (the same kernel and network
+ * namespace: loopback reaches it, our Ethernet frames do not)?  Where either
+ * end could not tell, the same host name stands for it. */
+static bool same_netstack(const pmeth_modex_t *peer, const pmeth_modex_t *ours)
+{
+    static const uint8_t unknown[sizeof(peer->netstack)];
+    if (memcmp(peer->netstack, unknown, sizeof(unknown)) == 0
+        || memcmp(ours->netstack, unknown, sizeof(unknown)) == 0) {
+        return strcmp(peer->host, ours->host) == 0;
+    }
+    return memcmp(peer->netstack, ours->netstack, sizeof(peer->netstack)) == 0;
+}
+
 mca_btl_base_endpoint_t *pmeth_endpoint_create(const opal_process_name_t *name, opal_proc_t *proc,
                                                const pmeth_modex_t *modex)
 {
@@ -36,7 +49,7 @@ mca_btl_base_endpoint_t *pmeth_endpoint_create(const opal_process_name_t *name, 
         ep->modex.links[j].ifname[IFNAMSIZ - 1] = '\0';
     }
     const mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    ep->on_host = strcmp(ep->modex.host, c->modex.host) == 0;
+    ep->on_host = same_netstack(&ep->modex, &c->modex);
     ep->peer_host_link = -1;
     if (ep->on_host && ep->modex.host_link && c->host_link >= 0
         && ep->modex.nlinks < PMETH_MAX_LINKS) {

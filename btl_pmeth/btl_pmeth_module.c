@@ -139,7 +139,7 @@ void pmeth_probe_ahead(void)
             }
             continue;
         }
-        if (strncmp(ep->modex.host, c->modex.host, sizeof(ep->modex.host)) == 0) {
+        if (ep->on_host) {
             continue;   /* this host: add_procs decides it, without probes */
         }
         if (pmeth_probe_in_background(ep) != OPAL_SUCCESS) {
@@ -182,11 +182,12 @@ static int pmeth_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_
             }
             continue;
         }
-        if (ep->state == PMETH_EP_NEW && (ep->on_host || OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags))
-            && ep->peer_host_link < 0) {
-            /* our Ethernet frames never come back to this host (a socket bound
-             * to one EtherType sees no outgoing frames, NICs do not hairpin):
-             * ranks here are reached over the host link or not at all */
+        if (ep->state == PMETH_EP_NEW && ep->on_host && ep->peer_host_link < 0) {
+            /* our Ethernet frames never come back to our own network stack (a
+             * socket bound to one EtherType sees no outgoing frames, NICs do not
+             * hairpin): ranks that share it are reached over the host link or
+             * not at all.  Ranks Open MPI calls local in another network
+             * namespace (containers) are probed over Ethernet like any host. */
             ep->state = PMETH_EP_UNREACHABLE;
             PMETH_VERBOSE(5, "%s is on this host: not reachable over pmeth (no host link: "
                           "btl_pmeth_host_link)", OPAL_NAME_PRINT(proc->proc_name));

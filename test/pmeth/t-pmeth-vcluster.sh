@@ -4,7 +4,8 @@
 # host, pmeth between hosts), 1% frame loss each way (4 threads a rank among them:
 # MPI_THREAD_MULTIPLE), one message of more than 4 GiB, a sender away from MPI under 20% loss
 # (the keeper thread resends; without it nothing arrives until the sender is back), a link
-# down for a second and back, the smallest rings;
+# down for a second and back, the smallest rings, ranks Open MPI calls local in separate
+# network namespaces (--launch ranks: reached over Ethernet, not the host link);
 # frames really on the links asked for, the BTL copying no byte itself, probes naming an
 # MTU mismatch; and nothing left behind.
 . "${TOP_SRCDIR:-.}/test/lib.sh"
@@ -171,6 +172,20 @@ lo=$(lo_frames "$LOG/alone" | sort -n | tr '\n' ' '); lomin=$(lo_frames "$LOG/al
 check "self,pmeth with 2 ranks a host: each opened the host link (no shared-memory BTL) and sent the rank beside it thousands of frames over lo ($lo)" \
     sh -c "[ \$(grep -c 'the host link (no shared-memory BTL in this job)' '$LOG/alone.err') = 4 ] \
            && [ \$(echo '$lo' | wc -w) = 4 ] && [ '${lomin:-0}' -ge 1000 ]"
+
+# Open MPI's locality is not pmeth's: --launch ranks runs one mpirun here and moves each
+# rank into its node's namespace, so both ranks have this machine's host name and Open MPI
+# calls them local, yet each node is a network stack of its own behind its own links.  pmeth
+# pairs host links by the kernel's boot id and the network namespace (the modex's netstack),
+# so these two reach each other over Ethernet; by host name they had been unreachable at once
+pm "$LOG/ranks" --launch ranks --mca btl self,pmeth -- "$P2P" -M 1048576; rc=$?
+p2p_tap "--launch ranks (one host name, two network stacks), self,pmeth" "$LOG/ranks" $rc
+hosts=$(grep -o '^\[[^]:]*:[0-9]*\] btl:pmeth: link 0: eth0' "$LOG/ranks.err" | cut -d: -f1 | sort -u | tr -d '[' | tr '\n' ' ')
+eth=$(grep -ho 'btl:pmeth: link eth[01]: [0-9]* frames' "$LOG/ranks.err" | awk '{s += $4} END {print s + 0}')
+check "--launch ranks: both ranks named the same host ($hosts), sent to each other over pmeth (ob1: $(grep -c 'Using pmeth btl for send' "$LOG/ranks.err") choices) and put $eth frames on the Ethernet links" \
+    sh -c "[ $rc -eq 0 ] && [ \$(echo '$hosts' | wc -w) = 1 ] \
+           && [ \$(grep -c 'Using pmeth btl for send' '$LOG/ranks.err') = 2 ] && [ $eth -ge 1000 ] \
+           && ! grep -q 'is on this host: not reachable' '$LOG/ranks.err'"
 
 # The project's two transports in one job, Sun MPI's arrangement with Ethernet between the
 # hosts: rsm's shared memory to the rank on the same host, pmeth to the two on the other
