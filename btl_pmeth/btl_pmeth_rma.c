@@ -152,6 +152,14 @@ static uint32_t nfree_waits;
 static bool waits_ready;
 static xbtl_lock_watch_t lock_watch;
 
+/* Does the job span hosts (osc's windows over several hosts take their locks
+ * through us)?  A job of one host keeps no watch: osc uses the CPU's atomics
+ * for its locks there, and a program's own atomics are not mistaken for it. */
+static bool lock_watch_on(void)
+{
+    return pmeth_job_size() > (uint32_t) opal_process_info.num_local_peers + 1;
+}
+
 /* Messages that could not go when asked (no descriptor, no free wait slot):
  * sent from progress, in order, before anything newer.  Answers must never be
  * lost, and a request asked for from inside progress (osc starting the next
@@ -417,33 +425,45 @@ static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
         || !xbtl_amo_req_read(&req, sizeof(req), &checked)) {
         return OPAL_ERR_NOT_SUPPORTED;
     }
-    if (ep == NULL) {               /* our own window: in place */
-        xbtl_amo_store_old(local_address, result_bytes,
-                  xbtl_amo_apply((void *) (uintptr_t) remote_address, &checked));
-        cbfunc(&mca_btl_pmeth, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
-        return OPAL_SUCCESS;
-    }
+    /* the lock watch (xbtl_amo.h): osc's region locks of a dynamic window,
+     * its own rank's included (ep NULL: in place), while the job spans hosts */
+    const bool watched = lock_watch_on();
+    const bool takes_lock = watched && xbtl_lock_watch_takes(op, compare, operand, result_bytes);
     bool deadlock = false;
-    if (op == XBTL_AMO_ADD && req.flags == 0) {
+    if (watched && op == XBTL_AMO_ADD && req.flags == 0) {
         PMETH_LOCK();               /* the watch is progress's too (answers) */
         deadlock = !xbtl_lock_watch_add_ok(&lock_watch, ep, remote_address, operand);
         PMETH_UNLOCK();
     }
     if (OPAL_UNLIKELY(deadlock)) {
+        char whose[96];
+        snprintf(whose, sizeof(whose), "%s%s",
+                 ep != NULL ? who(ep) : OPAL_NAME_PRINT(OPAL_PROC_MY_NAME),
+                 ep != NULL ? "" : ", this very rank");
         opal_show_help("help-btl-pmeth.txt", "osc-dynamic-deadlock", true,
-                       opal_process_info.nodename, who(ep));
+                       opal_process_info.nodename, whose);
         pmeth_fatal(ep, "btl pmeth: osc rdma (Open MPI 4.1.1-4.1.4) would wait for ever on a "
-                        "lock it holds itself (a dynamic window on another host): run with "
+                        "lock it holds itself (a dynamic window over several hosts): run with "
                         "--mca osc pt2pt");
         return OPAL_ERROR;
+    }
+    if (ep == NULL) {               /* our own window: in place */
+        const uint64_t old = xbtl_amo_apply((void *) (uintptr_t) remote_address, &checked);
+        xbtl_amo_store_old(local_address, result_bytes, old);
+        if (takes_lock) {
+            PMETH_LOCK();
+            xbtl_lock_watch_taken(&lock_watch, NULL, remote_address, old);
+            PMETH_UNLOCK();
+        }
+        cbfunc(&mca_btl_pmeth, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
+        return OPAL_SUCCESS;
     }
     const pmeth_rma_wait_t w = {.ep = ep, .local_address = local_address,
                                 .local_handle = local_handle, .cbfunc = cbfunc,
                                 .cbcontext = cbcontext, .cbdata = cbdata,
                                 .answer = PMETH_TAG_RMA_AMO_REPLY, .len = result_bytes,
                                 .addr = remote_address,
-                                .takes_lock = xbtl_lock_watch_takes(op, compare, operand,
-                                                                    result_bytes)};
+                                .takes_lock = takes_lock};
     int rc = request(ep, PMETH_TAG_RMA_AMO, &req, NULL, 0, &w);
     if (rc == OPAL_SUCCESS) {
         c->rma_atomics_sent++;

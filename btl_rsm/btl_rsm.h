@@ -312,6 +312,8 @@ typedef struct mca_btl_rsm_component_t {
     bool single_copy_on;            /* CMA gets for peers on this host */
     bool rma_on;                    /* one-sided put / get / atomics offered (btl_rsm_rma.c) */
     bool verbs_single_copy_on;      /* RDMA-read gets for peers on other hosts */
+    bool job_spans_hosts;           /* not every rank here (or the size unknown): the
+                                       lock watch of btl_rsm_rma.c is on */
 
     mca_btl_base_endpoint_t **by_local_rank;
     mca_btl_base_endpoint_t **inbound;   /* polled by progress */

@@ -817,6 +817,7 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     }
 
     const bool one_host = job_on_one_host();
+    c->job_spans_hosts = !one_host;
     const bool eager_default = param_default("eager_limit");
     c->eager_short = m->btl_eager_limit;        /* the limit of jobs that span hosts */
     if (eager_default && one_host) {

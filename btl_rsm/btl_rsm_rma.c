@@ -59,21 +59,29 @@ static uint16_t amo_free[RSM_AMO_INFLIGHT];
 static uint32_t amo_nfree;
 static bool amo_ready;
 
-/* Open MPI 4.1.1-4.1.4's osc rdma deadlocks on a dynamic window of a peer on
- * another host (xbtl_amo.h says how): the watch turns it into an error.  On
- * this host osc takes that lock in shared memory, without us. */
+/* Open MPI 4.1.1-4.1.4's osc rdma deadlocks on a dynamic window over several
+ * hosts (xbtl_amo.h says how), on any rank's region lock, this process's own
+ * included: the watch turns it into an error.  A job of one host keeps none
+ * (osc takes its locks there with the CPU's atomics, without us). */
 static xbtl_lock_watch_t lock_watch;
 
-/* before sending an add to EP's word ADDR: false if it is the deadlock */
+/* before an add to EP's word ADDR (EP NULL: in place, in our own memory):
+ * false if it is the deadlock */
 static bool held_lock_check(mca_btl_base_endpoint_t *ep, uint64_t addr, uint64_t operand)
 {
-    if (xbtl_lock_watch_add_ok(&lock_watch, ep, addr, operand)) {
+    if (!mca_btl_rsm_component.job_spans_hosts
+        || xbtl_lock_watch_add_ok(&lock_watch, ep, addr, operand)) {
         return true;
     }
+    char whose[96];
+    snprintf(whose, sizeof(whose), "%s%s",
+             ep == NULL ? OPAL_NAME_PRINT(OPAL_PROC_MY_NAME)
+             : ep->proc != NULL ? OPAL_NAME_PRINT(ep->proc->proc_name) : "a rank",
+             ep == NULL ? ", this very rank" : "");
     opal_show_help("help-btl-rsm.txt", "osc-dynamic-deadlock", true, opal_process_info.nodename,
-                   ep->proc != NULL ? OPAL_NAME_PRINT(ep->proc->proc_name) : "a rank");
+                   whose);
     rsm_fatal(ep, "btl rsm: osc rdma (Open MPI 4.1.1-4.1.4) would wait for ever on a lock it "
-              "holds itself (a dynamic window on another host): run with --mca osc pt2pt");
+              "holds itself (a dynamic window over several hosts): run with --mca osc pt2pt");
     return false;
 }
 
@@ -163,23 +171,34 @@ static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
     if (ep != NULL && remote_handle == NULL && ep->remote) {
         return OPAL_ERROR;              /* no mapping of another host's memory is ours */
     }
+    const bool takes_lock = c->job_spans_hosts
+                            && xbtl_lock_watch_takes(op, compare, operand, result_bytes);
     if (ep == NULL || remote_handle == NULL) {
         /* the word is in our own memory as osc rdma sees it: our own window (no
          * endpoint), or a window of MPI_Win_allocate in a segment every rank of the
          * host maps, where osc rdma names a peer's word by our mapping of it and
          * passes no handle (its registrations are all non-NULL) */
-        xbtl_amo_store_old(local_address, result_bytes,
-                  xbtl_amo_apply((void *) (uintptr_t) remote_address, &checked));
+        RSM_LOCK();                     /* the watch is progress's too (replies) */
+        const bool ok = op != XBTL_AMO_ADD || (checked.flags & (XBTL_AMO_32BIT | XBTL_AMO_FLOAT))
+                        || held_lock_check(NULL, remote_address, operand);
+        RSM_UNLOCK();
+        if (!ok) {
+            return OPAL_ERROR;
+        }
+        const uint64_t old = xbtl_amo_apply((void *) (uintptr_t) remote_address, &checked);
+        xbtl_amo_store_old(local_address, result_bytes, old);
+        if (takes_lock) {
+            RSM_LOCK();
+            xbtl_lock_watch_taken(&lock_watch, NULL, remote_address, old);
+            RSM_UNLOCK();
+        }
         cbfunc(&mca_btl_rsm, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
         return OPAL_SUCCESS;
     }
     const rsm_amo_wait_t w = {.ep = ep, .local_address = local_address,
                               .local_handle = local_handle, .cbfunc = cbfunc,
                               .cbcontext = cbcontext, .cbdata = cbdata,
-                              .result_bytes = result_bytes,
-                              .takes_lock = ep->remote
-                                            && xbtl_lock_watch_takes(op, compare, operand,
-                                                                     result_bytes),
+                              .result_bytes = result_bytes, .takes_lock = takes_lock,
                               .addr = remote_address};
     RSM_LOCK();
     int rc = held_amo_head == NULL ? amo_send(ep, &req, &w) : OPAL_ERR_OUT_OF_RESOURCE;

@@ -212,20 +212,27 @@ static inline uint32_t xbtl_amo_flags_from_btl(int flags)
 #endif
 
 /* ---- A deadlock of Open MPI 4.1.1-4.1.4's osc rdma, seen coming -------------
- * Its lookup of a dynamic window's regions on a peer whose state is not in
- * this host's shared memory takes the peer's region lock exclusively (a
- * compare-and-swap 0 -> XBTL_OSC_LOCK_EXCLUSIVE, fetching) and then, the first
- * time, once more shared (a fetch-and-add of 1, retried until the exclusive bit
- * is clear): it waits for itself for ever (fixed in 4.1.5: open-mpi/ompi pull
- * request 10473).  Windows of MPI_Win_create and MPI_Win_allocate never do
- * that.  A BTL whose atomics reach such peers keeps a watch: the words a
+ * Its lookup of a dynamic window's regions in a window over several hosts
+ * takes the target's region lock exclusively (a compare-and-swap 0 ->
+ * XBTL_OSC_LOCK_EXCLUSIVE, fetching) and then, the first time, once more
+ * shared (a fetch-and-add of 1, retried until the exclusive bit is clear): it
+ * waits for itself for ever (fixed in 4.1.5: open-mpi/ompi pull request
+ * 10473).  Windows of MPI_Win_create and MPI_Win_allocate never do that.  In
+ * such a window osc makes every lock operation through the BTL, also on words
+ * of its own rank's and its host's (its test for the CPU's atomics reads the
+ * BTL's atomic flag SUPPORTS_GLOB from btl_flags, where it is not), so the
+ * target may be any rank, the process itself included.  A BTL whose atomics
+ * serve such windows keeps a watch while its job spans hosts: the words a
  * compare-and-swap of its own locked that way (xbtl_lock_watch_taken), dropped
  * at the add that unlocks; a shared add (of exactly 1) to a word still held is
  * that deadlock (xbtl_lock_watch_add_ok false), and the BTL ends the job with
- * a message instead of hanging.  The peer, the values and the word must all
- * match, so no other use of the atomics is affected (a program's own
- * compare-and-swap 0 -> 2^63 and add of 1 on the same word of a peer's window
- * would be taken for it: legal MPI, and very unlikely). */
+ * a message instead of hanging.  PEER is the endpoint the operation went to,
+ * NULL for a word the BTL changes in place in its own memory.  The peer, the
+ * values and the word must all match, so no other use of the atomics is
+ * affected (a program's own compare-and-swap 0 -> 2^63 and add of 1 on the
+ * same word of a window would be taken for it: legal MPI, and very unlikely;
+ * jobs of one host, where osc takes its locks with the CPU's atomics, keep no
+ * watch). */
 #define XBTL_OSC_LOCK_EXCLUSIVE 0x8000000000000000ull
 #define XBTL_LOCK_WATCH_MAX 16
 

@@ -11,8 +11,9 @@
 #    carried and served, none refused or malformed;
 #  - the same with 1% frame loss each way on a link of each pair (pmeth resends);
 #  - its MPI_T counters move with one put and a run of fetch-and-ops (rsm_rma mpit pmeth);
-#  - a dynamic window across hosts ends at once with pmeth's message naming Open MPI
-#    4.1.4's osc rdma deadlock (pull request 10473) and --mca osc pt2pt, not a hang;
+#  - a dynamic window across hosts (a peer's lock, and a rank's own) ends at once with pmeth's
+#    message naming Open MPI 4.1.4's osc rdma deadlock (pull request 10473) and --mca osc
+#    pt2pt, not a hang;
 #  - with btl_pmeth_rma 0 window creation returns an error, as before;
 #  - where the job may select osc pt2pt (faster over pmeth for bulk data and accumulates),
 #    pmeth offers nothing by default and the windows go by pt2pt;
@@ -103,6 +104,15 @@ else
     not_ok "2 hosts x 1 rank, a dynamic window: exit $rc after $secs s, without the osc rdma deadlock message"
     tail -20 "$LOG/dyn.err" | diag
 fi
+# the same deadlock on a rank's own region lock: each rank accumulates into its own word of
+# a dynamic window first (MPICH's win_dynamic_acc; osc rdma 4.1.4 takes a window's own locks
+# through the BTL too, in place, where the watch once did not look: the job hung)
+start=$SECONDS
+pm "$LOG/dynself" --nodes 0,1 -- "$RMA" dynself; rc=$?
+secs=$((SECONDS - start))
+check "2 hosts x 1 rank, each rank's own word of a dynamic window first: the job ends (exit $rc in $secs s, not a hang) with the message naming the rank's own lock" \
+    sh -c "[ $rc -ne 0 ] && [ $secs -lt 60 ] && grep -q 'pull request 10473' '$LOG/dynself.err' \
+           && grep -q 'this very rank' '$LOG/dynself.err'"
 
 # btl_pmeth_rma 0: no one-sided operations offered, so no window (an error, not a crash)
 pm "$LOG/off" --nodes 0,1 --mca btl_pmeth_rma 0 -- "$RMA" no-window; rc=$?

@@ -29,6 +29,9 @@
  * array into the last rank's window: on one host the bytes must land; to a
  * rank on another host, where the device cannot register read-only memory for
  * RDMA, the job is expected to end with btl rsm's message, not to hang.
+ * With "dynself" every rank accumulates into every rank's word of a dynamic
+ * window, its own first: right values on one host; across hosts the job is
+ * expected to end with the BTL's message on Open MPI 4.1.4's deadlock.
  */
 #include <mpi.h>
 #include <stdarg.h>
@@ -742,6 +745,40 @@ static void test_lockword(void)
     win_close(&w);
 }
 
+/* MPICH's win_dynamic_acc, in short: a dynamic window of one int a rank, and
+ * every rank accumulates 1 into each rank's in turn, its own first (rank 0's
+ * first target is itself).  On one host every value must come out right; in a
+ * job of several hosts Open MPI 4.1.4's osc rdma deadlocks on the target's
+ * region lock, the rank's own included, and the BTL is expected to end the job
+ * with its message instead of hanging. */
+static void test_dynself(void)
+{
+    MPI_Win win;
+    int val = 0, one = 1;
+    MPI_Aint *addr = calloc((size_t) nranks, sizeof(*addr));
+    MPI_Get_address(&val, &addr[rank]);
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, addr, 1, MPI_AINT, MPI_COMM_WORLD);
+    int rc = MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    check(rc == MPI_SUCCESS, "dynself: MPI_Win_create_dynamic");
+    if (rc != MPI_SUCCESS) {
+        free(addr);
+        return;
+    }
+    MPI_Win_attach(win, &val, sizeof(val));
+    for (int i = 0; i < 4 * nranks; i++) {
+        const int target = (rank + i) % nranks;
+        MPI_Win_fence(MPI_MODE_NOPRECEDE, win);
+        MPI_Accumulate(&one, 1, MPI_INT, target, addr[target], 1, MPI_INT, MPI_SUM, win);
+        MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    check(val == 4 * nranks, "dynself: every rank accumulated 1 into every rank's word of a "
+          "dynamic window 4 times, its own first: %d here (want %d)", val, 4 * nranks);
+    MPI_Win_detach(win, &val);
+    MPI_Win_free(&win);
+    free(addr);
+}
+
 /* in read-only memory (.rodata), in four distinct quarters */
 static const unsigned char const_source[4096] = {
     [0 ... 1023] = 0x11, [1024 ... 2047] = 0x22, [2048 ... 3071] = 0x33, [3072 ... 4095] = 0x44};
@@ -795,7 +832,7 @@ int main(int argc, char **argv)
     if (argc > 1
         && (strcmp(argv[1], "mpit") == 0 || strcmp(argv[1], "rails") == 0
             || strcmp(argv[1], "lockword") == 0 || strcmp(argv[1], "constput") == 0
-            || strcmp(argv[1], "float-route") == 0)) {
+            || strcmp(argv[1], "float-route") == 0 || strcmp(argv[1], "dynself") == 0)) {
         if (strcmp(argv[1], "mpit") == 0) {
             if (argc > 2 && strcmp(argv[2], "pmeth") == 0) {
                 pvar_prefix = "btl_pmeth_";
@@ -808,6 +845,8 @@ int main(int argc, char **argv)
             test_lockword();
         } else if (strcmp(argv[1], "constput") == 0) {
             test_constput();
+        } else if (strcmp(argv[1], "dynself") == 0) {
+            test_dynself();
         } else {
             test_rails();
         }

@@ -363,6 +363,16 @@ if [ "$job_rc" -ne 0 ] && [ "$job_rc" -ne 124 ] && [ "$job_rc" -ne 137 ] && grep
 else
     failed "$L: exit $job_rc after $job_secs s, without the osc rdma deadlock message" rmad
 fi
+# the same deadlock on a rank's own region lock (each rank's own word first, as MPICH's
+# win_dynamic_acc: osc takes a window's own locks through the BTL in place, unwatched once)
+L="2 hosts x 1 rank, self,rsm, a dynamic window, each rank's own word first"
+job rmads 120 -np 2 --host h0:1,h1:1 "${RSM[@]}" "$B/test/rsm/rsm_rma" dynself
+if [ "$job_rc" -ne 0 ] && [ "$job_rc" -ne 124 ] && [ "$job_rc" -ne 137 ] && grep -q 'this very rank' "$W/rmads" "$W/rmads.err" &&
+        grep -q 'osc pt2pt' "$W/rmads" "$W/rmads.err"; then
+    ok "$L: the job ends (exit $job_rc in $job_secs s, not a hang) with the message naming the rank's own lock"
+else
+    failed "$L: exit $job_rc after $job_secs s, without the message naming the rank's own lock" rmads
+fi
 
 # a put from read-only memory to a rank on the other host: the device cannot register it
 # (RDMA registers for local writing too), so it goes through a registered copy; every byte
