@@ -448,13 +448,9 @@ static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
         return OPAL_ERROR;
     }
     if (ep == NULL) {               /* our own window: in place */
-        const uint64_t old = xbtl_amo_apply((void *) (uintptr_t) remote_address, &checked);
-        xbtl_amo_store_old(local_address, result_bytes, old);
-        if (takes_lock) {
-            PMETH_LOCK();
-            xbtl_lock_watch_taken(&lock_watch, NULL, remote_address, old);
-            PMETH_UNLOCK();
-        }
+        PMETH_LOCK();
+        xbtl_amo_in_place(&lock_watch, &checked, local_address, result_bytes, takes_lock);
+        PMETH_UNLOCK();
         cbfunc(&mca_btl_pmeth, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
         return OPAL_SUCCESS;
     }

@@ -181,16 +181,12 @@ static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
         RSM_LOCK();                     /* the watch is progress's too (replies) */
         const bool ok = op != XBTL_AMO_ADD || (checked.flags & (XBTL_AMO_32BIT | XBTL_AMO_FLOAT))
                         || held_lock_check(NULL, remote_address, operand);
+        if (ok) {
+            xbtl_amo_in_place(&lock_watch, &checked, local_address, result_bytes, takes_lock);
+        }
         RSM_UNLOCK();
         if (!ok) {
             return OPAL_ERROR;
-        }
-        const uint64_t old = xbtl_amo_apply((void *) (uintptr_t) remote_address, &checked);
-        xbtl_amo_store_old(local_address, result_bytes, old);
-        if (takes_lock) {
-            RSM_LOCK();
-            xbtl_lock_watch_taken(&lock_watch, NULL, remote_address, old);
-            RSM_UNLOCK();
         }
         cbfunc(&mca_btl_rsm, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
         return OPAL_SUCCESS;

@@ -286,4 +286,20 @@ static inline bool xbtl_lock_watch_add_ok(xbtl_lock_watch_t *w, const void *peer
     return operand != 1;                /* osc's shared acquire adds 1 */
 }
 
+
+/* An atomic on a word in our own memory (osc's window of this very process, or
+ * a word osc names by our mapping of it): applied in place, its old value to
+ * RESULT, and osc's exclusive take of a lock recorded (PEER NULL) when
+ * TAKES_LOCK (xbtl_lock_watch_takes, while the watch is on).  The caller holds
+ * whatever guards the watch. */
+static inline void xbtl_amo_in_place(xbtl_lock_watch_t *w, const xbtl_amo_req_t *req, void *result,
+                                     uint32_t result_bytes, bool takes_lock)
+{
+    const uint64_t old = xbtl_amo_apply((void *) (uintptr_t) req->addr, req);
+    xbtl_amo_store_old(result, result_bytes, old);
+    if (takes_lock) {
+        xbtl_lock_watch_taken(w, NULL, req->addr, old);
+    }
+}
+
 #endif

@@ -186,6 +186,25 @@ int main(void)
     CHECK(xbtl_lock_watch_add_ok(&watch, &peer_a, word, XBTL_OSC_LOCK_EXCLUSIVE) && watch.n == 0,
           "the add that unlocks drops the word");
     CHECK(xbtl_lock_watch_add_ok(&watch, &peer_a, word, 1), "... after which a shared add is fine");
+    /* a word of our own memory, changed in place (no peer): osc's take of its own lock */
+    uint64_t own_lock = 0, old_value = 7;
+    xbtl_amo_req_t take = {.addr = (uint64_t) (uintptr_t) &own_lock, .op = XBTL_AMO_CSWAP,
+                           .compare = 0, .operand = XBTL_OSC_LOCK_EXCLUSIVE};
+    xbtl_amo_in_place(&watch, &take, &old_value, 8, true);
+    CHECK(old_value == 0 && own_lock == XBTL_OSC_LOCK_EXCLUSIVE && watch.n == 1
+              && !xbtl_lock_watch_add_ok(&watch, NULL, take.addr, 1),
+          "in place: the take sets the word, returns the old 0, is held under no peer; a shared "
+          "add of 1 to it is the deadlock");
+    CHECK(xbtl_lock_watch_add_ok(&watch, &peer_a, take.addr, 1),
+          "... the same address of a peer's memory is another word");
+    xbtl_amo_req_t unlock = {.addr = take.addr, .op = XBTL_AMO_ADD,
+                             .operand = XBTL_OSC_LOCK_EXCLUSIVE};
+    CHECK(xbtl_lock_watch_add_ok(&watch, NULL, take.addr, XBTL_OSC_LOCK_EXCLUSIVE) && watch.n == 0,
+          "in place: the add that unlocks drops it");
+    xbtl_amo_in_place(&watch, &unlock, &old_value, 8, false);
+    xbtl_amo_in_place(&watch, &take, &old_value, 8, false);
+    CHECK(own_lock == XBTL_OSC_LOCK_EXCLUSIVE && old_value == 0 && watch.n == 0,
+          "in place with the watch off (a job of one host): applied, nothing held");
     for (int i = 0; i < XBTL_LOCK_WATCH_MAX + 4; i++) {
         xbtl_lock_watch_taken(&watch, &peer_b, 8 * (uint64_t) (i + 1), 0);
     }
