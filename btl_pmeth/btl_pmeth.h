@@ -462,6 +462,8 @@ void pmeth_memory(pmeth_memory_t *m);
 void pmeth_fatal(mca_btl_base_endpoint_t *ep, const char *what);
 /* The number of processes in this job (PMIx's job data; 0 if not known). */
 uint32_t pmeth_job_size(void);
+/* Has the job ranks on other hosts than this one (as Open MPI counts local peers)? */
+bool pmeth_job_spans_hosts(void);
 
 /* btl_pmeth_endpoint.c */
 mca_btl_base_endpoint_t *pmeth_endpoint_create(const opal_process_name_t *name, opal_proc_t *proc,

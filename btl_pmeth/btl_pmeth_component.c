@@ -791,7 +791,7 @@ void pmeth_host_link_decide(void)
         return;         /* btl_pmeth_host_link 0, or no other rank here */
     }
     const bool shm = shm_btl_in_job();
-    const bool hosts = pmeth_job_size() > (uint32_t) opal_process_info.num_local_peers + 1;
+    const bool hosts = pmeth_job_spans_hosts();
     const char *why = c->host_link_mode == 1 ? "btl_pmeth_host_link 1"
                       : !shm ? "no shared-memory BTL in this job"
                       : c->rma && hosts ? "for osc rdma's windows (one BTL to every rank)"

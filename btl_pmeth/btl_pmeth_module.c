@@ -234,6 +234,11 @@ uint32_t pmeth_job_size(void)
     return size;
 }
 
+bool pmeth_job_spans_hosts(void)
+{
+    return pmeth_job_size() > (uint32_t) opal_process_info.num_local_peers + 1;
+}
+
 /* DATA came from a process of our job that ob1 has not added yet: Open MPI
  * adds peers lazily (at a rank's first send to them, mpi_add_procs_cutoff), so
  * a rank that only receives from a peer would never know it, and drop its

@@ -152,14 +152,6 @@ static uint32_t nfree_waits;
 static bool waits_ready;
 static xbtl_lock_watch_t lock_watch;
 
-/* Does the job span hosts (osc's windows over several hosts take their locks
- * through us)?  A job of one host keeps no watch: osc uses the CPU's atomics
- * for its locks there, and a program's own atomics are not mistaken for it. */
-static bool lock_watch_on(void)
-{
-    return pmeth_job_size() > (uint32_t) opal_process_info.num_local_peers + 1;
-}
-
 /* Messages that could not go when asked (no descriptor, no free wait slot):
  * sent from progress, in order, before anything newer.  Answers must never be
  * lost, and a request asked for from inside progress (osc starting the next
@@ -426,8 +418,11 @@ static int amo_start(mca_btl_base_endpoint_t *ep, void *local_address,
         return OPAL_ERR_NOT_SUPPORTED;
     }
     /* the lock watch (xbtl_amo.h): osc's region locks of a dynamic window,
-     * its own rank's included (ep NULL: in place), while the job spans hosts */
-    const bool watched = lock_watch_on();
+     * its own rank's included (ep NULL: in place), while the job spans hosts
+     * (osc's windows over several hosts take their locks through us; a job of
+     * one host keeps none: osc uses the CPU's atomics for its locks there, and
+     * a program's own atomics are not mistaken for them) */
+    const bool watched = pmeth_job_spans_hosts();
     const bool takes_lock = watched && xbtl_lock_watch_takes(op, compare, operand, result_bytes);
     bool deadlock = false;
     if (watched && op == XBTL_AMO_ADD && req.flags == 0) {
