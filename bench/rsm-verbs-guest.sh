@@ -11,6 +11,12 @@
 #   RSM_BASE=DIR TRANSPORTS="rsm rsm-base" ...   an A/B against another build: DIR is a copy of
 #                                   Open MPI's component directory holding that build's
 #                                   mca_btl_rsm.so, under the build directory (the guest sees it)
+#   PROFILE=callgrind TRANSPORTS="rsm ucx" BENCHMARKS=xb-latency FLOORS=0 bench/rsm-verbs-guest.sh 1 8:8
+#                                   every rank under valgrind's callgrind: instructions per call of
+#                                   the message path's functions (bench/callgrind_summary.py), which
+#                                   under TCG decide a small message's time and, unlike the
+#                                   timings, come out the same run after run; profiles in
+#                                   $OUT/callgrind/ (about 3 minutes a job)
 #   HOSTS=h0:2 TRANSPORTS="rsm vader" ...   both ranks on one host (shared memory, with the
 #                                   RDMA devices present)
 #
@@ -42,6 +48,10 @@ OUT=${OUT:-$TOP_BUILDDIR/rsm-verbs-guest}
 . "$TOP/test/lib.sh"
 . "$TOP/test/guest/guest_lib.sh"
 guest_require veth bridge overlay crc32_generic rdma_rxe sch_tbf
+if [ "${PROFILE:-}" = callgrind ] && ! command -v valgrind > /dev/null; then
+    echo "PROFILE=callgrind needs valgrind on this machine (the guest runs the host's binaries)" >&2
+    exit 1
+fi
 mkdir -p "$OUT"
 guest_prepare
 export GUEST_KERNEL_ARGS=${GUEST_KERNEL_ARGS-tsc=reliable clocksource=tsc}
@@ -53,8 +63,15 @@ xb=${XB_ARGS// /,}
 # floors, took 18 minutes), 300 s allowed
 guest_boot $((600 + REPEATS * (n_jobs * 300 + 120))) 3072 2 "$TOP/bench/rsm_verbs_guest_bench.sh" \
     "$TOP_BUILDDIR" "$REPEATS" "$LAT" "$BW" "${TRANSPORTS// /,}" "${BENCHMARKS// /,}" "${FLOORS:-1}" \
-    "${SHAPE:--}" "${xb:--}" "${HOSTS:-h0:1,h1:1}" "${RSM_BASE:--}"
-cp "$GUEST_WORK/out" "$OUT/console.txt"
+    "${SHAPE:--}" "${xb:--}" "${HOSTS:-h0:1,h1:1}" "${RSM_BASE:--}" "${PROFILE:--}"
+# the profiles travel in the console, one line each: kept apart from it
+grep -v '^callgrind ' "$GUEST_WORK/out" > "$OUT/console.txt"
+if [ "${PROFILE:-}" = callgrind ]; then
+    mkdir -p "$OUT/callgrind"
+    grep '^callgrind ' "$GUEST_WORK/out" | while read -r _ name data; do
+        base64 -d <<< "$data" | gunzip > "$OUT/callgrind/$name"
+    done
+fi
 # a guest that did not finish still has its rows summed up, and the bench exits 1
 unfinished=
 grep -q '^xbguest-bench-done' "$OUT/console.txt" ||
@@ -128,4 +145,11 @@ for py in python3 /usr/bin/python3; do
         break
     fi
 done
+if [ "${PROFILE:-}" = callgrind ]; then
+    if command -v callgrind_annotate > /dev/null; then
+        python3 "$TOP/bench/callgrind_summary.py" "$OUT"/callgrind/cg.*
+    else
+        echo "callgrind_annotate (valgrind) is not installed here: profiles left in $OUT/callgrind/"
+    fi
+fi
 [ -z "$unfinished" ] || { echo "$unfinished"; exit 1; }

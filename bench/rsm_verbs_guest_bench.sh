@@ -6,15 +6,18 @@
 # Prints the benchmarks' JSON rows, each prefixed "row TRANSPORT REPEAT ", and the floors
 # as "floor KIND SIZE VALUE"; the machine side takes medians.
 #   BUILDDIR REPEATS LAT_SIZES BW_SIZES TRANSPORTS BENCHMARKS FLOORS SHAPE XB_ARGS HOSTS RSM_BASE
+#   PROFILE
 # (the guest's command line drops empty words: "-" stands for an empty SHAPE or XB_ARGS)
 # SHAPE (e.g. 120mbit): every host NIC (both rails) shaped to that rate by tbf, so the
 # links, not the emulated CPUs, bound a transfer; XB_ARGS: more benchmark options, comma
-# separated (e.g. -W,16,-i,5)
+# separated (e.g. -W,16,-i,5); PROFILE "callgrind": every rank under valgrind's callgrind, each
+# profile printed gzipped and base64-encoded on a line "callgrind NAME DATA" for the machine side
 B=$1 REPEATS=${2:-3} LAT=${3:-0:512} BW=${4:-4K:4M}
 # lists come comma-separated (the guest's command line splits words)
 TRANSPORTS=${5:-rsm,rsm-2rails,rsm-2copy,ucx,tcp} BENCHMARKS=${6:-xb-latency,xb-bw,xb-bibw}
 TRANSPORTS=${TRANSPORTS//,/ } BENCHMARKS=${BENCHMARKS//,/ }
 FLOORS=${7:-1} SHAPE=${8:-} XB_ARGS=${9:-} HOSTS=${10:-h0:1,h1:1} RSM_BASE=${11:--}
+PROFILE=${12:--}
 [ "$SHAPE" = - ] && SHAPE=
 [ "$XB_ARGS" = - ] && XB_ARGS=
 XB_ARGS=${XB_ARGS//,/ }
@@ -83,9 +86,14 @@ for ((r = 1; r <= REPEATS; r++)); do
             sizes=$BW iters=(-i 30 -w 3)     # 100 took 300 s at 4 MiB two-copy bibw under TCG
             [ "$b" = xb-latency ] && sizes=$LAT iters=(-i 1000 -w 50)
             counters > "$W/c0"
+            profile_env=() profiler=()
+            if [ "$PROFILE" = callgrind ]; then
+                profile_env=(-x "XB_CG_DIR=$W" -x "XB_CG_NAME=$t.$b.$r")
+                profiler=("$here/callgrind_rank.sh")
+            fi
             # shellcheck disable=SC2086
-            run_mpi 600 "${GH_MPIRUN[@]}" -np 2 --host "$HOSTS" ${how[$t]} ${wrap[$t]:-} \
-                "$B/bench/$b" -m "$sizes" "${iters[@]}" $XB_ARGS > "$W/out" 2> "$W/err"
+            run_mpi 600 "${GH_MPIRUN[@]}" -np 2 --host "$HOSTS" "${profile_env[@]}" ${how[$t]} \
+                ${wrap[$t]:-} "${profiler[@]}" "$B/bench/$b" -m "$sizes" "${iters[@]}" $XB_ARGS > "$W/out" 2> "$W/err"
             rc=$?
             if [ $rc -ne 0 ]; then
                 echo "# $t $b repeat $r failed (exit $rc):"; tail -5 "$W/err" | sed 's/^/#   /'
@@ -95,6 +103,11 @@ for ((r = 1; r <= REPEATS; r++)); do
             counters | awk -v t="$t" -v b="$b" 'FNR == NR { a[$1] = $2; next }
                 $2 != a[$1] { printf "%s %s=%d", (n++ ? "" : "# rxe " t " " b ":"), $1, $2 - a[$1] }
                 END { if (n) print "" }' "$W/c0" -
+            for f in "$W"/cg.*; do
+                [ -f "$f" ] || continue
+                echo "callgrind ${f##*/} $(gzip -c "$f" | base64 -w0)"
+                rm -f "$f"
+            done
         done
     done
     [ "$FLOORS" = 1 ] || continue
