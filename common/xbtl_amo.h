@@ -286,7 +286,6 @@ static inline bool xbtl_lock_watch_add_ok(xbtl_lock_watch_t *w, const void *peer
     return operand != 1;                /* osc's shared acquire adds 1 */
 }
 
-
 /* An atomic on a word in our own memory (osc's window of this very process, or
  * a word osc names by our mapping of it): applied in place, its old value to
  * RESULT, and osc's exclusive take of a lock recorded (PEER NULL) when
