@@ -216,6 +216,7 @@ struct mca_btl_base_endpoint_t {
     struct mca_btl_pmeth_frag_t *pending_head, *pending_tail;  /* waiting for window space */
     bool active;                        /* on the component's active list */
     uint32_t active_index;
+    bool ack_queued;                    /* on the component's ack queue (pmeth_acks_flush) */
 
     /* receive credits (pmeth_credit.h): the peer's grant to us, and what we
      * keep to count it among the peers sending to us */
@@ -291,6 +292,8 @@ typedef struct mca_btl_pmeth_component_t {
     uint32_t nby_id;
     mca_btl_base_endpoint_t **active;   /* endpoints with unacked, pending or unacknowledged frames */
     uint32_t nactive, active_cap;
+    mca_btl_base_endpoint_t **ack_queue;        /* owe an ack at once: sent after the polling */
+    uint32_t nack_queue, ack_queue_cap;
     struct mca_btl_pmeth_frag_t *free_frags;
     struct mca_btl_pmeth_frag_t *done_head, *done_tail;    /* ob1 callbacks due now */
     bool early_completion;
@@ -572,6 +575,11 @@ void pmeth_keeper_start(void);
 void pmeth_keeper_stop(void);
 void pmeth_acked(mca_btl_base_endpoint_t *ep, const pmeth_wire_view_t *v, uint64_t now);
 int pmeth_send_ack(mca_btl_base_endpoint_t *ep);
+/* EP owes an ack at once: it goes when this pass's polling is over
+ * (pmeth_acks_flush), one for every frame the pass took from EP. */
+void pmeth_ack_soon(mca_btl_base_endpoint_t *ep);
+/* Send the acks owed at once (after every round of pmeth_poll_link). */
+void pmeth_acks_flush(void);
 void pmeth_kick_all(bool force);
 void pmeth_link_kick(pmeth_link_t *link);
 /* Post frame ID of LEN bytes on LINK once: a control frame (ack, probe, notice)

@@ -149,8 +149,13 @@ static int pmeth_component_register(void)
     reg("ack_delay_us", "A standalone acknowledgement goes out at most this many microseconds "
         "after the first unacknowledged frame when no data frame carried it back",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->ack_delay_us, OPAL_INFO_LVL_5);
-    c->ack_every = 8;
-    reg("ack_every", "Acknowledge at once after this many unacknowledged frames from one peer",
+    c->ack_every = 0;
+    reg("ack_every", "Acknowledge at once after this many unacknowledged frames from one peer "
+        "(fewer for a peer whose receive credits allow fewer in flight: a quarter of its "
+        "grant).  0 (default): frames of 64 KiB of payload together, at least 8 (45 at MTU "
+        "1500, 8 at 9000).  A standalone ack costs the receiver a system call and, on a "
+        "stream, a frame the sender's host must take in: at MTU 1500 an ack every 8 frames "
+        "cost a fifth of the bandwidth where each host has its own CPU",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->ack_every, OPAL_INFO_LVL_5);
     c->fast_retransmit = 3;
     reg("fast_retransmit", "Resend a frame at once when this many frames sent after it on the "
@@ -173,10 +178,12 @@ static int pmeth_component_register(void)
         "the moment it is in order (the paper's peek).  Message starts: "
         "btl_pmeth_eager_frames.  Used for peers reached over btl_pmeth_array_min_paths paths or more",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->array_frames, OPAL_INFO_LVL_4);
-    c->eager_frames = 4;
+    c->eager_frames = 0;
     reg("eager_frames", "Frames an eager message may span (1-16): ob1's eager limit is this "
-        "many frames' payload (35,800 B at MTU 9000, 5,800 at 1500), or btl_pmeth_eager_limit "
-        "if that is lower (65,536 B unless set).  A message of several frames is one buffer "
+        "many frames' payload, or btl_pmeth_eager_limit if that is lower (65,536 B unless "
+        "set).  0 (default): as many as carry 32 KiB, at most 16 (4 frames, 35,800 B, at MTU "
+        "9000; 16 frames, 23,200 B, at MTU 1500, where 4 frames made every message of 8 KiB "
+        "take the rendezvous round trip).  Never more than half of btl_pmeth_tx_frames.  A message of several frames is one buffer "
         "array (zero copy) and reaches ob1 when its last frame is in; longer messages take "
         "ob1's rendezvous, whose round trip waits for the receiving process.  Its first frame "
         "goes at once, as every message start; the others are bulk and go within the "
@@ -414,7 +421,7 @@ static int pmeth_component_register(void)
      * on-host peers better.  DEFAULT is where Open MPI puts network BTLs */
     m->btl_exclusivity = MCA_BTL_EXCLUSIVITY_DEFAULT;
     /* clamped at init to btl_pmeth_eager_frames frames' payload (MTU + 14 - 64
-     * bytes each): by default a message of up to four frames is eager */
+     * bytes each): by default a message of up to 32 KiB or 16 frames is eager */
     m->btl_eager_limit = 65536;
     m->btl_rndv_eager_limit = 65536;
     m->btl_max_send_size = 65536;
@@ -1036,10 +1043,29 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
                        c->links[lo].ifname, c->links[lo].ifname);
     }
     c->frame_payload = min_mtu + PMETH_WIRE_ETH_LEN - PMETH_WIRE_HDR_LEN;
+    const bool eager_auto = c->eager_frames == 0;
+    if (eager_auto) {
+        /* eager up to about tcp's sizes at any MTU: the rendezvous round trip
+         * costs two one-way trips, each a wake-up of the peer's process */
+        uint32_t n = (32768 + c->frame_payload - 1) / c->frame_payload;
+        c->eager_frames = n > PMETH_WIRE_ARRAY_MAX ? PMETH_WIRE_ARRAY_MAX : n;
+    }
     if (c->eager_frames < 1 || c->eager_frames > PMETH_WIRE_ARRAY_MAX) {
         PMETH_VERBOSE(1, "btl_pmeth_eager_frames %u is not within 1-%d: using %d", c->eager_frames,
                       PMETH_WIRE_ARRAY_MAX, c->eager_frames < 1 ? 1 : PMETH_WIRE_ARRAY_MAX);
         c->eager_frames = c->eager_frames < 1 ? 1 : PMETH_WIRE_ARRAY_MAX;
+    }
+    /* A message start is packed whole into its frames, taken from the send ring
+     * before any is posted, and is never refused (ob1 4.1): a start of more
+     * frames than the ring can hand out beside the frames in flight held the
+     * ring until neither side could send even an ack (rings of 8 frames, starts
+     * of 12: both ranks of mpi_p2p stopped).  At most half the ring. */
+    uint32_t ring_half = c->tx_frames / 2 > 1 ? c->tx_frames / 2 : 1;
+    if (c->eager_frames > ring_half) {
+        PMETH_VERBOSE(eager_auto ? 10 : 1, "btl_pmeth_eager_frames %u is more than half the send "
+                      "ring (btl_pmeth_tx_frames %u): using %u", c->eager_frames, c->tx_frames,
+                      ring_half);
+        c->eager_frames = ring_half;
     }
     size_t eager_max = (size_t) c->frame_payload * c->eager_frames;
     m->btl_eager_limit = m->btl_eager_limit > eager_max || m->btl_eager_limit == 0
@@ -1065,7 +1091,12 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     c->wcfg.rto_min_ns = (uint64_t) c->rto_min_us * 1000;
     c->wcfg.rto_max_ns = (uint64_t) c->rto_max_ms * 1000000;
     c->wcfg.ack_delay_ns = (uint64_t) c->ack_delay_us * 1000;
-    c->wcfg.ack_every = c->ack_every;
+    /* like TCP's ack per coalesced 64 KiB: the ack's cost is per ack, its worth per byte */
+    c->wcfg.ack_every = c->ack_every != 0 ? c->ack_every
+                        : c->frame_payload >= 65536 / 8 ? 8 : 65536 / c->frame_payload;
+    PMETH_VERBOSE(10, "frames of %u B of payload: eager messages up to %u frames (%zu B), acks at "
+                  "once after %u frames", c->frame_payload, c->eager_frames,
+                  m->btl_eager_limit, c->wcfg.ack_every);
     c->wcfg.fast_retransmit = c->fast_retransmit;
 
     c->links_up = (1u << c->nlinks) - 1;
@@ -1157,6 +1188,7 @@ static int pmeth_component_progress(void)
     for (uint32_t i = 0; i < c->nlinks; i++) {
         count += pmeth_poll_link(&c->links[i], c->poll_budget);
     }
+    pmeth_acks_flush();
     uint64_t now = 0;
     if (c->nactive > 0) {
         now = pmeth_now_ns();

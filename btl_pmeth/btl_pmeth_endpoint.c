@@ -141,6 +141,15 @@ void pmeth_endpoint_release(mca_btl_base_endpoint_t *ep)
         }
     }
     pmeth_endpoint_deactivate(ep);
+    if (ep->ack_queued) {               /* (the queue is empty outside a poll round) */
+        mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+        for (uint32_t i = 0; i < c->nack_queue; i++) {
+            if (c->ack_queue[i] == ep) {
+                c->ack_queue[i] = c->ack_queue[--c->nack_queue];
+                break;
+            }
+        }
+    }
     pmeth_txwin_destroy(ep->tx);
     pmeth_rxwin_destroy(ep->rx);
     free(ep);
@@ -502,6 +511,7 @@ int pmeth_endpoints_probe(mca_btl_base_endpoint_t **eps, size_t n)
         for (uint32_t i = 0; i < c->nlinks; i++) {
             pmeth_poll_link(&c->links[i], c->poll_budget);
         }
+        pmeth_acks_flush();
     }
     c->probing = was_probing;
     return OPAL_SUCCESS;

@@ -363,6 +363,7 @@ static int pmeth_finalize(mca_btl_base_module_t *btl)
         for (uint32_t i = 0; i < c->nlinks; i++) {
             pmeth_poll_link(&c->links[i], c->poll_budget);
         }
+        pmeth_acks_flush();
         uint64_t now = pmeth_now_ns();
         for (uint32_t i = c->nactive; i-- > 0;) {
             pmeth_endpoint_service(c->active[i], now);
@@ -387,6 +388,9 @@ static int pmeth_finalize(mca_btl_base_module_t *btl)
     pmeth_apm_destroy();
     free(c->active);
     c->active = NULL;
+    free(c->ack_queue);
+    c->ack_queue = NULL;
+    c->nack_queue = c->ack_queue_cap = 0;
     c->nactive = c->active_cap = 0;
     pmeth_frag_release_all();
     while (c->free_held != NULL) {

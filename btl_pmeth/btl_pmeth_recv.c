@@ -361,6 +361,10 @@ static void on_data(pmeth_link_t *link, const struct pmeth_rx_frame *f, const pm
         pmeth_rxwin_saw_resend(ep->rx, v->seq, v->xmit);
     }
     pmeth_credit_arrival(&c->credits, &ep->credit_peer, *now);
+    /* a peer granted a few frames hears of room after a quarter of them, not
+     * after ack_every (the last one it may send asks at once: MORE, below) */
+    uint32_t share = pmeth_credit_share(&c->credits);
+    pmeth_rxwin_set_ack_cap(ep->rx, share == PMETH_CREDIT_UNLIMITED ? 0 : share / 4 + 1);
     if (v->more) {
         pmeth_rxwin_ack_at_once(ep->rx);        /* the sender used up its grant */
         c->credit_requests++;
@@ -407,7 +411,7 @@ static void on_data(pmeth_link_t *link, const struct pmeth_rx_frame *f, const pm
         break;
     }
     if (pmeth_rxwin_ack_now(ep->rx)) {
-        pmeth_send_ack(ep);
+        pmeth_ack_soon(ep);
     }
     pmeth_endpoint_activate(ep);
 }

@@ -444,6 +444,44 @@ int pmeth_send_ack(mca_btl_base_endpoint_t *ep)
     return 1;
 }
 
+/* Acks owed at once are sent after the polling, not as each frame is taken: a
+ * poll that takes 64 frames of a stream owes the peer one ack, not eight (with
+ * ack_every 8 it sent one per 8 frames, every one a system call and, between
+ * hosts sharing CPUs, a wake-up of the peer's CPU). */
+void pmeth_ack_soon(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    if (ep->ack_queued) {
+        return;
+    }
+    if (c->nack_queue == c->ack_queue_cap) {
+        uint32_t n = c->ack_queue_cap ? 2 * c->ack_queue_cap : 16;
+        mca_btl_base_endpoint_t **q = realloc(c->ack_queue, n * sizeof(*q));
+        if (q == NULL) {
+            (void) pmeth_send_ack(ep);  /* no room to wait: at once, as before */
+            return;
+        }
+        c->ack_queue = q;
+        c->ack_queue_cap = n;
+    }
+    ep->ack_queued = true;
+    c->ack_queue[c->nack_queue++] = ep;
+}
+
+void pmeth_acks_flush(void)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    for (uint32_t i = 0; i < c->nack_queue; i++) {
+        mca_btl_base_endpoint_t *ep = c->ack_queue[i];
+        ep->ack_queued = false;
+        /* a data frame to the peer may have carried it since */
+        if (ep->rx != NULL && pmeth_rxwin_ack_now(ep->rx)) {
+            (void) pmeth_send_ack(ep);  /* no frame: owed still, sent by service */
+        }
+    }
+    c->nack_queue = 0;
+}
+
 /* A frame with room for LEN bytes on a path of FRAG's peer that is still in
  * the stripe (the primary when it is), for a fragment whose path left it: the
  * frame's id, its path in *PATH; -1 when none is free there now (counted). */

@@ -564,7 +564,7 @@ static void note_taken(pmeth_rxwin_t *w, uint64_t now)
     if (w->unacked++ == 0) {
         w->first_unacked_ns = now;
     }
-    if (w->unacked >= w->cfg.ack_every) {
+    if (w->unacked >= w->cfg.ack_every || (w->ack_cap != 0 && w->unacked >= w->ack_cap)) {
         w->immediate = true;
     }
 }

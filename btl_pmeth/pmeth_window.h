@@ -44,9 +44,11 @@
  * then yields the held successors in order.  Duplicates and frames outside the
  * window are refused.  Acks: cumulative (the next expected) plus a 64-bit
  * selective bitmap of what is held beyond it.  An ack is due at once after
- * ack_every frames, on a frame out of order, a gap filled or a duplicate (so
- * the sender's fast retransmit and its lost acks recover fast), and otherwise
- * ack_delay after the first frame not yet acknowledged.
+ * ack_every frames (fewer where the caller caps it: pmeth_rxwin_set_ack_cap),
+ * on a resent frame or a duplicate (so the sender's fast retransmit and its
+ * lost acks recover fast), and otherwise ack_delay after the first frame not
+ * yet acknowledged.  A frame out of order is not acked at once: striping over
+ * links reorders nearly every frame.
  *
  * Memory per peer (both directions), allocated by the caller when traffic
  * starts: pmeth_txwin_bytes(W) + pmeth_rxwin_bytes(W), about 33 x W bytes
@@ -236,6 +238,7 @@ typedef struct pmeth_rxwin {
     uint32_t base;                      /* next expected: the cumulative ack */
     uint32_t held;                      /* frames held beyond base */
     uint32_t unacked;                   /* frames taken since the last ack went out */
+    uint32_t ack_cap;                   /* 0, or an ack at once after this many (below ack_every) */
     bool immediate;                     /* an ack is owed at once */
     uint64_t first_unacked_ns;
     bool echo_valid;                    /* a resent frame has arrived: echo it */
@@ -291,6 +294,10 @@ static inline bool pmeth_rxwin_ack_owed(const pmeth_rxwin_t *w)
     return w->unacked > 0 || w->immediate;
 }
 static inline bool pmeth_rxwin_ack_now(const pmeth_rxwin_t *w) { return w->immediate; }
+/* Ack at once after at most N frames, below the configured ack_every (0: no
+ * cap).  The caller's reason: a sender allowed only a few frames in flight
+ * (its receive credits) must hear of room long before ack_every frames. */
+static inline void pmeth_rxwin_set_ack_cap(pmeth_rxwin_t *w, uint32_t n) { w->ack_cap = n; }
 static inline bool pmeth_rxwin_ack_due(const pmeth_rxwin_t *w, uint64_t now)
 {
     return w->immediate || (w->unacked > 0 && now - w->first_unacked_ns >= w->cfg.ack_delay_ns);

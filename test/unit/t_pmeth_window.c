@@ -613,6 +613,28 @@ static void test_receiver(void)
     CHECK(pmeth_rxwin_ack_now(rx), "the 4th: ack at once");
     pmeth_rxwin_destroy(rx);
 
+    /* a cap below ack_every (a peer granted few frames) acks sooner; after the
+     * ack goes out the count starts again; cap 0 lifts it */
+    pmeth_window_config_t c45 = cfg(256);
+    c45.ack_every = 45;
+    rx = pmeth_rxwin_create(&c45);
+    pmeth_rxwin_set_ack_cap(rx, 5);
+    for (uint32_t s = 0; s < 4; s++) {
+        pmeth_rxwin_accept(rx, s, 0, 0);
+    }
+    CHECK(!pmeth_rxwin_ack_now(rx), "4 frames, cap 5: no immediate ack");
+    pmeth_rxwin_accept(rx, 4, 0, 0);
+    CHECK(pmeth_rxwin_ack_now(rx), "the 5th under cap 5: ack at once");
+    pmeth_rxwin_ack_sent(rx);
+    pmeth_rxwin_set_ack_cap(rx, 0);
+    for (uint32_t s = 5; s < 5 + 44; s++) {
+        pmeth_rxwin_accept(rx, s, 0, 0);
+    }
+    CHECK(!pmeth_rxwin_ack_now(rx), "cap lifted: 44 frames, ack_every 45, no immediate ack");
+    pmeth_rxwin_accept(rx, 49, 0, 0);
+    CHECK(pmeth_rxwin_ack_now(rx) && pmeth_rxwin_ack_owed(rx), "the 45th: ack at once");
+    pmeth_rxwin_destroy(rx);
+
     /* selective bits reach 64 frames past the cumulative ack, not further */
     pmeth_window_config_t c256 = cfg(256);
     rx = pmeth_rxwin_create(&c256);
