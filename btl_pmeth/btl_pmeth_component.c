@@ -152,7 +152,7 @@ static int pmeth_component_register(void)
     c->ack_every = 0;
     reg("ack_every", "Acknowledge at once after this many unacknowledged frames from one peer "
         "(fewer for a peer whose receive credits allow fewer in flight: a quarter of its "
-        "grant).  0 (default): frames of 64 KiB of payload together, at least 8 (45 at MTU "
+        "grant, but not fewer than 8).  0 (default): frames of 64 KiB of payload together, at least 8 (45 at MTU "
         "1500, 8 at 9000).  A standalone ack costs the receiver a system call and, on a "
         "stream, a frame the sender's host must take in: at MTU 1500 an ack every 8 frames "
         "cost a fifth of the bandwidth where each host has its own CPU",
