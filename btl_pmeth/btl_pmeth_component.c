@@ -152,10 +152,10 @@ static int pmeth_component_register(void)
     c->ack_every = 0;
     reg("ack_every", "Acknowledge at once after this many unacknowledged frames from one peer "
         "(fewer for a peer whose receive credits allow fewer in flight: a quarter of its "
-        "grant, but not fewer than 8).  0 (default): frames of 64 KiB of payload together, at least 8 (45 at MTU "
-        "1500, 8 at 9000).  A standalone ack costs the receiver a system call and, on a "
-        "stream, a frame the sender's host must take in: at MTU 1500 an ack every 8 frames "
-        "cost a fifth of the bandwidth where each host has its own CPU",
+        "grant, but not fewer than 8).  0 (default): frames of 64 KiB of payload together, at "
+        "least 8 (45 at MTU 1500, 8 at 9000).  A standalone ack costs the receiver a system "
+        "call and, on a stream, a frame the sender's host must take in: at MTU 1500 an ack "
+        "every 8 frames cost a fifth of the bandwidth where each host has its own CPU",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->ack_every, OPAL_INFO_LVL_5);
     c->fast_retransmit = 3;
     reg("fast_retransmit", "Resend a frame at once when this many frames sent after it on the "
@@ -179,16 +179,16 @@ static int pmeth_component_register(void)
         "btl_pmeth_eager_frames.  Used for peers reached over btl_pmeth_array_min_paths paths or more",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->array_frames, OPAL_INFO_LVL_4);
     c->eager_frames = 0;
-    reg("eager_frames", "Frames an eager message may span (1-16): ob1's eager limit is this "
-        "many frames' payload, or btl_pmeth_eager_limit if that is lower (65,536 B unless "
-        "set).  0 (default): as many as carry 32 KiB, at most 16 (4 frames, 35,800 B, at MTU "
-        "9000; 16 frames, 23,200 B, at MTU 1500, where 4 frames made every message of 8 KiB "
-        "take the rendezvous round trip).  Never more than half of btl_pmeth_tx_frames.  A message of several frames is one buffer "
-        "array (zero copy) and reaches ob1 when its last frame is in; longer messages take "
-        "ob1's rendezvous, whose round trip waits for the receiving process.  Its first frame "
-        "goes at once, as every message start; the others are bulk and go within the "
-        "receiver's grant (btl_pmeth_credits), waiting for it in private memory (one copy) "
-        "when it is used up.  1: one frame",
+    reg("eager_frames", "Frames an eager message may span (1-16): ob1's eager limit is this many "
+        "frames' payload, or btl_pmeth_eager_limit if that is lower (65,536 B unless set).  0 "
+        "(default): as many as carry 32 KiB, at most 16 (4 frames, 35,800 B, at MTU 9000; 16 "
+        "frames, 23,200 B, at MTU 1500, where 4 frames made every message of 8 KiB take the "
+        "rendezvous round trip).  Never more than half of btl_pmeth_tx_frames.  A message of "
+        "several frames is one buffer array (zero copy) and reaches ob1 when its last frame "
+        "is in; longer messages take ob1's rendezvous, whose round trip waits for the receiving "
+        "process.  Its first frame goes at once, as every message start; the others are bulk "
+        "and go within the receiver's grant (btl_pmeth_credits), waiting for it in private "
+        "memory (one copy) when it is used up.  1: one frame",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->eager_frames, OPAL_INFO_LVL_4);
     c->array_min_paths = 2;
     reg("array_min_paths", "Buffer arrays (btl_pmeth_array_frames) only for peers striped over "
