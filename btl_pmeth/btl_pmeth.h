@@ -88,6 +88,10 @@ typedef struct pmeth_modex {
  * MPI that had been sent 32 frames no longer answered a peer meeting it for the
  * first time, which then called it unreachable */
 #define PMETH_DEFER_MAX 256
+/* The fewest frames a receiver lets pass before it acknowledges at once: the
+ * interval of btl_pmeth_ack_every's default at large MTUs (an ack per 64 KiB
+ * otherwise), and the floor of the one a small grant sets (btl_pmeth_recv.c) */
+#define PMETH_ACK_EVERY_MIN 8
 #define PMETH_PROBE_ALIVE 2    /* probe_small: the peer answered after the full probe went */
 
 typedef struct pmeth_link {
@@ -168,6 +172,7 @@ struct mca_btl_base_endpoint_t {
     uint64_t probe_listened_ns;         /* time probed while this process polled its rings */
     uint64_t probe_answer_ns;           /* probe_listened_ns when the first answer came */
     bool probe_answered;
+    bool probe_news;                    /* an answer came since its last step */
     bool probed_ahead;                  /* its probes began before ob1 asked for it */
     bool reprobed;                      /* called unreachable, then heard from: probed again */
     /* small probe: 0 no answer, 1 answered, PMETH_PROBE_ALIVE answered again after
@@ -484,6 +489,10 @@ int pmeth_probe_progress(void);
 void pmeth_probe_ahead(void);
 void pmeth_endpoint_release(mca_btl_base_endpoint_t *ep);
 int pmeth_endpoint_windows(mca_btl_base_endpoint_t *ep);
+/* The component's lists of peers (active, probed in the background, owing an
+ * ack, watched by path migration) grow by doubling: room for one more beside
+ * the N in *LIST; false, with the list as it was, when memory ran out. */
+bool pmeth_endpoint_list_room(mca_btl_base_endpoint_t ***list, uint32_t n, uint32_t *cap);
 void pmeth_endpoint_activate(mca_btl_base_endpoint_t *ep);
 void pmeth_endpoint_deactivate(mca_btl_base_endpoint_t *ep);
 void pmeth_answer_probe(pmeth_link_t *link, const pmeth_wire_view_t *v);

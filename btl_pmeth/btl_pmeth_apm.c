@@ -209,14 +209,8 @@ static void watch(mca_btl_base_endpoint_t *ep)
     if (ep->apm_watched) {
         return;
     }
-    if (c->napm_watch == c->apm_watch_cap) {
-        uint32_t n = c->apm_watch_cap ? 2 * c->apm_watch_cap : 8;
-        mca_btl_base_endpoint_t **w = realloc(c->apm_watch, n * sizeof(*w));
-        if (w == NULL) {
-            return;     /* watched again at its next change */
-        }
-        c->apm_watch = w;
-        c->apm_watch_cap = n;
+    if (!pmeth_endpoint_list_room(&c->apm_watch, c->napm_watch, &c->apm_watch_cap)) {
+        return;     /* watched again at its next change */
     }
     c->apm_watch[c->napm_watch++] = ep;
     ep->apm_watched = true;

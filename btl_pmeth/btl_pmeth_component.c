@@ -1093,7 +1093,8 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     c->wcfg.ack_delay_ns = (uint64_t) c->ack_delay_us * 1000;
     /* like TCP's ack per coalesced 64 KiB: the ack's cost is per ack, its worth per byte */
     c->wcfg.ack_every = c->ack_every != 0 ? c->ack_every
-                        : c->frame_payload >= 65536 / 8 ? 8 : 65536 / c->frame_payload;
+                        : c->frame_payload >= 65536 / PMETH_ACK_EVERY_MIN
+                            ? PMETH_ACK_EVERY_MIN : 65536 / c->frame_payload;
     PMETH_VERBOSE(10, "frames of %u B of payload: eager messages up to %u frames (%zu B), acks at "
                   "once after %u frames", c->frame_payload, c->eager_frames,
                   m->btl_eager_limit, c->wcfg.ack_every);

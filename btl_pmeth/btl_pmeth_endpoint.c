@@ -18,6 +18,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Does the peer share our network stack (the same kernel and network
@@ -86,20 +87,29 @@ int pmeth_endpoint_windows(mca_btl_base_endpoint_t *ep)
     return OPAL_SUCCESS;
 }
 
+bool pmeth_endpoint_list_room(mca_btl_base_endpoint_t ***list, uint32_t n, uint32_t *cap)
+{
+    if (n < *cap) {
+        return true;
+    }
+    uint32_t grown = *cap ? 2 * *cap : 16;
+    mca_btl_base_endpoint_t **l = realloc(*list, grown * sizeof(*l));
+    if (l == NULL) {
+        return false;
+    }
+    *list = l;
+    *cap = grown;
+    return true;
+}
+
 void pmeth_endpoint_activate(mca_btl_base_endpoint_t *ep)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     if (ep->active) {
         return;
     }
-    if (c->nactive == c->active_cap) {
-        uint32_t n = c->active_cap ? 2 * c->active_cap : 16;
-        mca_btl_base_endpoint_t **a = realloc(c->active, n * sizeof(*a));
-        if (a == NULL) {
-            return;     /* serviced when it next sends; its timers wait until then */
-        }
-        c->active = a;
-        c->active_cap = n;
+    if (!pmeth_endpoint_list_room(&c->active, c->nactive, &c->active_cap)) {
+        return;     /* serviced when it next sends; its timers wait until then */
     }
     ep->active = true;
     ep->active_index = c->nactive;
@@ -246,6 +256,7 @@ void pmeth_probe_reply(pmeth_link_t *link, const pmeth_wire_view_t *v)
     if (p->nonce != ep->probe_nonce) {
         return;         /* stale: an earlier round's */
     }
+    ep->probe_news = true;
     if (p->full) {
         ep->probe_full[li][pj] = 1;
     } else {
@@ -364,6 +375,19 @@ static void probe_begin(mca_btl_base_endpoint_t *ep, uint64_t now)
     ep->probe_next_ns = 0;
 }
 
+/* A peer being probed is stepped when an answer came, its probes are due, or
+ * this long passed (the resolution of its timeout); between these a step
+ * changes nothing.  Peers that answer nothing (another switch) are probed for
+ * btl_pmeth_probe_timeout_ms, and stepping them at every pass was a few per
+ * cent of all CPU time in a job's first seconds (7 hosts sharing 2 CPUs). */
+#define PROBE_STEP_NS 1000000ull
+
+static bool probe_due(const mca_btl_base_endpoint_t *ep, uint64_t now)
+{
+    return ep->probe_news || now >= ep->probe_next_ns
+           || now - ep->probe_last_step_ns >= PROBE_STEP_NS;
+}
+
 /* One step of EP's probing at NOW: its verdict once the answers are in or its
  * time is up (true), else the probes due go out (false).  A pair gets its
  * full-MTU probe only once the small one came back: a peer that answers
@@ -373,6 +397,7 @@ static bool probe_step(mca_btl_base_endpoint_t *ep, uint64_t now)
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     const uint64_t ms = 1000000;
     uint64_t interval = (c->probe_interval_ms ? c->probe_interval_ms : 1) * ms;
+    ep->probe_news = false;
     /* The timeout and the grace count the time this process spent probing and
      * polling, not time away from MPI: a peer probed ahead, then left while
      * the application computed, has its answers unread in the ring, and is
@@ -449,6 +474,9 @@ static int probe_background(uint64_t now)
     int decided = 0;
     for (uint32_t k = c->nprobe_bg; k-- > 0;) {
         mca_btl_base_endpoint_t *ep = c->probe_bg[k];
+        if (ep->state == PMETH_EP_PROBING && !probe_due(ep, now)) {
+            continue;
+        }
         if (ep->state != PMETH_EP_PROBING || probe_step(ep, now)) {
             c->probe_bg[k] = c->probe_bg[--c->nprobe_bg];
             decided++;
@@ -469,14 +497,8 @@ int pmeth_probe_progress(void)
 int pmeth_probe_in_background(mca_btl_base_endpoint_t *ep)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    if (c->nprobe_bg == c->probe_bg_cap) {
-        uint32_t cap = c->probe_bg_cap ? 2 * c->probe_bg_cap : 16;
-        mca_btl_base_endpoint_t **b = realloc(c->probe_bg, cap * sizeof(*b));
-        if (b == NULL) {
-            return OPAL_ERR_OUT_OF_RESOURCE;
-        }
-        c->probe_bg = b;
-        c->probe_bg_cap = cap;
+    if (!pmeth_endpoint_list_room(&c->probe_bg, c->nprobe_bg, &c->probe_bg_cap)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
     }
     probe_begin(ep, pmeth_now_ns());
     ep->probed_ahead = true;
@@ -499,7 +521,8 @@ int pmeth_endpoints_probe(mca_btl_base_endpoint_t **eps, size_t n)
         now = pmeth_now_ns();
         size_t left = 0;
         for (size_t k = 0; k < n; k++) {
-            if (eps[k]->state == PMETH_EP_PROBING && !probe_step(eps[k], now)) {
+            if (eps[k]->state == PMETH_EP_PROBING
+                && (!probe_due(eps[k], now) || !probe_step(eps[k], now))) {
                 left++;
             }
         }
@@ -508,10 +531,19 @@ int pmeth_endpoints_probe(mca_btl_base_endpoint_t **eps, size_t n)
             break;
         }
         pmeth_kick_all(true);
+        int got = 0;
         for (uint32_t i = 0; i < c->nlinks; i++) {
-            pmeth_poll_link(&c->links[i], c->poll_budget);
+            got += pmeth_poll_link(&c->links[i], c->poll_budget);
         }
         pmeth_acks_flush();
+        if (0 == got) {
+            /* Waiting for answers, which take milliseconds, or for the timeout
+             * of a peer that answers nothing (seconds): leave the CPU to the
+             * processes that have work (7 hosts' ranks on 2 CPUs spent their
+             * first seconds here, spinning) */
+            const struct timespec nap = {.tv_sec = 0, .tv_nsec = 50000};
+            nanosleep(&nap, NULL);
+        }
     }
     c->probing = was_probing;
     return OPAL_SUCCESS;

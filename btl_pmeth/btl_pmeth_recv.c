@@ -334,9 +334,6 @@ static inline void note_current(pmeth_link_t *link, const pmeth_wire_view_t *v,
     }
 }
 
-/* the fewest frames a peer's grant lets the receiver's ack wait for */
-#define ACK_CAP_MIN 8
-
 static void on_data(pmeth_link_t *link, const struct pmeth_rx_frame *f, const pmeth_wire_view_t *v,
                     mca_btl_base_endpoint_t *ep, uint64_t *now)
 {
@@ -366,11 +363,11 @@ static void on_data(pmeth_link_t *link, const struct pmeth_rx_frame *f, const pm
     pmeth_credit_arrival(&c->credits, &ep->credit_peer, *now);
     /* a peer granted a few frames hears of room after a quarter of them, not
      * after ack_every (the last one it may send asks at once: MORE, below);
-     * never sooner than every ACK_CAP_MIN frames, the rule of old, so many
+     * never sooner than every PMETH_ACK_EVERY_MIN frames, the rule of old, so many
      * senders at once do not draw more acks from a busy receiver than before */
     uint32_t share = pmeth_credit_share(&c->credits), cap = share / 4 + 1;
     pmeth_rxwin_set_ack_cap(ep->rx, share == PMETH_CREDIT_UNLIMITED ? 0
-                                    : cap > ACK_CAP_MIN ? cap : ACK_CAP_MIN);
+                                    : cap > PMETH_ACK_EVERY_MIN ? cap : PMETH_ACK_EVERY_MIN);
     if (v->more) {
         pmeth_rxwin_ack_at_once(ep->rx);        /* the sender used up its grant */
         c->credit_requests++;

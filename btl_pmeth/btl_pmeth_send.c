@@ -454,15 +454,9 @@ void pmeth_ack_soon(mca_btl_base_endpoint_t *ep)
     if (ep->ack_queued) {
         return;
     }
-    if (c->nack_queue == c->ack_queue_cap) {
-        uint32_t n = c->ack_queue_cap ? 2 * c->ack_queue_cap : 16;
-        mca_btl_base_endpoint_t **q = realloc(c->ack_queue, n * sizeof(*q));
-        if (q == NULL) {
-            (void) pmeth_send_ack(ep);  /* no room to wait: at once, as before */
-            return;
-        }
-        c->ack_queue = q;
-        c->ack_queue_cap = n;
+    if (!pmeth_endpoint_list_room(&c->ack_queue, c->nack_queue, &c->ack_queue_cap)) {
+        (void) pmeth_send_ack(ep);  /* no room to wait: at once, as before */
+        return;
     }
     ep->ack_queued = true;
     c->ack_queue[c->nack_queue++] = ep;
