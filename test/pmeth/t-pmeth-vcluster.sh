@@ -6,7 +6,8 @@
 # (the keeper thread resends; without it nothing arrives until the sender is back), a link
 # down for a second and back, the smallest rings, ranks Open MPI calls local in separate
 # network namespaces (--launch ranks: reached over Ethernet, not the host link);
-# frames really on the links asked for, the BTL copying no byte itself, probes naming an
+# frames really on the links asked for, the BTL copying no byte itself, acks and eager sizes
+# set by bytes (a stream draws one standalone ack per ~50 frames), probes naming an
 # MTU mismatch; and nothing left behind.
 . "${TOP_SRCDIR:-.}/test/lib.sh"
 . "$TOP_SRCDIR/test/vcluster/vclib.sh"
@@ -90,6 +91,30 @@ check "a verified ping-pong of 0 B-1 MiB: ob1 packs into ring frames and reads f
     sh -c "[ $rc -eq 0 ] && [ $zc_arrays -gt 0 ] && [ \( $zc_tx = 0 -o $zc_staged -gt 0 \) -a \( $zc_rx = 0 -o $zc_held -gt 0 \) ] \
            && [ \$(( ($zc_tx + $zc_rx) * 100 )) -lt $zc_out ]"
 check "every rank's summary is there (finalize ran)" [ "$(grep -c 'bytes copied by the BTL' "$LOG/p2p2.err")" = 2 ]
+
+# Acks by bytes, not frames: by default a receiver acknowledges at once after the frames
+# that carry 64 KiB (8 at MTU 9000, 45 here at MTU 1500), and eager messages span the
+# frames that carry 32 KiB, at most 16; the acks owed at once go out after every link is
+# polled.  A verified stream of 1 MiB messages over both links draws about one standalone
+# ack per 50 frames (one per 8 before, which spent a third of both CPUs in the wake-ups they
+# cost: docs/results-2026-12-06-pmeth-mtu1500/; with btl_pmeth_ack_every 8 one per 18).  The
+# ack timer is set far out: on a loaded machine a slow stream would draw acks by time
+pm "$LOG/acks" --mca btl self,pmeth --mca btl_pmeth_ack_delay_us 10000 \
+    -- "$BENCH/xb-bw" -m 1M:1M -i 40 -w 2; rc=$?
+rule=$(grep -ho 'frames of [0-9]* B of payload: eager messages up to [0-9]* frames ([0-9]* B), acks at once after [0-9]* frames' \
+       "$LOG/acks.err" | awk '{p = $3; e = $11; a = $19
+            want_e = int((32768 + p - 1) / p); if (want_e > 16) want_e = 16
+            want_a = p >= 65536 / 8 ? 8 : int(65536 / p)
+            printf "%s%d B frames: eager %d (want %d), acks after %d (want %d)", (NR > 1 ? "; " : ""), p, e, want_e, a, want_a
+            if (e != want_e || a != want_a) bad = 1} END {if (NR != 2 || bad) print " MISMATCH"}')
+check "defaults from the frame size: $rule" sh -c "[ -n \"$rule\" ] && ! echo \"$rule\" | grep -q MISMATCH"
+# the receiver: the host that took the most frames in
+read -r ack_in ack_n < <(grep -h '^\[n[0-9]*:' "$LOG/acks.err" | awk '
+    match($0, /[0-9]+ frames \/ [0-9]+ bytes in/) {h = substr($1, 2, index($1, ":") - 2); split(substr($0, RSTART), w, " "); fin[h] += w[1]}
+    match($0, /[0-9]+ standalone acks/) {h = substr($1, 2, index($1, ":") - 2); split(substr($0, RSTART), w, " "); acks[h] += w[1]}
+    END {for (h in fin) if (fin[h] > best) {best = fin[h]; n = acks[h] + 0}; print best + 0, n + 0}')
+check "a verified 1 MiB stream at MTU 1500: the receiver took $ack_in frames and sent $ack_n standalone acks (at most one per 30 frames)" \
+    sh -c "[ $rc -eq 0 ] && grep -q '\"verified\":true' '$LOG/acks' && [ $ack_in -gt 100000 ] && [ \$(( $ack_n * 30 )) -le $ack_in ]"
 
 # A parameter out of its range: one line naming it, and the job ends at once.  A 0 in each of
 # these used to hang the job until its time limit (no reliability window could be made; no
