@@ -9,6 +9,7 @@ PMETH_CORE_SOURCES = \
 	btl_pmeth/pmeth_pathprobe.h btl_pmeth/pmeth_pathprobe.c \
 	btl_pmeth/pmeth_ring.h btl_pmeth/pmeth_ring_packet.c \
 	btl_pmeth/pmeth_filter.h btl_pmeth/pmeth_filter.c \
+	btl_pmeth/pmeth_tc.h btl_pmeth/pmeth_tc.c \
 	btl_pmeth/pmeth_rma_wire.h
 
 ompicomp_LTLIBRARIES += btl_pmeth/mca_btl_pmeth.la
@@ -35,10 +36,13 @@ EXTRA_DIST += btl_pmeth/help-btl-pmeth.txt btl_pmeth/README.md
 
 # Unit tests of the protocol core (TAP, run by test/run).
 check_PROGRAMS += test/unit/t_pmeth_wire test/unit/t_pmeth_window test/unit/t_pmeth_credit \
-	test/unit/t_pmeth_pace test/unit/t_pmeth_pathprobe test/unit/t_pmeth_rma
+	test/unit/t_pmeth_pace test/unit/t_pmeth_pathprobe test/unit/t_pmeth_rma test/unit/t_pmeth_tc
 test_unit_t_pmeth_wire_SOURCES = test/unit/t_pmeth_wire.c btl_pmeth/pmeth_wire.c
 test_unit_t_pmeth_wire_CPPFLAGS = -I$(top_srcdir)/btl_pmeth -I$(top_srcdir)/test/unit
 test_unit_t_pmeth_wire_LDADD =
+test_unit_t_pmeth_tc_SOURCES = test/unit/t_pmeth_tc.c btl_pmeth/pmeth_tc.c
+test_unit_t_pmeth_tc_CPPFLAGS = -I$(top_srcdir)/btl_pmeth -I$(top_srcdir)/test/unit
+test_unit_t_pmeth_tc_LDADD =
 test_unit_t_pmeth_window_SOURCES = test/unit/t_pmeth_window.c btl_pmeth/pmeth_window.c
 test_unit_t_pmeth_window_CPPFLAGS = -I$(top_srcdir)/btl_pmeth -I$(top_srcdir)/test/unit
 test_unit_t_pmeth_window_LDADD =

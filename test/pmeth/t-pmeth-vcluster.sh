@@ -355,6 +355,20 @@ if grep -q '^#define XBTL_HAVE_XDP 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null;
     check "2 links, AF_XDP rings: every link of both ranks on AF_XDP ($n of 4 say so)" [ "$n" -eq 4 ]
     auto_split "$LOG/xdpauto" "2 links, 2 ranks per host, io_mode auto" \
         'btl:pmeth: link [01]: eth[01] .*AF_XDP' 4
+    # "auto" keeps AF_PACKET on a link whose traffic control AF_XDP frames would skip: a tbf
+    # shaping n0's eth0 (what n0 sends there), a clsact qdisc (tc filters) on n1's eth1; the
+    # other two links take AF_XDP
+    vc exec n0 -- tc qdisc replace dev eth0 root tbf rate 10gbit burst 256kb latency 20ms &&
+        vc exec n1 -- tc qdisc add dev eth1 clsact || not_ok "tc qdiscs on n0/eth0 and n1/eth1"
+    pm "$LOG/xdptc" --mca btl self,pmeth --mca btl_pmeth_io_mode auto -- "$P2P" -M 1048576; rc=$?
+    vc exec n0 -- tc qdisc del dev eth0 root; vc exec n1 -- tc qdisc del dev eth1 clsact
+    p2p_tap "2 links, io_mode auto, traffic control on two link ends" "$LOG/xdptc" $rc
+    tbf=$(grep -c '^\[n0:.*eth0: its root qdisc tbf shapes or schedules what it sends, which AF_XDP frames would skip; using AF_PACKET rings' "$LOG/xdptc.err")
+    cls=$(grep -c '^\[n1:.*eth1: its clsact qdisc may filter its frames, which AF_XDP frames would skip; using AF_PACKET rings' "$LOG/xdptc.err")
+    x=$(grep -c 'btl:pmeth: link [01]: eth[01] .*AF_XDP' "$LOG/xdptc.err")
+    p=$(grep -c 'btl:pmeth: link [01]: eth[01] .*AF_PACKET rings' "$LOG/xdptc.err")
+    check "io_mode auto: n0/eth0 (tbf: $tbf line) and n1/eth1 (clsact: $cls line) kept AF_PACKET ($p links), the other two took AF_XDP ($x)" \
+        [ "$tbf" -eq 1 -a "$cls" -eq 1 -a "$p" -eq 2 -a "$x" -eq 2 ]
 else
     skip "AF_XDP rings under MPI" "pmeth built without AF_XDP (no libxdp/libbpf or clang at configure)"
 fi

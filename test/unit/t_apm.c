@@ -20,6 +20,7 @@
 #include "apm_ring.h"
 #include "apm_thread.h"
 #include "tap.h"
+#include "tap_netns.h"
 
 #define US ((uint64_t) 1000)
 #define MS ((uint64_t) 1000000)
@@ -1281,21 +1282,10 @@ static bool in_own_netns;      /* test_netlink moved this process into a namespa
 
 static void test_netlink(void)
 {
-    const char *skip = NULL;
     char why[160];
-    if (geteuid() != 0) {
-        skip = "not root: cannot create a network namespace";
-    } else if (system("command -v ip >/dev/null 2>&1") != 0) {
-        skip = "no ip(8) (iproute2)";
-    } else if (unshare(CLONE_NEWNET) != 0) {
-        /* from here on this test process lives in a namespace of its own: the veth
-         * pair exists only there, and goes with it when the process exits */
-        snprintf(why, sizeof(why), "unshare(CLONE_NEWNET): %s", strerror(errno));
-        skip = why;
-    } else if (system("ip link add apmt0 type veth peer name apmt1 && ip link set apmt0 up "
-                      "&& ip link set apmt1 up") != 0) {
-        skip = "cannot create a veth pair in the new namespace";
-    }
+    /* from here on this test process lives in a namespace of its own: the veth
+     * pair exists only there, and goes with it when the process exits */
+    const char *skip = tap_netns_veth("apmt0", "apmt1", NULL, why, sizeof(why));
     if (skip != NULL) {
         printf("ok %d - netlink: a veth pair set down and up # SKIP %s\n", ++tap_n, skip);
         return;
