@@ -430,11 +430,20 @@ check "1 link shaped to 1 Gbit/s: a verified 4 MiB stream completes (${mbps:-?} 
 # Open MPI adds a peer at the first message to it, and the rank waits for its probes; a peer
 # no link reaches took the whole probe timeout, each in turn.  With btl_pmeth_probe_ahead the
 # first contact starts the others' probes too, decided in the background.
+# Each rank runs under a wrapper that prints the CPU time it used (its child's user + system).
 vc create nbr3sw --rate 0 --host-addrs --force >/dev/null || { not_ok "create nbr3sw"; tap_done; exit; }
+cat >"$VC_TMP/cpu-of" <<'EOF_CPU'
+#!/bin/bash
+"$@"; rc=$?
+read -r -a st < <(sed 's/.*) //' /proc/$$/stat)
+echo "# cpu of rank $OMPI_COMM_WORLD_RANK: $(( (st[13] + st[14]) * 1000 / $(getconf CLK_TCK) )) ms"
+exit $rc
+EOF_CPU
+chmod +x "$VC_TMP/cpu-of"
 for ahead in 32 0; do
     t0=$(date +%s%N)
     pm "$LOG/nbr$ahead" --mca btl self,pmeth,tcp --mca btl_tcp_if_include 198.19.254.0/24 \
-        --mca btl_pmeth_probe_timeout_ms 1000 --mca btl_pmeth_probe_ahead $ahead -- "$P2P" -M 65536; rc=$?
+        --mca btl_pmeth_probe_timeout_ms 1000 --mca btl_pmeth_probe_ahead $ahead -- "$VC_TMP/cpu-of" "$P2P" -M 65536; rc=$?
     echo "# probe_ahead $ahead: the job took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
     p2p_tap "nbr3sw, probe_ahead $ahead, pmeth to the centre and tcp between neighbours" "$LOG/nbr$ahead" $rc
 done
@@ -445,6 +454,14 @@ check "each neighbour's two unreachable peers decided ($unr of 6), $bg of them i
 unr0=$(grep -c 'not reachable over pmeth' "$LOG/nbr0.err"); bg0=$(grep -c 'probed ahead)' "$LOG/nbr0.err")
 check "btl_pmeth_probe_ahead 0: the same $unr0 verdicts, each waited for by the rank that asked ($bg0 in the background)" \
     [ "$unr0" = 6 -a "$bg0" = 0 ]
+# ... and a rank waiting for those verdicts (1 s each, two in turn) leaves the CPU to others:
+# each neighbour used well under a second of CPU in all (it spun through the waits before,
+# 0.6-2.1 s; docs/results-2026-12-06-nbr6sw-cpu/)
+cpu0=$(grep -ho '^# cpu of rank [123]: [0-9]* ms' "$LOG/nbr0" | awk '{printf "%s%s ms", (NR > 1 ? ", " : ""), $6}')
+most=$(grep -ho '^# cpu of rank [123]: [0-9]* ms' "$LOG/nbr0" | awk 'BEGIN {m = -1} $6 > m {m = $6} END {print m}')
+n0=$(grep -c '^# cpu of rank [123]: ' "$LOG/nbr0")
+check "btl_pmeth_probe_ahead 0: the neighbours, each waiting 2 s for verdicts, used $cpu0 of CPU (under 500 ms each)" \
+    [ "$n0" = 3 -a "$most" -ge 0 -a "$most" -lt 500 ]
 
 # ---- 6 links ----------------------------------------------------------------------------
 vc create pair --links 6 --rate 0 --force >/dev/null || { not_ok "create pair 6 links"; tap_done; exit; }

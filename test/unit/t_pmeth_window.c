@@ -27,6 +27,14 @@ static pmeth_window_config_t cfg(uint32_t w)
     return c;
 }
 
+/* N frames in sequence from FIRST, in order, taken by RX (handles 0, at time 0) */
+static void accept_run(pmeth_rxwin_t *rx, uint32_t first, uint32_t n)
+{
+    for (uint32_t s = first; s < first + n; s++) {
+        pmeth_rxwin_accept(rx, s, 0, 0);
+    }
+}
+
 /* xorshift64: the same seed gives the same run */
 static uint64_t rng = 88172645463325252ull;
 static uint64_t rnd64(void) { return tap_xorshift64(&rng); }
@@ -605,9 +613,7 @@ static void test_receiver(void)
     pmeth_window_config_t c4 = cfg(64);
     c4.ack_every = 4;
     rx = pmeth_rxwin_create(&c4);
-    for (uint32_t s = 0; s < 3; s++) {
-        pmeth_rxwin_accept(rx, s, 0, 0);
-    }
+    accept_run(rx, 0, 3);
     CHECK(!pmeth_rxwin_ack_now(rx), "3 frames, ack_every 4: no immediate ack");
     pmeth_rxwin_accept(rx, 3, 0, 0);
     CHECK(pmeth_rxwin_ack_now(rx), "the 4th: ack at once");
@@ -619,17 +625,13 @@ static void test_receiver(void)
     c45.ack_every = 45;
     rx = pmeth_rxwin_create(&c45);
     pmeth_rxwin_set_ack_cap(rx, 5);
-    for (uint32_t s = 0; s < 4; s++) {
-        pmeth_rxwin_accept(rx, s, 0, 0);
-    }
+    accept_run(rx, 0, 4);
     CHECK(!pmeth_rxwin_ack_now(rx), "4 frames, cap 5: no immediate ack");
     pmeth_rxwin_accept(rx, 4, 0, 0);
     CHECK(pmeth_rxwin_ack_now(rx), "the 5th under cap 5: ack at once");
     pmeth_rxwin_ack_sent(rx);
     pmeth_rxwin_set_ack_cap(rx, 0);
-    for (uint32_t s = 5; s < 5 + 44; s++) {
-        pmeth_rxwin_accept(rx, s, 0, 0);
-    }
+    accept_run(rx, 5, 44);
     CHECK(!pmeth_rxwin_ack_now(rx), "cap lifted: 44 frames, ack_every 45, no immediate ack");
     pmeth_rxwin_accept(rx, 49, 0, 0);
     CHECK(pmeth_rxwin_ack_now(rx) && pmeth_rxwin_ack_owed(rx), "the 45th: ack at once");
