@@ -105,6 +105,7 @@ typedef struct pmeth_link {
     uint32_t unkicked;                  /* frames posted since the last kick */
     bool refused;                       /* the last kick found the link down */
     struct pmeth_held *held_oldest, *held_newest;   /* frames held in this link's ring */
+    struct pmeth_held *xheld_oldest, *xheld_newest; /* and of its AF_XDP socket, as they came */
     /* frames the keeper took from the ring and left for progress (all but the
      * acks it could take itself), and data frames progress could not give ob1
      * yet, in ring order: progress takes them first */
@@ -145,6 +146,7 @@ typedef struct pmeth_held {
     struct pmeth_held *lap_prev, *lap_next;     /* its link's held frames, oldest first */
     uint8_t link;
     bool on_lap;                        /* on that list: its slot is refilled in ring order */
+    bool on_xlist;                      /* on the link's AF_XDP list instead */
     int id;                             /* receive ring slot, -1 once moved aside */
     void *frame;
     uint32_t len;

@@ -68,19 +68,21 @@ static void held_put(pmeth_held_t *h)
 
 static void lap_unlink(pmeth_link_t *link, pmeth_held_t *h)
 {
-    if (!h->on_lap) {
+    if (!h->on_lap && !h->on_xlist) {
         return;
     }
-    h->on_lap = false;
+    pmeth_held_t **oldest = h->on_lap ? &link->held_oldest : &link->xheld_oldest;
+    pmeth_held_t **newest = h->on_lap ? &link->held_newest : &link->xheld_newest;
+    h->on_lap = h->on_xlist = false;
     if (h->lap_prev != NULL) {
         h->lap_prev->lap_next = h->lap_next;
     } else {
-        link->held_oldest = h->lap_next;
+        *oldest = h->lap_next;
     }
     if (h->lap_next != NULL) {
         h->lap_next->lap_prev = h->lap_prev;
     } else {
-        link->held_newest = h->lap_prev;
+        *newest = h->lap_prev;
     }
     h->lap_prev = h->lap_next = NULL;
 }
@@ -99,30 +101,48 @@ void pmeth_held_release(pmeth_held_t *h)
     held_put(h);
 }
 
+/* Copy held frame H out of LINK's ring into private memory and give its slot back. */
+static bool move_held_aside(pmeth_link_t *link, pmeth_held_t *h)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    uint8_t *copy = malloc(h->len > 0 ? h->len : 1);
+    if (copy == NULL) {
+        return false;
+    }
+    memcpy(copy, h->frame, h->len);
+    lap_unlink(link, h);
+    pmeth_ring_rx_put(link->ring, h->id);
+    h->copy = copy;
+    h->frame = copy;
+    h->id = -1;
+    c->copies_rx += h->len;
+    c->held_moved++;
+    return true;
+}
+
 /* Frames held ahead of a gap sit in their ring slots.  The kernel fills slots
  * strictly in order and drops every frame while its next slot is taken, so a
  * frame held for a whole lap of the ring would block the link, and with it
  * the very frame that fills the gap (with many peers and loss, the held
  * frames of all of them add up).  Those held for half a lap move to private
- * memory (counted: bytes copied receiving). */
+ * memory (counted: bytes copied receiving).
+ * An AF_XDP socket has only the frames given back to it to fill, in any
+ * order: there the oldest held ones move aside while more than half of its
+ * frames are out (rings of 8 frames on two links, each holding frames that
+ * wait for one the other would bring, stopped both). */
 static void move_old_held_aside(pmeth_link_t *link)
 {
-    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     pmeth_held_t *h;
     uint32_t slots;
     while ((h = link->held_oldest) != NULL && pmeth_ring_rx_age(link->ring, h->id, &slots) > slots / 2) {
-        uint8_t *copy = malloc(h->len > 0 ? h->len : 1);
-        if (copy == NULL) {
+        if (!move_held_aside(link, h)) {
             return;
         }
-        memcpy(copy, h->frame, h->len);
-        lap_unlink(link, h);
-        pmeth_ring_rx_put(link->ring, h->id);
-        h->copy = copy;
-        h->frame = copy;
-        h->id = -1;
-        c->copies_rx += h->len;
-        c->held_moved++;
+    }
+    while ((h = link->xheld_oldest) != NULL && pmeth_ring_rx_taken(link->ring, h->id, &slots) > slots / 2) {
+        if (!move_held_aside(link, h)) {
+            return;
+        }
     }
 }
 
@@ -164,8 +184,17 @@ static pmeth_held_t *hold(pmeth_link_t *link, const struct pmeth_rx_frame *f)
     h->lap_next = NULL;
     h->lap_prev = NULL;
     h->on_lap = pmeth_ring_rx_in_order(link->ring, f->id);
-    if (!h->on_lap) {
-        return h;       /* an AF_XDP frame: given back in any order, never blocks the ring */
+    h->on_xlist = !h->on_lap;
+    if (h->on_xlist) {
+        /* an AF_XDP frame: given back in any order; its list is in arrival order */
+        h->lap_prev = link->xheld_newest;
+        if (link->xheld_newest != NULL) {
+            link->xheld_newest->lap_next = h;
+        } else {
+            link->xheld_oldest = h;
+        }
+        link->xheld_newest = h;
+        return h;
     }
     /* in ring order, oldest first, since move_old_held_aside looks at the oldest
      * only: frames are held in the order they arrived, but one kept for a later
@@ -556,7 +585,7 @@ int pmeth_poll_link(pmeth_link_t *link, unsigned budget)
         budget = 64;
     }
     int n = pmeth_ring_rx_poll(link->ring, frames, (int) budget);
-    if (link->held_oldest != NULL) {
+    if (link->held_oldest != NULL || link->xheld_oldest != NULL) {
         move_old_held_aside(link);
     }
     if (OPAL_UNLIKELY(link->ndeferred > 0)) {
@@ -610,7 +639,7 @@ int pmeth_keeper_poll_link(pmeth_link_t *link)
         }
         /* the ring moves on while frames wait in it: held ones move aside,
          * deferred ones that would stop it go back (as in pmeth_poll_link) */
-        if (link->held_oldest != NULL) {
+        if (link->held_oldest != NULL || link->xheld_oldest != NULL) {
             move_old_held_aside(link);
         }
         if (link->ndeferred > 0) {

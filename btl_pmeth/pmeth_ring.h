@@ -206,6 +206,13 @@ void pmeth_ring_rx_put(struct pmeth_ring *r, int id);
 /* The kernel refills frame ID's slot in ring order (AF_PACKET), so holding it
  * long blocks the ring (pmeth_ring_rx_age); false for AF_XDP frames. */
 bool pmeth_ring_rx_in_order(const struct pmeth_ring *r, int id);
+/* For an AF_XDP frame ID: how many receive frames of its socket the caller
+ * has taken and not put back, against how many the socket has (SLOTS).  The
+ * kernel fills only frames put back, in any order, and drops what arrives
+ * while it has none: a caller that holds them all (frames held ahead of a
+ * gap on a small ring) would never see the frame that fills the gap, so it
+ * moves its oldest held ones aside first.  0 (SLOTS 0) for AF_PACKET frames. */
+uint32_t pmeth_ring_rx_taken(const struct pmeth_ring *r, int id, uint32_t *slots);
 
 /* ---- internal: the AF_XDP back end, called by pmeth_ring_packet.c ---- */
 #define PMETH_XDP_FRAME_MAX 3840u   /* one 4 KiB chunk less the kernel's headroom */
@@ -234,6 +241,7 @@ void pmeth_xdp_tx_put(struct pmeth_xdp *x, int id);
 int pmeth_xdp_tx_kick(struct pmeth_xdp *x);
 int pmeth_xdp_rx_poll(struct pmeth_xdp *x, struct pmeth_rx_frame *out, int max);
 void pmeth_xdp_rx_put(struct pmeth_xdp *x, int id);
+uint32_t pmeth_xdp_rx_taken(const struct pmeth_xdp *x, uint32_t *slots);
 #endif
 
 #endif

@@ -928,6 +928,19 @@ uint32_t pmeth_ring_rx_age(const struct pmeth_ring *r, int id, uint32_t *slots)
     return age == 0 && r->rx_out[id] ? r->rx_nr : age;
 }
 
+uint32_t pmeth_ring_rx_taken(const struct pmeth_ring *r, int id, uint32_t *slots)
+{
+    *slots = 0;
+    XDP_OR(r, pmeth_xdp_rx_taken(r->xdp, slots));
+#ifdef PMETH_RING_HAVE_XDP
+    if (r->xrx != NULL && id >= 0 && (uint32_t) id >= r->rx_nr) {
+        return pmeth_xdp_rx_taken(r->xrx, slots);
+    }
+#endif
+    (void) id;
+    return 0;
+}
+
 void pmeth_ring_rx_put(struct pmeth_ring *r, int id)
 {
     XDP_OR_VOID(r, pmeth_xdp_rx_put(r->xdp, id));

@@ -88,6 +88,7 @@ struct pmeth_xdp {
     uint32_t *tx_free;          /* stack of free send frames */
     uint32_t tx_nfree;
     uint32_t tx_unsent;         /* posted since the kernel last took the send ring */
+    uint32_t rx_taken;          /* receive frames handed to the caller, not yet put back */
     bool zerocopy;              /* else copy mode: only sendto sends */
     bool small_only;            /* receive only, frames up to one chunk (pmeth_xdp_small) */
     bool generic_hook;          /* the program runs at the generic (skb) hook */
@@ -716,7 +717,14 @@ int pmeth_xdp_rx_poll(struct pmeth_xdp *x, struct pmeth_rx_frame *out, int max)
         out[i].arrived_ns = 0;      /* AF_XDP stamps nothing: the reader's clock serves */
     }
     xsk_ring_cons__release(&x->rx, n);
+    x->rx_taken += n;
     return (int) n;
+}
+
+uint32_t pmeth_xdp_rx_taken(const struct pmeth_xdp *x, uint32_t *slots)
+{
+    *slots = x->nrx;
+    return x->rx_taken;
 }
 
 void pmeth_xdp_rx_put(struct pmeth_xdp *x, int id)
@@ -726,5 +734,6 @@ void pmeth_xdp_rx_put(struct pmeth_xdp *x, int id)
     if (xsk_ring_prod__reserve(&x->fill, 1, &idx) == 1) {
         *xsk_ring_prod__fill_addr(&x->fill, idx) = (uint64_t) id * x->chunk;
         xsk_ring_prod__submit(&x->fill, 1);
+        x->rx_taken -= x->rx_taken > 0;
     }
 }
