@@ -56,6 +56,18 @@ BENCHES = {
 }
 
 
+def pmeth_io_mode(mpirun_args):
+    """The btl_pmeth_io_mode a transport's mpirun arguments give pmeth: the one they name,
+    else "auto" (the component's default); "" where they run no pmeth."""
+    mode, pmeth = "auto", False
+    for i, t in enumerate(mpirun_args[:-1]):
+        if t == "btl" and "pmeth" in mpirun_args[i + 1].split(","):
+            pmeth = True
+        if t == "btl_pmeth_io_mode":
+            mode = mpirun_args[i + 1]
+    return mode if pmeth else ""
+
+
 def read_transports(path, uses=("bench", "both")):
     """name -> mpirun arguments, for the transports whose use is one of USES."""
     out = {}
@@ -455,9 +467,9 @@ def main():
         args.baseline = default if default in names else names[0]
     elif args.baseline not in names:
         sys.exit(f"compare: the baseline {args.baseline!r} is not among the transports ({', '.join(names)})")
-    # a transport that runs pmeth on AF_XDP rings gets the AF_XDP floor beside it
-    any_xdp = any(t == "btl_pmeth_io_mode" and known[n][i + 1:i + 2] in (["xdp"], ["auto"])
-                  for n in names for i, t in enumerate(known[n]))
+    # a transport that runs pmeth on AF_XDP rings (io_mode xdp, or auto, the default) gets
+    # the AF_XDP floor beside it
+    any_xdp = any(pmeth_io_mode(known[n]) in ("xdp", "auto") for n in names)
     benches = args.bench.split(",")
     for b in benches:
         if b not in BENCHES:

@@ -92,22 +92,25 @@ static int pmeth_component_register(void)
     reg("if_exclude", "Comma-separated list of Ethernet interface names never to use.  Mutually "
         "exclusive with btl_pmeth_if_include", MCA_BASE_VAR_TYPE_STRING, &c->if_exclude,
         OPAL_INFO_LVL_1);
-    c->io_mode = "packet";
+    c->io_mode = "auto";
     reg("io_mode", "How frames reach the kernel: \"packet\" (AF_PACKET rings, any interface), "
         "\"xdp\" (AF_XDP sockets with our own XDP program that takes only frames of our "
-        "EtherType; copy mode on veth, zero copy where the driver offers it), or \"auto\" "
-        "(AF_XDP where it works and the interface has no traffic shaping or tc filters that its "
-        "frames would skip, falling back to packet with one verbose line).  Default packet: "
-        "AF_XDP is faster where it runs (at MTU 1500 on veth: latency 0.73-0.95x, bandwidth "
-        "1.1-1.4x of packet's; btl_pmeth/README.md, \"Rings\"), but it needs root or a "
-        "helper the site started with --xdp, attaches an XDP program to the interface for "
-        "the job's lifetime, serves one process per "
-        "interface, and frames it moves through AF_XDP skip the interface's queueing "
-        "discipline (traffic shaping) and netfilter's ingress hook.  An AF_XDP frame is at "
-        "most 3840 bytes: at a larger MTU (jumbo frames) xdp sends every frame and receives "
-        "the larger ones through an AF_PACKET ring (so shaping applies to all it sends), and "
-        "takes the smaller ones (acks, short messages) through AF_XDP: at MTU 9000 on veth, "
-        "8 B latency 0.1x of packet's where every frame would wake another CPU",
+        "EtherType, job and process; copy mode on veth, zero copy where the driver offers it), "
+        "or \"auto\" (the default: AF_XDP where it works, else packet, with one line at "
+        "btl_base_verbose 1 saying why).  AF_XDP works for a root job, or through a helper the "
+        "site started with --xdp, on an interface with one receive queue, no XDP program of "
+        "another owner, one process of the job on it, and nothing its frames would skip: they "
+        "pass the interface's queueing discipline (traffic shaping) on the way out and tc's and "
+        "netfilter's ingress hooks on the way in, so auto keeps packet where a tbf or other "
+        "shaping qdisc, a clsact or ingress qdisc, or an nftables chain bound to the device is "
+        "set when the job starts.  An XDP program is attached for the job's lifetime (and goes "
+        "with the last socket, also when the process is killed).  An AF_XDP frame is at most "
+        "3840 bytes: at a larger MTU (jumbo frames) every frame is sent, and the larger ones "
+        "received, through an AF_PACKET ring, and the smaller ones (acks, short messages) come "
+        "in through AF_XDP.  Measured on veth at MTU 9000 (btl_pmeth/README.md, \"Rings\"): "
+        "where every frame would wake another CPU, 8 B latency 0.08x of packet's and 1 MiB "
+        "bandwidth 1.26x; where the sending CPU takes each frame, 1.1x and 0.86x.  Ask for "
+        "packet where filters are added while jobs run",
         MCA_BASE_VAR_TYPE_STRING, &c->io_mode, OPAL_INFO_LVL_4);
     helper_socket = PMETH_HELPER_DEFAULT_SOCKET;
     reg("helper", "Unix socket of pmeth-helperd, the site's root helper that opens AF_PACKET "
@@ -631,9 +634,16 @@ static enum pmeth_io_mode xdp_or_not(const pmeth_link_t *link, bool auto_mode)
 {
     pmeth_tc_state_t tc;
     char err[160] = "", why[128];
-    if (pmeth_tc_read(link->ifindex, &tc, err, sizeof(err)) != 0) {
+    if (pmeth_tc_read(link->ifindex, link->ifname, &tc, err, sizeof(err)) != 0) {
         PMETH_VERBOSE(5, "%s: its qdiscs could not be read (%s)", link->ifname, err);
         return PMETH_IO_XDP;
+    }
+    if (tc.nft_unread[0] != '\0') {
+        /* only root may read them, and only root attaches XDP itself: an
+         * ordinary user's job gets AF_XDP from a helper the site started with
+         * --xdp, the site's word that its filters do not matter here */
+        PMETH_VERBOSE(5, "%s: its netfilter chains could not be read (%s)", link->ifname,
+                      tc.nft_unread);
     }
     /* above this MTU every frame is sent through the AF_PACKET ring (paired rings) */
     bool xdp_sends = link->mtu + 14 <= PMETH_XDP_FRAME_MAX;

@@ -33,10 +33,13 @@ TXF=$(param tx_frames); RXF=$(param rx_frames); W=$(param window); AHEAD=$(param
 echo "# defaults: tx_frames $TXF, rx_frames $RXF, window $W, probe_ahead $AHEAD"
 
 # job HOSTS LINKS WINDOW NP PPN: one job on the current cluster; its ranks' JSON lines, tagged
-# with the layout and the sizes of this build, go to $ROWS
+# with the layout and the sizes of this build, go to $ROWS.  On AF_PACKET rings, whose size
+# the formula below computes: under the default io_mode (auto) one rank a host would take
+# AF_XDP rings, counted by pmeth_xdp_memory() (btl_pmeth/README.md, "Memory")
 job() {
     local hosts=$1 links=$2 win=$3 np=$4 ppn=$5 out=$VC_TMP/job-$1-$2-$3-$4 rc
     vc_mpirun --ppn "$ppn" --mca pml ob1 --mca btl self,vader,pmeth --mca btl_pmeth_window "$win" \
+        --mca btl_pmeth_io_mode packet \
         --mca btl_pmeth_tx_frames "$TXF" --mca btl_pmeth_rx_frames "$RXF" \
         --mca btl_base_verbose 10 -- "$PROG" >"$out" 2>"$out.err"
     rc=$?

@@ -57,13 +57,18 @@ echo "# n0 sent eth0 $((b0 - a0)) B, eth1 $((b1 - a1)) B"
 d0=$((b0 - a0)); d1=$((b1 - a1))
 check "both links carried the large messages (striping): eth0 $d0 B, eth1 $d1 B" \
     [ $((d0 + d1)) -gt 4000000 -a $((d0 * 4)) -gt $((d0 + d1)) -a $((d1 * 4)) -gt $((d0 + d1)) ]
-# The smallest rings the component takes (8 frames each way) under 16-frame buffer arrays:
-# a frame still being filled must not be given to the next one when the send ring laps
-# (ob1 got garbage and crashed), and a frame held for a whole lap of the receive ring must
-# not look new (the link stopped: the job hung)
+# The smallest rings the component takes (8 frames each way) under 16-frame buffer arrays.
+# AF_PACKET: a frame still being filled must not be given to the next one when the send ring
+# laps (ob1 got garbage and crashed), and a frame held for a whole lap of the receive ring
+# must not look new (the link stopped: the job hung).  AF_XDP (the default here): frames
+# held on both links, each waiting for one the other would bring, must not take all of a
+# socket's receive frames (nothing more came in: the job hung)
 VC_JOB_SECS=60 pm "$LOG/small" --mca btl self,pmeth --mca btl_pmeth_tx_frames 8 --mca btl_pmeth_rx_frames 8 \
+    --mca btl_pmeth_io_mode packet -- "$P2P" -M 1048576; rc=$?
+p2p_tap "2 links, AF_PACKET rings of 8 frames" "$LOG/small" $rc
+VC_JOB_SECS=60 pm "$LOG/smallx" --mca btl self,pmeth --mca btl_pmeth_tx_frames 8 --mca btl_pmeth_rx_frames 8 \
     -- "$P2P" -M 1048576; rc=$?
-p2p_tap "2 links, rings of 8 frames" "$LOG/small" $rc
+p2p_tap "2 links, rings of 8 frames, io_mode auto" "$LOG/smallx" $rc
 # The copies allowed.  Receiving: a frame held ahead of a gap (a missing frame, until it
 # comes again) for half a lap of its ring moves to private memory (btl_pmeth_recv.c); seen
 # about once in 25 runs here.  Sending: a message start whose frames cannot go at once waits
@@ -237,6 +242,11 @@ vc fault loss:n0/eth0:0.01:both loss:n0/eth1:0.01:both >/dev/null
 pm "$LOG/loss" --mca btl self,pmeth -- "$P2P" -M 4194304; rc=$?
 p2p_tap "1% loss each way" "$LOG/loss" $rc
 check "1% loss: frames were retransmitted ($(retrans "$LOG/loss"))" [ "$(retrans "$LOG/loss")" -gt 0 ]
+# the loss is an nftables chain on each link end's ingress, which AF_XDP frames would skip:
+# the default io_mode (auto) sees it and keeps AF_PACKET rings there, saying why
+nf=$(grep -c '^\[n[01]:.*eth[01]: netfilter chain xbvc_eth[01]/loss filters what it receives, which AF_XDP frames would skip; using AF_PACKET rings' "$LOG/loss.err")
+check "the default io_mode (auto) found the loss's nftables chain on all 4 link ends and kept AF_PACKET, one line each ($nf)" \
+    [ "$nf" -eq 4 ]
 
 # over 2 paths pipeline fragments are buffer arrays of 16 frames by default (one ob1 fragment
 # over several frames, handed to ob1 as one descriptor once its last frame is in): resends
