@@ -108,8 +108,8 @@ static int pmeth_component_register(void)
         "3840 bytes: at a larger MTU (jumbo frames) every frame is sent, and the larger ones "
         "received, through an AF_PACKET ring, and the smaller ones (acks, short messages) come "
         "in through AF_XDP.  Measured on veth at MTU 9000 (btl_pmeth/README.md, \"Rings\"): "
-        "where every frame would wake another CPU, 8 B latency 0.08x of packet's and 1 MiB "
-        "bandwidth 1.26x; where the sending CPU takes each frame, 1.1x and 0.86x.  Ask for "
+        "where every frame would wake another CPU, 8 B latency 0.09x of packet's and 1 MiB "
+        "bandwidth 1.3x; where the sending CPU takes each frame, 1.1x and 0.85-0.88x.  Ask for "
         "packet where filters are added while jobs run",
         MCA_BASE_VAR_TYPE_STRING, &c->io_mode, OPAL_INFO_LVL_4);
     helper_socket = PMETH_HELPER_DEFAULT_SOCKET;
