@@ -5,8 +5,12 @@
 #   R=5 SIZES=16k:64k ITERS=50 WARMUP=5 VARIANTS="default tcp" nbr6sw.sh   (nbr6sw-16k-64k.jsonl,
 #                                             whose rows name the default variant "pmeth")
 #   R=3 SIZES=32k:32k ITERS=200 nbr6sw.sh    (nbr6sw-32k-eager-frames.jsonl)
+#   R=5 SIZES=32k:32k ITERS=1000 VARIANTS="default packet tcp" nbr6sw.sh
+#                                             (../results-2026-12-06-pmeth-auto/nbr6sw-32k.jsonl,
+#                                             whose rows name the default variant "auto")
 # Variants: default (self,pmeth,tcp; tcp only between non-neighbours, over the management
-# network), frames1 (the same with btl_pmeth_eager_frames 1: one-frame message starts), tcp.
+# network), frames1 (the same with btl_pmeth_eager_frames 1: one-frame message starts),
+# packet (the same on AF_PACKET rings only: btl_pmeth_io_mode packet), tcp.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/nbr6sw}; mkdir -p "$OUT"
@@ -17,6 +21,7 @@ $VC create nbr6sw --name nbr --mtu 9000 --host-addrs --force >/dev/null || exit 
 trap '$VC destroy --name nbr >/dev/null 2>&1' EXIT
 pm="--mca btl self,pmeth,tcp --mca btl_tcp_if_include 198.19.255.0/24"
 declare -A V=([default]="$pm" [frames1]="$pm --mca btl_pmeth_eager_frames 1"
+              [packet]="$pm --mca btl_pmeth_io_mode packet"
               [tcp]="--mca btl self,tcp --mca btl_tcp_if_include 198.19.254.0/24")
 for rep in $(seq 1 "$R"); do
     for v in ${VARIANTS:-default frames1 tcp}; do
