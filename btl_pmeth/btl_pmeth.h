@@ -581,6 +581,10 @@ int pmeth_endpoint_keep(mca_btl_base_endpoint_t *ep, uint64_t now);
  * hangs on them) and answer its PROBEs, leave every other frame for progress;
  * frames taken */
 int pmeth_keeper_poll_link(pmeth_link_t *link);
+/* recv.c, for the keeper after polling every link: serve the one-sided
+ * requests among the frames left for progress that are now next in order
+ * (one that came in ahead of a frame on another link); frames served */
+int pmeth_keeper_serve_deferred(void);
 /* btl_pmeth_keeper.c: the thread that runs it while the process is away from MPI */
 void pmeth_keeper_start(void);
 void pmeth_keeper_stop(void);

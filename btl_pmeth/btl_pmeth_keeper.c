@@ -83,6 +83,9 @@ static void *keeper_main(void *arg)
             for (uint32_t i = 0; i < c->nlinks; i++) {
                 taken += (unsigned) pmeth_keeper_poll_link(&c->links[i]);
             }
+            if (taken > 0) {
+                taken += (unsigned) pmeth_keeper_serve_deferred();
+            }
             pmeth_acks_flush();
             uint64_t now = pmeth_now_ns();
             for (uint32_t i = 0; i < c->nactive; i++) {

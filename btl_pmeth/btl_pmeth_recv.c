@@ -623,6 +623,48 @@ static bool keeper_may_serve(const pmeth_wire_view_t *v)
            && ep->rx->held == 0 && pmeth_rxwin_classify(ep->rx, v->seq) == PMETH_RX_NEW_IN_ORDER;
 }
 
+int pmeth_keeper_serve_deferred(void)
+{
+    mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    uint64_t now = 0;
+    int served = 0;
+    /* a striped request's frames come in over several links in any order: one
+     * left for progress because its predecessor had not arrived may be next now
+     * (else the origin's epoch waited for the target to come back) */
+    for (bool again = true; again;) {
+        again = false;
+        for (uint32_t l = 0; l < c->nlinks; l++) {
+            pmeth_link_t *link = &c->links[l];
+            pmeth_wire_expect_t expect = {.ethertype = (uint16_t) c->ethertype,
+                                          .job_key = c->job_key, .my_id = c->my_id,
+                                          .max_frame = link->mtu + 14, .nlinks = PMETH_MAX_LINKS};
+            uint32_t n = link->ndeferred, kept = 0;
+            for (uint32_t i = 0; i < n; i++) {
+                struct pmeth_rx_frame f = link->deferred[i];
+                pmeth_wire_view_t v;
+                if (pmeth_wire_parse(f.frame, f.len, &expect, &v) == PMETH_WIRE_OK
+                    && memcmp(f.frame, link->mac, 6) == 0 && keeper_may_serve(&v)) {
+                    take_frame(link, &f, &now, false);
+                    c->keeper_rma++;
+                    served++;
+                    again = true;
+                } else {
+                    link->deferred[kept++] = f;     /* in ring order still */
+                }
+            }
+            /* (serving adds nothing to the list; were it to, those stay behind) */
+            for (uint32_t i = n; i < link->ndeferred; i++) {
+                link->deferred[kept++] = link->deferred[i];
+            }
+            link->ndeferred = kept;
+        }
+    }
+    if (served > 0 && c->rma_puts_owed > 0) {
+        pmeth_rma_answer_puts();
+    }
+    return served;
+}
+
 int pmeth_keeper_poll_link(pmeth_link_t *link)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;

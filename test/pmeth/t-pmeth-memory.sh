@@ -67,9 +67,32 @@ for line in sys.stdin:
         "$hosts" "$links" "$win" "$TXF" "$RXF" "$("$SIZES" "$win")" "$want_hl" >>"$ROWS"
 }
 
+# xdp_job: 2 ranks, one a host, under the default io_mode (auto), which takes AF_XDP rings
+# here: each rank's ring memory is pmeth_xdp_memory()'s, the UMEM of 2 KiB chunks (MTU 1500)
+# plus 24 B of descriptor rings a frame, for the send and receive frames (powers of two)
+xdp_job() {
+    local out=$VC_TMP/job-xdp rc p2 want
+    vc_mpirun --ppn 1 --mca pml ob1 --mca btl self,pmeth --mca btl_base_verbose 10 -- "$PROG" \
+        >"$out" 2>"$out.err"
+    rc=$?
+    p2() { local v=1; while [ "$v" -lt "$1" ]; do v=$((v * 2)); done; echo "$v"; }
+    want=$(( ($(p2 "$TXF") + $(p2 "$RXF")) * (2048 + 24) ))
+    local got; got=$(grep '^{"rank"' "$out" | python3 -c '
+import json, sys
+print(" ".join(str(json.loads(l)["memory_ring_bytes"]) for l in sys.stdin))')
+    local x; x=$(grep -c 'btl:pmeth: link 0: eth0 (.*AF_XDP (copy mode' "$out.err")
+    check "2 hosts, 2 ranks, io_mode auto (AF_XDP rings on $x of 2 ranks): ring memory ${got:-none} B each, the formula's $want B" \
+        sh -c "[ $rc -eq 0 ] && [ $x -eq 2 ] && [ '$got' = '$want $want' ]"
+}
+
 # ---- 2 hosts, 1 link -------------------------------------------------------------------
 if vc create pair --links 1 --rate 0 --force >/dev/null; then
     for np in 2 4 8 16; do job 2 1 "$W" "$np" $((np / 2)); done
+    if grep -q '^#define XBTL_HAVE_XDP 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null; then
+        xdp_job
+    else
+        skip "AF_XDP ring memory" "pmeth built without AF_XDP"
+    fi
 else
     not_ok "create a pair of virtual hosts"
 fi
