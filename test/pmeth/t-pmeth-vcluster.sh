@@ -69,6 +69,10 @@ p2p_tap "2 links, AF_PACKET rings of 8 frames" "$LOG/small" $rc
 VC_JOB_SECS=60 pm "$LOG/smallx" --mca btl self,pmeth --mca btl_pmeth_tx_frames 8 --mca btl_pmeth_rx_frames 8 \
     -- "$P2P" -M 1048576; rc=$?
 p2p_tap "2 links, rings of 8 frames, io_mode auto" "$LOG/smallx" $rc
+if grep -q '^#define XBTL_HAVE_XDP 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null; then
+    n=$(grep -c 'btl:pmeth: link [01]: eth[01] .*AF_XDP' "$LOG/smallx.err")
+    check "2 links, rings of 8 frames, io_mode auto: every link of both ranks on AF_XDP ($n of 4 say so)" [ "$n" -eq 4 ]
+fi
 # The copies allowed.  Receiving: a frame held ahead of a gap (a missing frame, until it
 # comes again) for half a lap of its ring moves to private memory (btl_pmeth_recv.c); seen
 # about once in 25 runs here.  Sending: a message start whose frames cannot go at once waits

@@ -1465,27 +1465,45 @@ static void test_netlink_overrun(void)
     CHECK(crowd, "400 more veth pairs in the namespace");
     uint64_t resyncs_before = st.netlink_resyncs;
     unsigned rounds_ok = 0, rounds = 0;
+    const char *broke = "no round broke off";
     for (int r = 0; r < 5; r++) {
         rounds++;
-        if (system("ip link set apmt2 up") != 0
-            || !wait_for(c, APM_PATH_PROBING, 3 * SEC, apm_now_ns(), &after)
-            || !hold_thread(th, r % 2 == 0)) {
+        if (system("ip link set apmt2 up") != 0) {
+            broke = "ip link set apmt2 up failed";
+            break;
+        }
+        if (!wait_for(c, APM_PATH_PROBING, 3 * SEC, apm_now_ns(), &after)) {
+            broke = "apmt2 up not seen within 3 s";
+            printf("# round %d: apmt2 path health %d after its up\n", r + 1, (int) info(c).path[0].health);
+            break;
+        }
+        printf("# round %d: apmt2 up seen after %.1f ms\n", r + 1, after / 1e6);
+        if (!hold_thread(th, r % 2 == 0)) {
+            broke = "the thread not held";
             break;
         }
         unlink(storm_done);
         storm(400, true);
         usleep(3000);                           /* the storm begun: the buffer full */
         atomic_store(&stall_wanted, false);
+        uint64_t storm_from = apm_now_ns();
         for (int k = 0; k < 1000 && access(storm_done, F_OK) != 0; k++) {
             usleep(10000);
         }
-        rounds_ok += wait_for(c, APM_PATH_DOWN, 3 * SEC, apm_now_ns(), &after);
+        printf("# round %d: the storm took %.0f ms%s\n", r + 1, (apm_now_ns() - storm_from) / 1e6,
+               access(storm_done, F_OK) != 0 ? ", still running" : "");
+        bool seen = wait_for(c, APM_PATH_DOWN, 3 * SEC, apm_now_ns(), &after);
+        if (!seen) {
+            printf("# round %d: apmt2 path health %d, not down, 3 s after the storm\n", r + 1,
+                   (int) info(c).path[0].health);
+        }
+        rounds_ok += seen;
     }
     unlink(storm_done);
     unlink(storm_file);
     apm_thread_stats(th, &st);
-    CHECK(rounds_ok == 5, "5 rounds let go during a storm: each ended with apmt2 down seen (%u of %u; "
-          "%" PRIu64 " more overruns, %" PRIu64 " dumps refused by the kernel)", rounds_ok, rounds,
+    CHECK(rounds_ok == 5, "5 rounds let go during a storm: each ended with apmt2 down seen (%u of %u, %s; "
+          "%" PRIu64 " more overruns, %" PRIu64 " dumps refused by the kernel)", rounds_ok, rounds, broke,
           st.netlink_resyncs - resyncs_before, st.netlink_dumps_refused);
     printf("# overrun: %" PRIu64 " messages, %" PRIu64 " overruns, %" PRIu64 " dumps refused\n",
            st.netlink_msgs, st.netlink_resyncs, st.netlink_dumps_refused);
