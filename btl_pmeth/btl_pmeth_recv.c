@@ -219,14 +219,21 @@ static pmeth_held_t *hold(pmeth_link_t *link, const struct pmeth_rx_frame *f)
     return h;
 }
 
+/* What a frame must be to be ours (our EtherType, job and id), at most MAX_FRAME
+ * bytes: every frame's parse takes it, nothing from the peer sets it. */
+static pmeth_wire_expect_t our_frames(uint32_t max_frame)
+{
+    const mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
+    return (pmeth_wire_expect_t){.ethertype = (uint16_t) c->ethertype, .job_key = c->job_key,
+                                 .my_id = c->my_id, .max_frame = max_frame,
+                                 .nlinks = PMETH_MAX_LINKS};
+}
+
 /* A held frame's view, parsed again where the frame is now (it may have moved
  * out of the ring): parsed once already, but nothing is trusted twice. */
 static bool parse_held(const pmeth_held_t *h, pmeth_wire_view_t *v)
 {
-    const mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    pmeth_wire_expect_t expect = {.ethertype = (uint16_t) c->ethertype, .job_key = c->job_key,
-                                  .my_id = c->my_id, .max_frame = h->len,
-                                  .nlinks = PMETH_MAX_LINKS};
+    pmeth_wire_expect_t expect = our_frames(h->len);
     return pmeth_wire_parse(h->frame, h->len, &expect, v) == PMETH_WIRE_OK;
 }
 
@@ -470,9 +477,7 @@ static int take_frame(pmeth_link_t *link, const struct pmeth_rx_frame *f, uint64
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     pmeth_wire_view_t v;
-    pmeth_wire_expect_t expect = {.ethertype = (uint16_t) c->ethertype, .job_key = c->job_key,
-                                  .my_id = c->my_id, .max_frame = link->mtu + 14,
-                                  .nlinks = PMETH_MAX_LINKS};
+    pmeth_wire_expect_t expect = our_frames(link->mtu + 14);
     pmeth_wire_verdict_t verdict = pmeth_wire_parse(f->frame, f->len, &expect, &v);
     if (OPAL_UNLIKELY(verdict != PMETH_WIRE_OK)) {
         c->drops[verdict]++;
@@ -635,9 +640,7 @@ int pmeth_keeper_serve_deferred(void)
         again = false;
         for (uint32_t l = 0; l < c->nlinks; l++) {
             pmeth_link_t *link = &c->links[l];
-            pmeth_wire_expect_t expect = {.ethertype = (uint16_t) c->ethertype,
-                                          .job_key = c->job_key, .my_id = c->my_id,
-                                          .max_frame = link->mtu + 14, .nlinks = PMETH_MAX_LINKS};
+            pmeth_wire_expect_t expect = our_frames(link->mtu + 14);
             uint32_t n = link->ndeferred, kept = 0;
             for (uint32_t i = 0; i < n; i++) {
                 struct pmeth_rx_frame f = link->deferred[i];
@@ -668,9 +671,7 @@ int pmeth_keeper_serve_deferred(void)
 int pmeth_keeper_poll_link(pmeth_link_t *link)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
-    pmeth_wire_expect_t expect = {.ethertype = (uint16_t) c->ethertype, .job_key = c->job_key,
-                                  .my_id = c->my_id, .max_frame = link->mtu + 14,
-                                  .nlinks = PMETH_MAX_LINKS};
+    pmeth_wire_expect_t expect = our_frames(link->mtu + 14);
     uint64_t now = 0;
     int taken = 0;
     while (link->ndeferred < PMETH_DEFER_MAX) {

@@ -27,6 +27,9 @@ relay_tap() {
     done
 }
 
+# xb_built_with FEATURE: configure found FEATURE (XDP, VERBS, ...): xbtl_config.h defines XBTL_HAVE_FEATURE 1
+xb_built_with() { grep -q "^#define XBTL_HAVE_$1 1" "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null; }
+
 # xb_mem_available_mib: the memory the kernel says a new job can have (MemAvailable), MiB
 xb_mem_available_mib() { awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo; }
 

@@ -88,7 +88,7 @@ print(" ".join(str(json.loads(l)["memory_ring_bytes"]) for l in sys.stdin))')
 # ---- 2 hosts, 1 link -------------------------------------------------------------------
 if vc create pair --links 1 --rate 0 --force >/dev/null; then
     for np in 2 4 8 16; do job 2 1 "$W" "$np" $((np / 2)); done
-    if grep -q '^#define XBTL_HAVE_XDP 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null; then
+    if xb_built_with XDP; then
         xdp_job
     else
         skip "AF_XDP ring memory" "pmeth built without AF_XDP"

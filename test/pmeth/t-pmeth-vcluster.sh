@@ -69,7 +69,7 @@ p2p_tap "2 links, AF_PACKET rings of 8 frames" "$LOG/small" $rc
 VC_JOB_SECS=60 pm "$LOG/smallx" --mca btl self,pmeth --mca btl_pmeth_tx_frames 8 --mca btl_pmeth_rx_frames 8 \
     -- "$P2P" -M 1048576; rc=$?
 p2p_tap "2 links, rings of 8 frames, io_mode auto" "$LOG/smallx" $rc
-if grep -q '^#define XBTL_HAVE_XDP 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null; then
+if xb_built_with XDP; then
     n=$(grep -c 'btl:pmeth: link [01]: eth[01] .*AF_XDP' "$LOG/smallx.err")
     check "2 links, rings of 8 frames, io_mode auto: every link of both ranks on AF_XDP ($n of 4 say so)" [ "$n" -eq 4 ]
 fi
@@ -362,7 +362,7 @@ vc fault --clear >/dev/null
 # suite over both links, every link of both ranks on AF_XDP.  Then "auto" with 2 ranks a
 # host: one process per interface can hold its AF_XDP socket, so one rank a host has AF_XDP
 # rings and the other falls back to AF_PACKET with one verbose line; both carry the job.
-if grep -q '^#define XBTL_HAVE_XDP 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null; then
+if xb_built_with XDP; then
     pm "$LOG/xdp" --mca btl self,pmeth --mca btl_pmeth_io_mode xdp -- "$P2P" -M 4194304; rc=$?
     p2p_tap "2 links, AF_XDP rings" "$LOG/xdp" $rc
     n=$(grep -c 'btl:pmeth: link [01]: eth[01] .*AF_XDP' "$LOG/xdp.err")
@@ -391,7 +391,7 @@ fi
 vc create pair --links 1 --rate 0 --mtu 9000 --force >/dev/null || { not_ok "create pair mtu 9000"; tap_done; exit; }
 # An AF_XDP frame fits one 4 KiB chunk: at MTU 9000 "auto" pairs an AF_PACKET ring (every
 # send, frames over 3840 B) with a receive-only AF_XDP socket for the smaller frames
-if grep -q '^#define XBTL_HAVE_XDP 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null; then
+if xb_built_with XDP; then
     pm "$LOG/xdpjumbo" --mca btl self,pmeth --mca btl_pmeth_io_mode auto -- "$P2P" -M 4194304; rc=$?
     p2p_tap "1 link, MTU 9000, io_mode auto (AF_PACKET + AF_XDP)" "$LOG/xdpjumbo" $rc
     n=$(grep -c 'btl:pmeth: link 0: eth0 .*AF_PACKET + AF_XDP to 3840 B' "$LOG/xdpjumbo.err")

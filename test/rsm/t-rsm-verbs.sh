@@ -58,7 +58,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TOP_SRCDIR/test/guest/guest_lib.sh"
 guest_require veth bridge overlay crc32_generic rdma_rxe
-grep -q '^#define XBTL_HAVE_VERBS 1' "$TOP_BUILDDIR/xbtl_config.h" 2>/dev/null ||
+xb_built_with VERBS ||
     { echo "# skipped: btl rsm built without its verbs back end (no libibverbs-dev at configure)"; exit 77; }
 for p in test/mpi/mpi_p2p test/mpi/mpit_read test/mpi/mpi_late test/mpi/mpi_threads test/rsm/rsm_soak \
          test/rsm/rsm_lapwrap; do
