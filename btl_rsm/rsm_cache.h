@@ -37,13 +37,16 @@ static inline bool rsm_small_cache(size_t llc, size_t min)
  * each other take a quarter of it, but not under 1.5 MiB: 64 messages of 4 KiB
  * in flight (two 4 KiB blocks each) fill 512 KiB, and a block must come round
  * after its lines have left the receiver's core (a 1 MiB lap streamed 4 KiB
- * messages 10% slower).  A pool of 4 MiB is all lap from a 32 MiB cache on.
- * 0 (the whole pool) when the cache is unknown. */
+ * messages 10% slower).  Nor over 4 MiB, the whole pool until 2026-12-07 and
+ * the working set every measurement since 2026-11-26 was made with: the pool
+ * past the lap (8 MiB since then) is there for windows that outgrow it, not
+ * for a longer lap.  4 MiB when the cache is unknown. */
 #define RSM_POOL_LAP_MIN ((size_t) 3 << 19)
+#define RSM_POOL_LAP_MAX ((size_t) 4 << 20)
 static inline size_t rsm_pool_lap_for_cache(size_t llc)
 {
-    if (llc == 0) {
-        return 0;
+    if (llc == 0 || llc / 8 >= RSM_POOL_LAP_MAX) {
+        return RSM_POOL_LAP_MAX;
     }
     return llc / 8 > RSM_POOL_LAP_MIN ? llc / 8 : RSM_POOL_LAP_MIN;
 }

@@ -19,7 +19,8 @@
  *
  * The lap is the pool's working set, and two ranks streaming both ways go
  * round two pools at once.  Where the last-level cache holds both laps (32 MiB
- * and more) the whole pool is the lap.  On a host with an 8 MiB L3 two 4 MiB
+ * and more) the lap is 4 MiB, half the default pool: the other half takes
+ * only windows that outgrow the lap.  On a host with an 8 MiB L3 two 4 MiB
  * laps filled it, every block came back from memory, and 4-16 KiB messages
  * both ways moved at 0.53-0.78x of pml ucx; 1.5 MiB laps took them to 0.9-1.1x
  * and kept streaming one way at its rate (a 1 MiB lap did not: 4 KiB messages

@@ -102,8 +102,8 @@ for want in "40000:40000 bytes (the whole job on this host)" \
 done
 
 # Memory is given to an area as it is needed (fallocate, so that a full /dev/shm is an error,
-# not a SIGBUS: t-rsm-shm-room.sh): the queues at the first send, the pool a 64 KiB chunk at a
-# time where messages land.  2 ranks, defaults: queues of 4096 postboxes (512 KiB a sender).
+# not a SIGBUS: t-rsm-shm-room.sh): the queues at the first send, the pool a chunk at a time
+# (64 KiB, or 1/64 of a pool over 4 MiB) where messages land.  2 ranks, defaults: queues of 4096 postboxes (512 KiB a sender).
 held_touch() {  # MCA-ARGS HOLD-ARGS...: a 2-rank rsm_abort hold job; sets touched (bytes
                # with memory in the two areas, while the job holds) and rc
     local args=$1 pid areas; shift
@@ -118,27 +118,33 @@ held_touch() {  # MCA-ARGS HOLD-ARGS...: a 2-rank rsm_abort hold job; sets touch
 }
 for len in 0 8192; do
     held_touch "" "$len"
-    want=$((2 * 524288 + (len > 0 ? 2 * 65536 : 0)))
+    want=$((2 * 524288 + (len > 0 ? 2 * 131072 : 0)))
     what=$([ "$len" -eq 0 ] && echo "only 100 B messages (inline): no pool page has memory" \
-           || echo "one 8 KiB message each way: one 64 KiB chunk of each pool has memory")
+           || echo "one 8 KiB message each way: one chunk of each pool has memory (128 KiB, 1/64 of the 8 MiB pool)")
     check "np 2, $what: the 2 areas hold ${touched:-0} B = $want B (job rc $rc)" \
         [ "$rc" -eq 0 -a "${touched:-0}" -eq "$want" ]
 done
 
 # Next fit goes round the pool's first btl_rsm_pool_lap bytes (rsm_pool.c): a stream of 4 KiB
-# messages both ways (2048, 64 in flight, verified; two 4 KiB blocks each, 512 KiB of the lap's
-# 896 KiB of large blocks) gives memory to about the lap's chunks of each pool (here 1.1-1.2 MiB;
-# blocks past the lap while acks lag), and to the whole large-block region (3.5 of 4 MiB) when the
-# lap is the pool.
-for lap in 1048576 4194304; do
-    held_touch "--mca btl_rsm_pool_lap $lap" 4096 2048
-    if [ "$lap" -lt 4194304 ]; then
+# messages both ways (2048, 64 in flight, verified; two 4 KiB blocks each, 512 KiB of large
+# blocks) gives memory to about the lap's chunks of each pool and no more (blocks past the lap
+# while acks lag: 1.1-1.2 MiB with a 1 MiB lap), and to the whole large-block region (7 of the
+# 8 MiB) when the lap is the pool.  The default lap (an eighth of the cache, at most 4 MiB)
+# keeps such a stream off the pool's second half, which is there for windows that outgrow it.
+for lap in 1048576 0 8388608; do
+    if [ "$lap" -eq 0 ]; then held_touch "" 4096 2048; else held_touch "--mca btl_rsm_pool_lap $lap" 4096 2048; fi
+    if [ "$lap" -eq 1048576 ]; then
         check "btl_rsm_pool_lap 1 MiB, 2048 x 4 KiB each way verified: the 2 areas hold ${touched:-0} B <= 2 x (512 KiB queues + twice the 1 MiB lap; acks that lag take blocks past it) (rc $rc)" \
             sh -c "[ $rc -eq 0 ] && [ ${touched:-0} -gt 0 ] && [ ${touched:-0} -le $((2 * (524288 + 2 * 1048576))) ] \
-                   && [ \$(grep -c 'next fit goes round 1024 KiB of each 4096 KiB pool' '$work/log') -eq 2 ]"
+                   && [ \$(grep -c 'next fit goes round 1024 KiB of each 8192 KiB pool' '$work/log') -eq 2 ]"
+    elif [ "$lap" -eq 0 ]; then
+        dlap=$(grep -o 'next fit goes round [0-9]* KiB of each 8192 KiB pool' "$work/log" | head -1 | awk '{print $5 * 1024}')
+        check "the default lap (${dlap:-no} B of the 8 MiB pool, at most 4 MiB), the same stream: the 2 areas hold ${touched:-0} B <= 2 x (512 KiB + the lap + 1 MiB): the pool's second half stays without memory (rc $rc)" \
+            sh -c "[ $rc -eq 0 ] && [ -n '$dlap' ] && [ ${dlap:-0} -le 4194304 ] && [ ${touched:-0} -gt 0 ] \
+                   && [ ${touched:-0} -le $((2 * (524288 + ${dlap:-0} + 1048576))) ]"
     else
-        check "btl_rsm_pool_lap 4 MiB (the whole pool), the same stream: the 2 areas hold ${touched:-0} B >= 2 x (512 KiB + 3 MiB) (rc $rc)" \
-            sh -c "[ $rc -eq 0 ] && [ ${touched:-0} -ge $((2 * (524288 + 3145728))) ] && ! grep -q 'next fit goes round' '$work/log'"
+        check "btl_rsm_pool_lap 8 MiB (the whole pool), the same stream: the 2 areas hold ${touched:-0} B >= 2 x (512 KiB + 6 MiB) (rc $rc)" \
+            sh -c "[ $rc -eq 0 ] && [ ${touched:-0} -ge $((2 * (524288 + 6291456))) ] && ! grep -q 'next fit goes round' '$work/log'"
     fi
 done
 

@@ -75,12 +75,12 @@ check "/dev/shm of 200 KiB: the job ends (rc $rc) at the first send, each failin
 [ "$r" -eq 0 ] || tail -15 "$work/log" | diag
 
 # the pool left at its default: rsm fits it to /dev/shm, and the job runs
-fitted() { passed && [ "$(grep -c "a pool of $1 bytes instead of 4194304" "$work/log")" -eq "$2" ] && [ "$left" -eq 0 ]; }
+fitted() { passed && [ "$(grep -c "a pool of $1 bytes instead of 8388608" "$work/log")" -eq "$2" ] && [ "$left" -eq 0 ]; }
 job 2 3m ""
 check "/dev/shm of 3 MiB, defaults: both ranks take a pool of 256 KiB (2 areas of 512 KiB of queues and the pool in half of /dev/shm), p2p verified (rc $rc)" fitted 262144 2
 fitted 262144 2 || tail -15 "$work/log" | diag
 
-# a container's default /dev/shm and a full host of ranks: 16 x (4 MiB + 256 KiB) would
+# a container's default /dev/shm and a full host of ranks: 16 x (8 MiB + 256 KiB) would
 # overfill 64 MiB; with 1 MiB pools the areas take 20 MiB (messages up to 1 MiB: 16 ranks'
 # buffers for 16 MiB would pass the job's memory limit)
 job 16 64m "" "-M 1048576"
@@ -88,7 +88,7 @@ check "/dev/shm of 64 MiB (a container's default), 16 ranks, defaults: pools of 
 fitted 1048576 16 || tail -15 "$work/log" | diag
 
 # where /dev/shm is large, the default pool is kept
-kept() { passed && [ "$(grep -c '4718592-byte areas' "$work/log")" -eq 2 ] && ! grep -q 'instead of 4194304' "$work/log"; }
+kept() { passed && [ "$(grep -c '8912896-byte areas' "$work/log")" -eq 2 ] && ! grep -q 'instead of 8388608' "$work/log"; }
 job 2 1g ""
-check "/dev/shm of 1 GiB, defaults: the 4 MiB pool is kept (4718592-byte areas: 512 KiB of queues and the pool), p2p verified (rc $rc)" kept
+check "/dev/shm of 1 GiB, defaults: the 8 MiB pool is kept (8912896-byte areas: 512 KiB of queues and the pool), p2p verified (rc $rc)" kept
 tap_done

@@ -91,12 +91,14 @@ int main(void)
     CHECK(!rsm_small_cache(8u << 20, 0), "a minimum of 0: never small (two copies whatever the cache)");
     CHECK(!rsm_small_cache(16u << 20, 16u << 20), "exactly the minimum is not small");
     /* the next-fit lap of a node pool (btl_rsm_pool_lap 0) */
-    CHECK(rsm_pool_lap_for_cache(0) == 0, "pool lap, cache unknown: 0 (the whole pool)");
+    CHECK(rsm_pool_lap_for_cache(0) == (4u << 20), "pool lap, cache unknown: 4 MiB (the ceiling)");
     CHECK(rsm_pool_lap_for_cache(8u << 20) == (3u << 19) && rsm_pool_lap_for_cache(4u << 20) == (3u << 19),
           "pool lap, 8 and 4 MiB caches: 1.5 MiB (the floor)");
-    CHECK(rsm_pool_lap_for_cache(16u << 20) == (2u << 20) && rsm_pool_lap_for_cache(32u << 20) == (4u << 20)
-          && rsm_pool_lap_for_cache(480u << 20) == (60u << 20),
-          "pool lap: an eighth of 16, 32 and 480 MiB (the last two at least a default pool)");
+    CHECK(rsm_pool_lap_for_cache(16u << 20) == (2u << 20) && rsm_pool_lap_for_cache(24u << 20) == (3u << 20)
+          && rsm_pool_lap_for_cache(32u << 20) == (4u << 20),
+          "pool lap: an eighth of 16, 24 and 32 MiB");
+    CHECK(rsm_pool_lap_for_cache(64u << 20) == (4u << 20) && rsm_pool_lap_for_cache(480u << 20) == (4u << 20),
+          "pool lap, 64 and 480 MiB caches: 4 MiB (the ceiling; the pool past it takes what outgrows the lap)");
 
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
