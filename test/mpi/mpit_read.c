@@ -9,6 +9,9 @@
  *                       change of the counters the traffic determines
  *   mpit_read poolfull  2 ranks, a small pool: rank 1 receives late, so rank
  *                       0's eager messages find the pool full and are staged
+ *   mpit_read window    the same with 64 messages of 64 KiB, eager: the default
+ *                       pool holds them all (none staged); window-full: a pool
+ *                       that does not (staged)
  *   mpit_read used      prints "rsm: used" when rsm carried this job's
  *                       messages (its pvars exist and count them), "rsm: unused"
  *                       otherwise; for the opt-in test
@@ -315,12 +318,13 @@ static void mode_pairs(bool on)
           "unknown tag %llu)", (unsigned long long) end[DROP_M], (unsigned long long) end[DROP_T]);
 }
 
-static void mode_poolfull(void)
+/* Rank 1 posts its receives late: rank 0's 64 eager sends of LEN bytes all
+ * wait in the pool, or in private memory (staged) where the pool cannot hold
+ * them.  FULL: the job's pool is too small for the window (pool_full and
+ * staged_starts move); else it holds it (neither moves). */
+static void mode_window(size_t len, bool full)
 {
-    /* rank 1 posts its receives late: rank 0's 64 eager sends of 8000 B need
-     * 512 KiB of blocks, the job gives the pool 64 KiB */
     const int n = 64;
-    const size_t len = 8000;
     uint64_t b[NVARS], a[NVARS], d[NVARS], peer[NVARS];
     MPI_Barrier(MPI_COMM_WORLD);
     read_all(b);
@@ -335,12 +339,19 @@ static void mode_poolfull(void)
     MPI_Barrier(MPI_COMM_WORLD);
     bad = peer_bad(bad);
     peer_delta(d, peer);
-    check(bad == 0, "%d messages of %zu B sent into a full pool all arrived intact", n, len);
-    check(d[POOL_FULL] >= 1 && d[STAGED] >= 1,
-          "pool_full +%llu and staged_starts +%llu moved (both expected >= 1)",
-          (unsigned long long) d[POOL_FULL], (unsigned long long) d[STAGED]);
+    check(bad == 0, "%d messages of %zu B sent before the receiver read any all arrived intact",
+          n, len);
+    if (full) {
+        check(d[POOL_FULL] >= 1 && d[STAGED] >= 1,
+              "pool_full +%llu and staged_starts +%llu moved (both expected >= 1)",
+              (unsigned long long) d[POOL_FULL], (unsigned long long) d[STAGED]);
+    } else {
+        check(d[POOL_FULL] == 0 && d[STAGED] == 0,
+              "the window fits the pool: pool_full +%llu and staged_starts +%llu (both expected 0)",
+              (unsigned long long) d[POOL_FULL], (unsigned long long) d[STAGED]);
+    }
     check(d[POOL] == (uint64_t) n && d[PARKED] == 0,
-          "every message still went through the pool in the end: pool_messages +%llu "
+          "every message went eager through the pool: pool_messages +%llu "
           "(expected %d), parked_starts +%llu (expected 0)", (unsigned long long) d[POOL], n,
           (unsigned long long) d[PARKED]);
 }
@@ -916,7 +927,9 @@ int main(int argc, char **argv)
         check(have, "the %d btl_rsm_* performance variables are there (MPI_T_pvar_get_index)",
               NVARS);
         if (have && strcmp(mode, "poolfull") == 0) {
-            mode_poolfull();
+            mode_window(8000, true);
+        } else if (have && (strcmp(mode, "window") == 0 || strcmp(mode, "window-full") == 0)) {
+            mode_window(65536, strcmp(mode, "window-full") == 0);
         } else if (have && (strcmp(mode, "eager") == 0 || strcmp(mode, "eager-off") == 0)) {
             mode_eager(strcmp(mode, "eager-off") != 0);
         } else if (have && (strcmp(mode, "eager-far") == 0 || strcmp(mode, "eager-near") == 0)) {

@@ -19,6 +19,12 @@ run() {  # PREFIX ARGS...: the reader's TAP lines, renumbered into ours
 run "" --mca btl_rsm_single_copy_near 1 "$READER" traffic
 # a 64 KiB pool that the sender fills before the receiver starts reading
 run "small pool: " --mca btl_rsm_pool_size 65536 "$READER" poolfull
+# a window of 64 eager messages of 64 KiB (osu_bibw's) fits the default pool; it did not fit the
+# 4 MiB pool of before 2026-12-07, whose large blocks hold 52 (docs/results-2026-12-07-rsm-amd-pool).
+# The limit pinned at 64 KiB + 64: no distance rule or small cache lowers it, no verbs pools
+EAGER64="--mca btl_rsm_short_eager_ns 0 --mca btl_rsm_two_copy_llc_min 0 --mca btl_rsm_verbs 0"
+run "64 KiB window, default pool: " $EAGER64 "$READER" window
+run "64 KiB window, 4 MiB pool: " $EAGER64 --mca btl_rsm_pool_size 4194304 "$READER" window-full
 # distance samples taken while bulk data comes in both ways decide nothing
 run "load: " "$READER" load
 # two tiny messages per postbox to a receiver measured far (every receiver, with nt_far_ns 1)
