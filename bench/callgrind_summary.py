@@ -27,8 +27,10 @@ FUNCTIONS = [
     # the send path
     "PMPI_Send", "mca_pml_ob1_send", "mca_pml_ucx_send", "ucp_tag_send_nbx",
     "uct_rc_verbs_ep_am_short", "rsm_sendi", "rsm_verbs_post_unit",
-    # an arrived message handed to the PML
-    "mca_pml_ob1_recv_frag_callback_match", "ucp_eager_only_handler", "rsm_poll_endpoint",
+    # an arrived message handed to the PML (rsm between hosts: poll_remote_queue,
+    # rsm_poll_endpoint before 2026-12-07)
+    "mca_pml_ob1_recv_frag_callback_match", "ucp_eager_only_handler", "poll_remote_queue",
+    "rsm_poll_endpoint",
     # the progress loops, one pass each
     "opal_progress", "rsm_component_progress", "rsm_verbs_progress", "poll_recv_cq",
     "poll_send_cq", "ucp_worker_progress",

@@ -572,13 +572,18 @@ static inline void rsm_ack_through(mca_btl_base_endpoint_t *ep, uint32_t last)
 /* The receive fast path, inlined into progress: polling an empty queue is one
  * load; an inline group (the latency path) is one acquire load, the header
  * read once and checked (the parser's checks, inline), the callback straight
- * on the postboxes, and the acks.  Anything else goes to rsm_poll_endpoint. */
-static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
+ * on the postboxes, and the acks.  Anything else goes to rsm_poll_endpoint.
+ * REMOTE (a constant at each call): the queue of a peer on another host, whose
+ * postboxes count as landed only up to the tail its newest immediate named
+ * (btl_rsm_verbs.c's poll_recv_cq calls this once per completion); such a
+ * queue carries no PAIRs. */
+static inline __attribute__((always_inline)) int
+rsm_poll_queue(mca_btl_base_endpoint_t *ep, unsigned budget, const bool remote)
 {
     const uint32_t qlen = ep->q_mask + 1;
     unsigned delivered = 0;
     while (delivered < budget) {
-        if (ep->pair_wait) {
+        if (!remote && ep->pair_wait) {
             int r = rsm_poll_second_half(ep);
             if (r == 0) {
                 return (int) delivered;
@@ -588,6 +593,9 @@ static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
         }
         const uint32_t head = ep->head, index = head & ep->q_mask;
         rsm_postbox_t *slot = &ep->in_queue[index];
+        if (remote && head == ep->in_published) {
+            return (int) delivered;
+        }
         if (atomic_load_explicit(&slot->flag, memory_order_acquire) != rsm_pb_flag(head)) {
             if (OPAL_UNLIKELY(ep->pb_lost_extent)) {
                 return (int) delivered + rsm_poll_endpoint(ep, budget - delivered);
@@ -597,7 +605,7 @@ static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
         rsm_pb_hdr_t h = rsm_pb_read_hdr(slot);
         uint32_t k = rsm_inline_postboxes(h.nbytes);
         const mca_btl_active_message_callback_t *reg;
-        bool pair = h.kind == (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST | RSM_PB_PAIR);
+        bool pair = !remote && h.kind == (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST | RSM_PB_PAIR);
         if (OPAL_UNLIKELY((h.kind != (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST)
                            && !(pair && h.nbytes <= RSM_PB_HALF_DATA && !ep->remote))
                           || ep->assembler.active || h.nbytes > ep->inline_max
@@ -627,6 +635,11 @@ static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
         ep->head = head + k;
     }
     return (int) delivered;
+}
+
+static inline int rsm_poll(mca_btl_base_endpoint_t *ep, unsigned budget)
+{
+    return rsm_poll_queue(ep, budget, false);
 }
 
 #define RSM_LOCK() OPAL_THREAD_LOCK(&mca_btl_rsm_component.lock)

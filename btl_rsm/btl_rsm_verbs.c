@@ -86,6 +86,9 @@ typedef struct rsm_vconn {
     struct ibv_qp *qp;
     uint32_t psn;
     uint64_t posted, completed;     /* RDMA writes: posted, known complete */
+    uint32_t unsignalled;           /* writes posted since the last signalled one */
+    struct ibv_send_wr one_wr;      /* vpost_one's request: the fields that never change */
+    struct ibv_sge one_sge;         /* set once (conn_wr_init) */
     uint32_t reads_out;             /* RDMA reads (single copy) posted, not complete */
     void *buf;                      /* out: the shadow; in: the area */
     size_t bytes;
@@ -568,6 +571,12 @@ static void conn_failed(mca_btl_base_endpoint_t *ep, const char *what, const cha
               vs.dev.name, peer_str(ep), peer_host(ep), what, detail);
 }
 
+/* What a progress pass seldom does (events, handshakes, completed reads, acks
+ * owed) is kept out of line: inlined, it made every pass save six registers
+ * and set up a frame of 184 bytes, ~25 instructions of the ~300 that an empty
+ * pass of opal_progress costs, while nothing arrives. */
+#define RSM_VRARE __attribute__((noinline))
+
 static int sq_room(rsm_vconn_t *q);
 static int cq_room(rsm_vdev_t *d, uint32_t n, mca_btl_base_endpoint_t *ep);
 
@@ -613,13 +622,80 @@ static int vflush(void)
     return OPAL_SUCCESS;
 }
 
+/* Whether the next write on Q asks for a completion: every signal-interval-th
+ * does, and its completion vouches for the ones before it (an RC send queue
+ * completes in order; poll_rail_cq counts them so). */
+static inline bool signal_next(rsm_vconn_t *q)
+{
+    if (++q->unsignalled < mca_btl_rsm_component.verbs_signal) {
+        return false;
+    }
+    q->unsignalled = 0;
+    return true;
+}
+
+/* The request vpost_one fills in for each write on Q: a single write of one
+ * piece whose completion names Q. */
+static void conn_wr_init(rsm_vconn_t *q)
+{
+    q->one_wr = (struct ibv_send_wr){.wr_id = (uintptr_t) q, .sg_list = &q->one_sge,
+                                     .num_sge = 1};
+    q->one_sge = (struct ibv_sge){0};
+}
+
+/* One RDMA write on Q with nothing held back: the latency path (an inline unit,
+ * a direct pool message), posted at once in Q's own request, of which only
+ * what differs from write to write is stored (vpost's batch is for writes
+ * that wait for the next one). */
+static int vpost_one(rsm_vconn_t *q, void *src, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+                     size_t len, bool imm, uint32_t imm_data)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    if (OPAL_UNLIKELY(q->posted - q->completed + q->reads_out >= vs.dev.sq_depth - 1)
+        && sq_room(q) != 0) {
+        return OPAL_ERROR;
+    }
+    struct ibv_send_wr *wr = &q->one_wr;
+    q->one_sge.addr = (uintptr_t) src;
+    q->one_sge.length = (uint32_t) len;
+    q->one_sge.lkey = lkey;
+    wr->opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+    wr->send_flags = len <= vs.dev.max_inline ? IBV_SEND_INLINE : 0;
+    wr->imm_data = htonl(imm_data);
+    wr->wr.rdma.remote_addr = raddr;
+    wr->wr.rdma.rkey = rkey;
+    const bool signalled = signal_next(q);
+    if (signalled) {
+        wr->send_flags |= IBV_SEND_SIGNALED;
+        if (OPAL_UNLIKELY(vs.dev.scq_out + 1 > RSM_VSCQ_ENTRIES)
+            && cq_room(&vs.dev, 1, q->ep) != OPAL_SUCCESS) {
+            q->unsignalled = c->verbs_signal - 1;   /* not posted: the next one signals */
+            return OPAL_ERROR;
+        }
+    }
+    struct ibv_send_wr *bad;
+    int rc = ibv_post_send(q->qp, wr, &bad);
+    if (OPAL_UNLIKELY(rc != 0)) {
+        conn_failed(q->ep, "posting an RDMA write", strerror(rc));
+        return OPAL_ERROR;
+    }
+    vs.dev.scq_out += signalled;
+    q->posted++;
+    c->v_posts++;
+    c->v_writes++;
+    c->v_write_bytes += len;
+    return OPAL_SUCCESS;
+}
+
 /* Post one RDMA write on Q (with MORE: held back, posted with the next write on
- * Q); every signal-interval-th is signalled, and its completion vouches for the
- * ones before it (an RC send queue completes in order). */
+ * Q; signalled as signal_next says). */
 static int vpost(rsm_vconn_t *q, void *src, uint32_t lkey, uint64_t raddr, uint32_t rkey,
                  size_t len, bool imm, uint32_t imm_data, bool more)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    if (OPAL_LIKELY(vbatch.n == 0 && !more)) {
+        return vpost_one(q, src, lkey, raddr, rkey, len, imm, imm_data);
+    }
     if (OPAL_UNLIKELY(vbatch.n > 0 && (vbatch.q != q || vbatch.n == RSM_VBATCH))
         && vflush() != OPAL_SUCCESS) {
         return OPAL_ERROR;
@@ -638,7 +714,7 @@ static int vpost(rsm_vconn_t *q, void *src, uint32_t lkey, uint64_t raddr, uint3
     wr->imm_data = htonl(imm_data);
     wr->wr.rdma.remote_addr = raddr;
     wr->wr.rdma.rkey = rkey;
-    if (q->posted % c->verbs_signal == c->verbs_signal - 1) {
+    if (signal_next(q)) {
         wr->send_flags |= IBV_SEND_SIGNALED;
         vbatch.signalled++;
     }
@@ -839,7 +915,7 @@ static void read_done(rsm_vread_t *r, unsigned rail, int status)
 }
 
 /* The reads sq_room completed: their callbacks, now that no posting is under way. */
-static int run_done_reads(void)
+static RSM_VRARE int run_done_reads(void)
 {
     int n = 0;
     while (vs.done_head != NULL && vs.in_sq_room == 0) {
@@ -1015,7 +1091,7 @@ static void note_acks(mca_btl_base_endpoint_t *ep, uint32_t qlen)
     }
 }
 
-static void push_owed_acks(void)
+static RSM_VRARE void push_owed_acks(void)
 {
     mca_btl_base_endpoint_t *ep = vs.owed, *keep = NULL;
     const uint64_t delay = (uint64_t) mca_btl_rsm_component.verbs_ack_delay_us * 1000;
@@ -1057,6 +1133,14 @@ static const rsm_postbox_t *direct_postbox(mca_btl_base_endpoint_t *ep, uint32_t
     }
     return (const rsm_postbox_t *) ((const char *) ep->in_seg[chunk].base
                                     + rsm_layout_pool_base(ep->in_lay, chunk) + offset);
+}
+
+/* The messages of EP's queue up to the tail an immediate named: inline ones by
+ * the receive fast path (rsm_poll_queue), the rest by the parser.  A function of
+ * its own so that profiles show what delivery costs. */
+static __attribute__((noinline)) int poll_remote_queue(mca_btl_base_endpoint_t *ep)
+{
+    return rsm_poll_queue(ep, UINT32_MAX, true);
 }
 
 static int poll_recv_cq(void)
@@ -1109,7 +1193,7 @@ static int poll_recv_cq(void)
         }
         ep->in_published = tail;
         ep->peer_consumed = consumed;
-        delivered += rsm_poll_endpoint(ep, UINT32_MAX);
+        delivered += poll_remote_queue(ep);
         note_acks(ep, qlen);
     }
     /* refilled in batches: the queue is deep enough for 32 units unanswered */
@@ -1189,6 +1273,7 @@ static int connect_nolock(mca_btl_base_endpoint_t *ep)
     }
     rsm_vconn_t *q = &v->out;
     q->ep = ep;
+    conn_wr_init(q);
     q->bytes = vs.queue_bytes;
     if ((v->group = group_for(ep)) == NULL
         || (q->buf = reg_alloc(q->bytes, IBV_ACCESS_LOCAL_WRITE, &q->mr)) == NULL
@@ -1333,6 +1418,7 @@ static void accept_req(const rsm_vmsg_t *m)
         return;
     }
     q->ep = ep;
+    conn_wr_init(q);
     q->bytes = vs.queue_bytes;
     q->psn = random_psn();
     q->peer_qpn = m->qpn;
@@ -1528,7 +1614,7 @@ static void take_grown(const rsm_vmsg_t *m)
 /* GROWs are resent every btl_rsm_verbs_resend_ms until answered (so a GROW
  * may be answered twice: take_grown); a growth that takes longer than a
  * connection may is given up (the pool keeps its size). */
-static void retry_grows(void)
+static RSM_VRARE void retry_grows(void)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     uint64_t now = now_ns();
@@ -1662,7 +1748,7 @@ static void take_handshake(const rsm_vud_msg_t *u, size_t len)
     }
 }
 
-static int poll_handshakes(void)
+static RSM_VRARE int poll_handshakes(void)
 {
     rsm_vud_msg_t u;
     size_t len = 0;
@@ -1688,7 +1774,7 @@ static int poll_handshakes(void)
  * call while a connection waits).
  * Time away from MPI does not count: a REQ lost just before the application
  * went off to compute must not fail the connection the moment it is back. */
-static void retry_requests(void)
+static RSM_VRARE void retry_requests(void)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     uint64_t now = now_ns();
@@ -1764,7 +1850,7 @@ static bool device_event(const rsm_vevent_t *ev, const char *device)
     return true;
 }
 
-static void poll_events(void)
+static RSM_VRARE void poll_events(void)
 {
     mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
     rsm_vevent_t ev;
