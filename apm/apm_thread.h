@@ -95,6 +95,7 @@ typedef struct apm_thread_stats {
     uint64_t netlink_msgs;      /* RTM_NEWLINK / RTM_DELLINK read */
     uint64_t netlink_resyncs;   /* overruns, each answered by a dump begun after it */
     uint64_t netlink_dumps_refused;     /* dump requests the kernel refused (asked again) */
+    uint64_t netlink_dumps_stalled;     /* dumps that stopped coming and were asked again */
     uint64_t wakeups;           /* returns from poll() */
     uint64_t last_up_ns, last_down_ns;  /* apm_now_ns() when the last change was seen */
     int last_up_link, last_down_link;
