@@ -190,9 +190,9 @@ static void netlink_dump(apm_thread_t *th)
  * A refusal of the new request while the old dump runs (EBUSY) is such a read,
  * and is itself asked again.  Until 2026-12-07 a dump was dropped 5 s after it
  * began, and not followed by another unless an overrun had come since, so the
- * links it had not read yet stayed unknown.  (Not seen stalling in t_apm: 0 of
- * 90 runs counted one.)  A dump that keeps answering, however long, is left to
- * finish. */
+ * links it had not read yet stayed unknown.  (Not seen in t_apm so far: its
+ * runs that learnt an up late counted no stall.)  A dump that keeps
+ * answering, however long, is left to finish. */
 #define DUMP_STALL_NS (250 * 1000000ull)
 
 /* Between reads: start the dump an overrun asked for, once none runs. */
