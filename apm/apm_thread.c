@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apm_resync.h"
 #include "apm_ring.h"
 
 /* What the thread last knew of a link, so repeated states are not events. */
@@ -42,13 +43,7 @@ struct apm_thread {
     int wake_fd;                /* eventfd */
     int nl_fd;                  /* -1 without netlink */
     uint32_t nl_seq;
-    /* Resync after an overrun.  The kernel runs one dump per socket at a time
-     * and answers a second request with EBUSY, and an overrun can come while
-     * a dump runs (its messages fill the same buffer): then what changed after
-     * the running dump read that link is lost too, so another dump follows it. */
-    uint32_t dump_seq;          /* the dump running (its request's sequence), 0: none */
-    bool dump_wanted;           /* an overrun not yet covered by a dump begun after it */
-    uint64_t dump_heard_ns;     /* when the running dump was asked for or last answered */
+    apm_resync_t resync;        /* every link's state read afresh after an overrun (apm_resync.h) */
     link_known_t *links;        /* the thread's own */
     size_t nlinks, links_cap;
     stat_cells_t st;
@@ -176,34 +171,19 @@ static void netlink_dump(apm_thread_t *th)
     struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
     ssize_t n = sendto(th->nl_fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *) &kernel, sizeof(kernel));
     if (n == (ssize_t) req.nh.nlmsg_len) {
-        th->dump_seq = th->nl_seq;
-        th->dump_wanted = false;
-        th->dump_heard_ns = apm_now_ns();
+        apm_resync_sent(&th->resync, th->nl_seq, apm_now_ns());
     }                                           /* else still wanted: the next pass tries again */
 }
-
-/* A running dump from which nothing has come for this long is taken for
- * stalled and asked for again.  The kernel writes a dump's next part when a
- * read takes something from the socket and leaves it less than half full; if
- * the part cannot be queued then (events filled the buffer first), it waits
- * for the next read that takes something, which after a storm may not come.
- * A refusal of the new request while the old dump runs (EBUSY) is such a read,
- * and is itself asked again.  Until 2026-12-07 a dump was dropped 5 s after it
- * began, and not followed by another unless an overrun had come since, so the
- * links it had not read yet stayed unknown.  (Not seen in t_apm so far: its
- * runs that learnt an up late counted no stall.)  A dump that keeps
- * answering, however long, is left to finish. */
-#define DUMP_STALL_NS (250 * 1000000ull)
 
 /* Between reads: start the dump an overrun asked for, once none runs. */
 static void resync_step(apm_thread_t *th)
 {
-    if (th->dump_seq != 0 && apm_now_ns() - th->dump_heard_ns > DUMP_STALL_NS) {
-        th->dump_seq = 0;
-        th->dump_wanted = true;                 /* its links were not all read */
+    bool stalled;
+    bool due = apm_resync_due(&th->resync, apm_now_ns(), &stalled);
+    if (stalled) {
         bump(&th->st.netlink_dumps_stalled, 1);
     }
-    if (th->dump_wanted && th->dump_seq == 0) {
+    if (due) {
         netlink_dump(th);
     }
 }
@@ -222,7 +202,7 @@ static void netlink_read(apm_thread_t *th)
                 /* changes were lost: learn every link's state afresh, by a
                  * dump begun after now (resync_step) */
                 bump(&th->st.netlink_resyncs, 1);
-                th->dump_wanted = true;
+                apm_resync_overrun(&th->resync);
                 continue;
             }
             resync_step(th);
@@ -235,16 +215,13 @@ static void netlink_read(apm_thread_t *th)
         int left = (int) n;
         for (struct nlmsghdr *nh = (struct nlmsghdr *) buf; NLMSG_OK(nh, left); nh = NLMSG_NEXT(nh, left)) {
             if (nh->nlmsg_type == NLMSG_DONE || nh->nlmsg_type == NLMSG_ERROR) {
-                if (th->dump_seq != 0 && nh->nlmsg_seq == th->dump_seq) {
-                    /* our dump ended; one refused (EBUSY, or anything else) is
-                     * asked for again: its links were not read */
-                    const struct nlmsgerr *err = NLMSG_DATA(nh);
-                    if (nh->nlmsg_type == NLMSG_ERROR
-                        && (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*err)) || err->error != 0)) {
-                        th->dump_wanted = true;
-                        bump(&th->st.netlink_dumps_refused, 1);
-                    }
-                    th->dump_seq = 0;
+                /* a dump ended; ours refused (EBUSY, or anything else) is
+                 * asked for again: its links were not read */
+                const struct nlmsgerr *err = NLMSG_DATA(nh);
+                bool refused = nh->nlmsg_type == NLMSG_ERROR
+                               && (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*err)) || err->error != 0);
+                if (apm_resync_ended(&th->resync, nh->nlmsg_seq, refused)) {
+                    bump(&th->st.netlink_dumps_refused, 1);
                 }
                 continue;
             }
@@ -256,9 +233,7 @@ static void netlink_read(apm_thread_t *th)
             }
             const struct ifinfomsg *ifi = NLMSG_DATA(nh);
             bump(&th->st.netlink_msgs, 1);
-            if (th->dump_seq != 0 && nh->nlmsg_seq == th->dump_seq) {
-                th->dump_heard_ns = now;        /* a part of the running dump: it moves */
-            }
+            apm_resync_heard(&th->resync, nh->nlmsg_seq, now);
             if (nh->nlmsg_type == RTM_DELLINK) {
                 on_link(th, ifi->ifi_index, false, now);
                 forget(th, ifi->ifi_index);
@@ -317,7 +292,7 @@ static void *thread_main(void *arg)
     struct pollfd pfd[2] = {{.fd = th->wake_fd, .events = POLLIN}, {.fd = th->nl_fd, .events = POLLIN}};
     nfds_t nfds = th->nl_fd >= 0 ? 2 : 1;
     if (th->nl_fd >= 0) {
-        th->dump_wanted = true;                 /* every link's state to begin with */
+        apm_resync_overrun(&th->resync);        /* every link's state to begin with */
         resync_step(th);
     }
     while (!atomic_load_explicit(&th->stop, memory_order_acquire)) {
@@ -334,8 +309,8 @@ static void *thread_main(void *arg)
         if (apm_ring_count(&th->requests) == 0 && apm_ring_count(&th->injected) == 0
             && !atomic_load_explicit(&th->stop, memory_order_acquire)) {
             /* a dump still owed (its request could not be sent), or one running
-             * that may stall (DUMP_STALL_NS), is looked at again soon */
-            poll(pfd, nfds, th->dump_wanted || th->dump_seq != 0 ? 100 : -1);
+             * that may stall (APM_RESYNC_STALL_NS), is looked at again soon */
+            poll(pfd, nfds, apm_resync_pending(&th->resync) ? 100 : -1);
             bump(&th->st.wakeups, 1);
         }
         atomic_store_explicit(&th->sleeping, false, memory_order_relaxed);

@@ -4,7 +4,7 @@
 # symbols like the components it goes into.
 noinst_LTLIBRARIES += apm/libapm.la
 apm_libapm_la_SOURCES = apm/apm.h apm/apm_path.c \
-	apm/apm_ring.h apm/apm_thread.h apm/apm_thread.c
+	apm/apm_resync.h apm/apm_ring.h apm/apm_thread.h apm/apm_thread.c
 apm_libapm_la_CFLAGS = $(XBTL_WARN_CFLAGS) $(XBTL_COMPONENT_CFLAGS) -pthread
 apm_libapm_la_LIBADD = -lpthread
 EXTRA_DIST += apm/README.md

@@ -1,7 +1,8 @@
 /* apm: the path-migration state machine (apm.h) on its own -- every state
  * against every event, scenarios from the issue (faults, fail-back, flapping,
  * no path left), random and exhaustive event orders against an invariant
- * checker -- then its thread (apm_thread.h): requests and injected link
+ * checker -- the rules of its netlink resync (apm_resync.h) on a clock of the
+ * test's own, through stalls and refusals -- then its thread (apm_thread.h): requests and injected link
  * changes, the thread racing the main thread, and netlink itself with a veth
  * pair in a network namespace of the test's own. */
 #define _GNU_SOURCE
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "apm.h"
+#include "apm_resync.h"
 #include "apm_ring.h"
 #include "apm_thread.h"
 #include "tap.h"
@@ -941,6 +943,80 @@ static void test_ring(void)
     apm_ring_fini(&r);
 }
 
+/* ---- when the thread asks for every link's state (apm_resync.h) ---------------------- */
+/* DUE: whether a request is to go out now; STALLED: whether a dump was given up on the way. */
+static bool resync_due(apm_resync_t *r, uint64_t now, bool *stalled)
+{
+    bool s;
+    bool due = apm_resync_due(r, now, &s);
+    if (stalled != NULL) {
+        *stalled = s;
+    }
+    return due;
+}
+
+static void test_resync(void)
+{
+    const uint64_t stall = APM_RESYNC_STALL_NS;
+    apm_resync_t r = {0};
+    bool stalled;
+    CHECK(!resync_due(&r, T0, &stalled) && !stalled && !apm_resync_pending(&r),
+          "resync: nothing owed, nothing running: no dump, the thread may sleep for good");
+
+    /* an overrun asks for one; sent, it covers the overrun */
+    apm_resync_overrun(&r);
+    CHECK(apm_resync_pending(&r) && resync_due(&r, T0, NULL), "resync: an overrun makes a dump due");
+    apm_resync_sent(&r, 1, T0);
+    CHECK(!resync_due(&r, T0 + stall, &stalled) && !stalled && apm_resync_pending(&r),
+          "resync: a dump running for exactly the stall time is not given up, and keeps the thread looking");
+
+    /* a dump that keeps answering is left to finish, however long it takes */
+    unsigned given_up = 0;
+    uint64_t t = T0;
+    for (int part = 0; part < 100; part++) {            /* 10 s, a part every 100 ms */
+        t += 100 * MS;
+        apm_resync_heard(&r, 1, t);
+        resync_due(&r, t + stall - 1, &stalled);
+        given_up += stalled;
+    }
+    CHECK(given_up == 0 && r.seq == 1, "resync: a dump answering every 100 ms for 10 s is never given up (%u)", given_up);
+
+    /* parts of another dump do not keep ours alive */
+    apm_resync_heard(&r, 7, t + stall);
+    CHECK(resync_due(&r, t + stall + 1, &stalled) && stalled && r.seq == 0,
+          "resync: silent for more than the stall time (another dump's parts do not count): given up and due again");
+    apm_resync_sent(&r, 2, t + stall + 1);
+    t += stall + 1;
+
+    /* the old dump's end, late, is not ours */
+    CHECK(!apm_resync_ended(&r, 1, false) && r.seq == 2 && !resync_due(&r, t, NULL),
+          "resync: the given-up dump's late end leaves the running one alone");
+    /* refused (EBUSY while the old one still runs): asked again at once */
+    CHECK(apm_resync_ended(&r, 2, true) && resync_due(&r, t, &stalled) && !stalled,
+          "resync: a refused dump is counted and due again at once");
+    apm_resync_sent(&r, 3, t);
+
+    /* an overrun while a dump runs: another dump follows it, not before */
+    apm_resync_overrun(&r);
+    CHECK(!resync_due(&r, t + MS, NULL), "resync: an overrun during a dump waits for it (the kernel runs one at a time)");
+    CHECK(!apm_resync_ended(&r, 3, false) && resync_due(&r, t + 2 * MS, NULL),
+          "resync: after a dump that ran through an overrun, another is due");
+    apm_resync_sent(&r, 4, t + 2 * MS);
+    CHECK(!apm_resync_ended(&r, 4, false) && !resync_due(&r, t + 10 * SEC, &stalled) && !stalled
+              && !apm_resync_pending(&r),
+          "resync: a dump ended with nothing lost since: nothing owed, nothing given up later");
+
+    /* a request that could not be sent stays owed; a stall of a dump whose request
+     * went out while an overrun was owed does not lose the overrun either */
+    apm_resync_overrun(&r);
+    CHECK(resync_due(&r, t + 11 * SEC, NULL) && resync_due(&r, t + 12 * SEC, NULL),
+          "resync: a dump not sent stays due on every pass");
+    apm_resync_sent(&r, 5, t + 12 * SEC);
+    apm_resync_overrun(&r);
+    CHECK(resync_due(&r, t + 12 * SEC + stall + 1, &stalled) && stalled,
+          "resync: a stalled dump with an overrun since is due again");
+}
+
 /* ---- the thread ---------------------------------------------------------------------- */
 static unsigned count_dir(const char *path)
 {
@@ -1578,6 +1654,7 @@ int main(void)
     test_random();
     test_exhaustive();
     test_ring();
+    test_resync();
     test_thread_basics();
     test_race();
     test_netlink();                             /* it leaves this process in a namespace of its own */
