@@ -87,8 +87,6 @@ typedef struct rsm_vconn {
     uint32_t psn;
     uint64_t posted, completed;     /* RDMA writes: posted, known complete */
     uint32_t unsignalled;           /* writes posted since the last signalled one */
-    struct ibv_send_wr one_wr;      /* vpost_one's request: the fields that never change */
-    struct ibv_sge one_sge;         /* set once (conn_wr_init) */
     uint32_t reads_out;             /* RDMA reads (single copy) posted, not complete */
     void *buf;                      /* out: the shadow; in: the area */
     size_t bytes;
@@ -99,6 +97,10 @@ typedef struct rsm_vconn {
     uint32_t rkey;
     uint32_t peer_qpn;
     mca_btl_base_endpoint_t *ep;
+    /* Last: 144 bytes read only by vpost_one, kept off the lines the post and
+     * completion paths read above. */
+    struct ibv_send_wr one_wr;      /* vpost_one's request: the fields that never change */
+    struct ibv_sge one_sge;         /* set once (conn_wr_init) */
 } rsm_vconn_t;
 
 /* A queue pair of a connection on one of its further rails (ports 1.. of
