@@ -1,7 +1,7 @@
 # mpi4py's own suite (3.1.4, fetched into build/ext by contrib/setup) as an MPI job, and
 # what its ranks printed (source after test/lib.sh).  A run writes one file per rank
 # (mpirun --output-filename DIR: DIR/1/rank.N/stderr): two ranks' lines on one stream
-# can interleave.  Used by test/vcluster/t-hosts-mpi4py.sh and test/pmeth/t-pmeth-suites.sh.
+# can interleave.  Used by test/pmeth/t-pmeth-suites.sh.
 
 M4PY_SUITE=$TOP_BUILDDIR/ext/mpi4py-3.1.4
 M4PY_PY=/usr/bin/python3      # Debian's module is seen by the system python, not a pyenv one

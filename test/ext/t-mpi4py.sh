@@ -4,7 +4,7 @@
 # over each of ours there (rsm).  Spawn and dynamic-process tests are excluded: they need
 # a transport between separate jobs, which shared-memory BTLs do not give.  Ours must give
 # the same counts as the reference.  Open MPI's other transports are not run here (tcp:
-# ~40 s; it runs the suite between virtual hosts in t-hosts-mpi4py.sh and t-pmeth-suites.sh).
+# ~40 s; it runs the suite between virtual hosts in pmeth/t-pmeth-suites.sh).
 . "$(dirname "$0")/../lib.sh"
 suite=$TOP_BUILDDIR/ext/mpi4py-3.1.4
 PY=/usr/bin/python3   # Debian's module is seen by the system python, not a pyenv one

@@ -2,9 +2,10 @@
 # btl pmeth under real suites across virtual hosts (contrib/vcluster: nodes launched by
 # Open MPI's own rsh launcher), judged against tcp over the very same links:
 #  - mpi4py's suite, 1 rank on each of 2 hosts, over self,pmeth and over self,tcp: the
-#    same tests run and skipped, and the same errors test by test - the known
-#    Win.Allocate(_shared) over COMM_WORLD ones of test/vcluster/t-hosts-mpi4py.sh - but
-#    for the Win.Allocate ones, which pass over pmeth (its one-sided operations carry osc
+#    same tests run and skipped, and the same errors test by test - tcp's are all
+#    Win.Allocate(_shared) over COMM_WORLD: Debian's config leaves ob1 only osc sm for
+#    those, which needs every rank on one shared-memory node, as on a real two-node
+#    cluster (MPI_ERR_WIN, MPI_ERR_RMA_SHARED) - but for the Win.Allocate ones, which pass over pmeth (its one-sided operations carry osc
 #    rdma's windows, btl_pmeth_rma.c; tcp has no atomics, so osc rdma cannot use it);
 #  - mpi4py's suite, 2 ranks on each of 2 hosts over self,vader,pmeth: only the
 #    Win.Allocate_shared over COMM_WORLD errors (pmeth's host link lets osc rdma make the rest);
@@ -134,6 +135,7 @@ if [ -f "$M4PY_SUITE/test/runtests.py" ]; then
     check "mpi4py over tcp, 1 rank on each of 2 hosts: both ranks ran $ran tests, skipped $skipped, in $tcp_secs s; its $errs errors all known (Win.Allocate over COMM_WORLD)" \
         [ "$(ranks_ended "$LOG/m4py-tcp")" = 2 -a -n "$ran" -a "${ran%,*}" = "$ran" -a -z "$unknown" ]
     [ -n "$unknown" ] && echo "$unknown" | head -20 | diag
+    m4py_error_classes "$LOG/m4py-tcp" | diag
     hang_diag "$LOG/m4py-tcp.hang" "$LOG/m4py-tcp" | diag
 
     start=$SECONDS
