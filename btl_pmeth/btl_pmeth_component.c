@@ -499,8 +499,8 @@ static int choose_interfaces(pmeth_link_t *out, uint32_t *n)
         excl = opal_argv_split(c->if_exclude, ',');
     }
     if (incl != NULL && excl != NULL) {
-        opal_show_help("help-btl-pmeth.txt", "include-exclude", true, opal_process_info.nodename,
-                       c->if_include, c->if_exclude);
+        xbtl_show_help_per_node("help-btl-pmeth.txt", "include-exclude", opal_process_info.nodename,
+                                c->if_include, c->if_exclude);
         opal_argv_free(incl);
         opal_argv_free(excl);
         return OPAL_ERR_BAD_PARAM;
@@ -878,15 +878,15 @@ void pmeth_host_link_decide(void)
                   l->ring_rx ? l->ring_rx : c->rx_frames);
 }
 
-/* A parameter out of range: the message naming it (show_help), and the same
- * sentence at btl_base_verbose 1.  mpirun 4.1 now and then loses a rank's help
- * text (ORTE_ERROR_LOG in show_help.c: it cannot unpack what the rank sent),
- * while the rank's own output always arrives. */
+/* A parameter out of range: the message naming it, once per node on stderr
+ * (xbtl_show_help_per_node: mpirun 4.1 lost every copy of such a message
+ * relayed with opal_show_help in about one job in five), and the same sentence
+ * from every rank at btl_base_verbose 1. */
 static void bad_param(const char *name, const char *value, const char *want)
 {
     PMETH_VERBOSE(1, "parameter %s has the value %s; it must be %s", name, value, want);
-    opal_show_help("help-btl-pmeth.txt", "bad-param", true, opal_process_info.nodename, name,
-                   value, want);
+    xbtl_show_help_per_node("help-btl-pmeth.txt", "bad-param", opal_process_info.nodename, name,
+                            value, want);
 }
 
 /* An unsigned parameter below its smallest sensible value: say which, as for the others */
@@ -1024,9 +1024,10 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
         return NULL;
     }
     if (nfound == 0) {
-        opal_show_help("help-btl-pmeth.txt", "no-interfaces", true, opal_process_info.nodename,
-                       c->if_include ? c->if_include : "(all)",
-                       c->if_exclude ? c->if_exclude : "(none)");
+        /* every rank of a node finds the same interfaces: once per node (bad_param) */
+        xbtl_show_help_per_node("help-btl-pmeth.txt", "no-interfaces", opal_process_info.nodename,
+                                c->if_include ? c->if_include : "(all)",
+                                c->if_exclude ? c->if_exclude : "(none)");
         return NULL;
     }
     c->my_id = OPAL_PROC_MY_NAME.vpid;

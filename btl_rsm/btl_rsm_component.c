@@ -697,15 +697,14 @@ static void fit_pool_to_shm(mca_btl_rsm_component_t *c)
     }
 }
 
-/* A parameter out of range: the message naming it (show_help), and the same
- * sentence at btl_base_verbose 1.  mpirun 4.1 now and then loses a rank's help
- * text (ORTE_ERROR_LOG in show_help.c: it cannot unpack what the rank sent,
- * seen about once in 15 runs of a one-rank job), while the rank's own output
- * always arrives. */
+/* A parameter out of range: the message naming it, once per node on stderr
+ * (xbtl_show_help_per_node: mpirun 4.1 lost every copy of it relayed with
+ * opal_show_help in about one job in five), and the same sentence from every
+ * rank at btl_base_verbose 1. */
 static void bad_params(const char *why)
 {
     RSM_VERBOSE(1, "cannot start with the parameters given: %s", why);
-    opal_show_help("help-btl-rsm.txt", "bad-params", true, opal_process_info.nodename, why);
+    xbtl_show_help_per_node("help-btl-rsm.txt", "bad-params", opal_process_info.nodename, why);
 }
 
 static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_progress_threads,

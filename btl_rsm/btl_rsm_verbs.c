@@ -42,6 +42,7 @@
 
 #include "opal/mca/pmix/pmix.h"
 #include "opal/util/show_help.h"
+#include "xbtl_compat.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -2631,12 +2632,12 @@ bool rsm_verbs_init(bool job_on_one_host)
             return false;
         }
         if (c->verbs == 2) {
-            /* asked for RDMA to every peer: without it rsm reaches nobody (the
-             * verbose line too: mpirun now and then loses a rank's help text) */
+            /* asked for RDMA to every peer: without it rsm reaches nobody
+             * (every rank of the node alike: once per node, and the verbose line) */
             RSM_VERBOSE(1, "btl_rsm_verbs is 2 but no RDMA port can be used (%s): rsm "
                         "reaches no peer", err);
-            opal_show_help("help-btl-rsm.txt", "verbs-forced-none", true,
-                           opal_process_info.nodename, err);
+            xbtl_show_help_per_node("help-btl-rsm.txt", "verbs-forced-none",
+                                    opal_process_info.nodename, err);
             return false;
         }
         /* no device: local peers are still served; remote ones are declined */
@@ -2656,11 +2657,11 @@ bool rsm_verbs_init(bool job_on_one_host)
         }
     }
     if (why != NULL) {
-        /* also in the rank's own output: mpirun now and then loses a help text */
+        /* every rank of the node alike: once per node (xbtl_compat.h), and the verbose line */
         RSM_VERBOSE(1, "the RDMA back end (on %s) cannot start with the parameters given: %s",
                     vs.dev.name, why);
-        opal_show_help("help-btl-rsm.txt", "verbs-bad-params", true, opal_process_info.nodename,
-                       vs.dev.name, why);
+        xbtl_show_help_per_node("help-btl-rsm.txt", "verbs-bad-params", opal_process_info.nodename,
+                                vs.dev.name, why);
         close_devices();
         return false;
     }

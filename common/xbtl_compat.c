@@ -1,6 +1,7 @@
 /* Open MPI side of the compatibility check: see xbtl_compat.h for why. */
 #include "xbtl_config.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -24,21 +25,27 @@ int xbtl_component_check(const char *framework, const char *component)
         help_dir_added = true;
     }
     if (!xbtl_version_same_release(XBTL_BUILT_OMPI_VERSION, opal_version_string)) {
-        /* Rendered here and written to our own stderr rather than relayed
-         * with opal_show_help: Open MPI 4.1.4 relays a rank's help message to
-         * mpirun through PMIx_Log and, on a loaded machine, loses it (mpirun
-         * logs an unpack error instead; 6 of 20 runs of vader's own messages
-         * here).  stderr is forwarded reliably.  Every rank refuses alike, so
-         * one message per node (local rank 0) is enough. */
-        char *msg = opal_show_help_string("help-xbtl-common.txt", "ompi version mismatch", true,
-                                          framework, component, XBTL_BUILT_OMPI_VERSION,
-                                          opal_version_string);
-        if (NULL != msg && opal_process_info.my_local_rank <= 0) {
-            fputs(msg, stderr);
-            fflush(stderr);
-        }
-        free(msg);
+        /* every rank refuses alike (6 of 20 runs of vader's own messages
+         * relayed by opal_show_help were lost on a loaded machine) */
+        xbtl_show_help_per_node("help-xbtl-common.txt", "ompi version mismatch", framework,
+                                component, XBTL_BUILT_OMPI_VERSION, opal_version_string);
         return OPAL_ERR_NOT_SUPPORTED;
     }
     return OPAL_SUCCESS;
+}
+
+void xbtl_show_help_per_node(const char *filename, const char *topic, ...)
+{
+    if (opal_process_info.my_local_rank > 0) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, topic);
+    char *msg = opal_show_help_vstring(filename, topic, true, ap);
+    va_end(ap);
+    if (msg != NULL) {
+        fputs(msg, stderr);
+        fflush(stderr);
+    }
+    free(msg);
 }

@@ -25,4 +25,16 @@ bool xbtl_version_same_release(const char *built, const char *running);
  * component may open, and an OPAL error after showing help otherwise. */
 int xbtl_component_check(const char *framework, const char *component);
 
+/* A help message that every process of a node would give alike and after which
+ * the job cannot start (a parameter out of range, no interface or permission):
+ * rendered here and written to stderr by the node's first process (local rank
+ * 0) only, instead of relayed to mpirun with opal_show_help.  Open MPI 4.1.4
+ * relays a process's help message through PMIx_Log, and mpirun now and then
+ * cannot unpack what arrives (ORTE_ERROR_LOG in orte/util/show_help.c) and
+ * shows nothing: every copy of the message was lost in 2-4 of 20 jobs of 1, 2
+ * or 4 ranks on 2026-12-07, leaving only Open MPI's "unable to reach each
+ * other".  A process's own stderr always arrives.  One copy per node instead
+ * of mpirun's "N more processes have sent help message". */
+void xbtl_show_help_per_node(const char *filename, const char *topic, ...);
+
 #endif
