@@ -34,13 +34,15 @@
 static unsigned int fit_inline(unsigned int want, uint32_t postboxes, uint32_t held,
                                const char *which)
 {
-    unsigned int cap = postboxes >= 4 + held
-                           ? RSM_PB_DATA + ((postboxes - held) / 2 - 1) * RSM_POSTBOX_SIZE
-                           : 0;
+    /* K = (postboxes - held) / 2 of at least 1: a queue of 4, the least there is,
+     * still takes a one-postbox message (until 2026-12-07 K had to be 2, and a
+     * local queue of 4 was refused unless btl_rsm_inline_max was 56) */
+    const bool fits_one = postboxes >= 2 + held;
+    unsigned int cap = fits_one ? RSM_PB_DATA + ((postboxes - held) / 2 - 1) * RSM_POSTBOX_SIZE : 0;
     if (cap > 0xffff) {
         cap = 0xffff;
     }
-    if (postboxes >= 4 + held && want > cap) {
+    if (fits_one && want > cap) {
         RSM_VERBOSE(1, "inline limit of %s peers lowered from %u to %u bytes to fit %u-postbox "
                     "queues", which, want, cap, postboxes);
         return cap;

@@ -42,6 +42,9 @@ check "rsm tiny messages paired np 3: exit $rc, $paired messages went in a postb
     sh -c "[ $rc -eq 0 ] && [ $paired -gt 0 ]"
 run 2 "single copy off, streaming stores (nt_far_ns 0)" "--mca btl_rsm_single_copy 0 --mca btl_rsm_nt_far_ns 0"
 run 3 "small queues and pool" "--mca btl_rsm_postboxes 8 --mca btl_rsm_inline_max 200 --mca btl_rsm_pool_size 262144"
+# the least queue, the inline limit left to rsm: fitted to one postbox (until 2026-12-07
+# the job was refused, "the inline limit needs more than half of a queue's postboxes")
+run 3 "the least queues (4 postboxes)" "--mca btl_rsm_postboxes 4"
 run 2 "inline 1500, 64 KiB pipeline" "--mca btl_rsm_inline_max 1500 --mca btl_rsm_pipeline_size 65536 --mca btl_rsm_max_send_size 65536"
 # The threshold is exact: with btl_rsm_single_copy_min 65537 the all-pairs exchanges up to
 # 65536 B make no get, up to 65537 B exactly one per rank per pass (non-blocking, blocking)
