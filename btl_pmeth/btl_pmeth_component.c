@@ -131,12 +131,13 @@ static int pmeth_component_register(void)
         "tags, RoCE v1, ...) are refused", MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->ethertype,
         OPAL_INFO_LVL_6);
     c->tx_frames = 512;
-    reg("tx_frames", "Send ring size per link, in frames.  A frame stays ours until the peer "
-        "acknowledges it (it is the retransmit copy), so this bounds the bytes in flight per link",
+    reg("tx_frames", "Send ring size per link, in frames (at least 8).  A frame stays ours until "
+        "the peer acknowledges it (it is the retransmit copy), so this bounds the bytes in flight "
+        "per link",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->tx_frames, OPAL_INFO_LVL_5);
     c->rx_frames = 1024;
-    reg("rx_frames", "Receive ring size per link, in frames: what the kernel can queue for this "
-        "process between two progress calls before it drops (and we retransmit)",
+    reg("rx_frames", "Receive ring size per link, in frames (at least 8): what the kernel can queue "
+        "for this process between two progress calls before it drops (and we retransmit)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->rx_frames, OPAL_INFO_LVL_5);
     c->window = 256;
     reg("window", "Reliability window per peer and direction, in frames (a power of two, 64-4096): "
@@ -990,7 +991,11 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
          * with nothing in flight: no frame, so no ack and no new grant (with a
          * lease of 0 too, the first eager message of several frames hung) */
         || !param_at_least("btl_pmeth_credit_floor", c->credit_floor, 1)
-        || !param_at_least("btl_pmeth_credit_lease_us", c->credit_lease_us, 1)) {
+        || !param_at_least("btl_pmeth_credit_lease_us", c->credit_lease_us, 1)
+        /* the AF_PACKET ring refused fewer at open (an error naming the link, not
+         * the parameter) while AF_XDP quietly took 8: one rule for both */
+        || !param_at_least("btl_pmeth_tx_frames", c->tx_frames, 8)
+        || !param_at_least("btl_pmeth_rx_frames", c->rx_frames, 8)) {
         return NULL;
     }
     if (c->credit_budget > PMETH_CREDIT_BUDGET_MAX) {

@@ -153,6 +153,10 @@ bad_param btl_pmeth_probe_timeout_ms 0 "at least 1"
 # a credit floor of 0 stopped a sender for good once its grant ran out with nothing in flight
 bad_param btl_pmeth_credit_floor 0 "at least 1"
 bad_param btl_pmeth_credit_lease_us 0 "at least 1"
+# a ring of fewer than 8 frames: refused at open by AF_PACKET (naming the link, not the
+# parameter), taken as 8 by AF_XDP; now refused as a parameter in both
+bad_param btl_pmeth_tx_frames 7 "at least 8"
+bad_param btl_pmeth_rx_frames 0 "at least 8"
 
 # a window that differs between processes (another mca-params.conf on one host): grants are
 # counted in units of the window, so a grant of 29 frames was read as 1; the ranks now say
