@@ -171,6 +171,54 @@ grep "btl_pmeth_window" "$LOG/win" | head -3 | diag
 # frames of IPv4's EtherType would be handed to every host's IP stack on the network
 bad_param btl_pmeth_ethertype 0x800 "an EtherType no other protocol uses (0x800 is IPv4's)"
 
+# Combinations of pmeth's parameters a user may set, 2-5 at a time, each value in range
+# (rings of 8 frames, windows of 64, acks after every frame or after 100 ms, no fast
+# retransmit, buffer arrays of 1 frame, credits off or static, AF_PACKET or AF_XDP, ...),
+# under rsm_soak on 1 rank a host (random sizes to 4 MiB, tags, peers, every byte
+# verified): each passes, or ends at once with pmeth's message naming why.  Drawn by a
+# fixed seed (PMETH_PARAMS_SEED, default 1; PMETH_PARAMS_RUNS, default 8); on 2026-12-07
+# seeds 22 and 23 (105 combinations) found rings under 8 frames treated two ways (above).
+SOAK=$TOP_BUILDDIR/test/rsm/rsm_soak
+pm_values=(
+    "tx_frames: 8 16 64 4096" "rx_frames: 8 16 64 8192" "window: 64 128 4096"
+    "rto_min_us: 1 100 2000" "rto_max_ms: 10 1000" "ack_delay_us: 0 1 100000"
+    "ack_every: 0 1 2 10000" "fast_retransmit: 0 1 100" "resend_cap: 1 1000"
+    "stripe_min: 0 1 1048576" "array_frames: 1 2 256" "eager_frames: 1 2 64"
+    "direct_max: 0 1 65536" "poll_budget: 1 2 100000" "early_completion: 0 1"
+    "yield_us: 0 1 100000" "keeper_us: 0 1 1000000" "send_burst: 1 10000"
+    "kick_batch: 1 10000" "credits: off static demand" "credit_budget: 1 100000"
+    "credit_floor: 1 1000" "credit_lease_us: 1 5000" "pace_target_us: 1 1000000"
+    "io_mode: packet xdp" "max_send_size: 1024 1048576" "rndv_eager_limit: 64 65536"
+    "apm: 0 2" "rma: 0 1"
+)
+RANDOM=${PMETH_PARAMS_SEED:-1}
+for ((run = 1; run <= ${PMETH_PARAMS_RUNS:-8}; run++)); do
+    n=$((2 + RANDOM % 4)) combo=() label="" picked=" "
+    while [ "$(wc -w <<< "$picked")" -lt "$n" ]; do
+        i=$((RANDOM % ${#pm_values[@]}))
+        case "$picked" in *" $i "*) continue;; esac
+        picked+="$i "
+        read -r name vals <<< "${pm_values[$i]}"
+        read -ra v <<< "$vals"
+        val=${v[RANDOM % ${#v[@]}]}
+        combo+=(--mca "btl_pmeth_${name%:}" "$val")
+        label+=" ${name%:}=$val"
+    done
+    t0=$SECONDS
+    VC_JOB_SECS=60 vc_mpirun --mca btl self,pmeth "${combo[@]}" -- "$SOAK" 2 >"$LOG/par" 2>&1; rc=$?
+    took=$((SECONDS - t0))
+    line=$(grep -E '^(not )?ok 1 - soak' "$LOG/par")
+    if [ "$rc" -eq 0 ] && [[ $line == ok* ]]; then
+        ok "pmeth with$label: ${line#ok 1 - }"
+    elif [ "$rc" -ne 0 ] && grep -q 'the pmeth BTL parameter' "$LOG/par" && [ "$took" -le 30 ] \
+            && ! grep -q '^not ok' "$LOG/par"; then
+        ok "pmeth with$label: refused in $took s, \"$(grep -o 'parameter btl_pmeth_.*' "$LOG/par" | head -1)\""
+    else
+        not_ok "pmeth with$label: want the soak passing or the job refused at once; rc $rc after $took s, ${line:-no soak line}"
+        tail -20 "$LOG/par" | diag
+    fi
+done
+
 # named beside tcp, pmeth carries the peers it reaches (ob1 takes the BTL of the highest
 # exclusivity: tcp's is 100)
 vc_mpirun --mca btl self,tcp,pmeth --mca btl_base_verbose 1 -- "$BENCH/xb-bw" -m 64k:64k -i 5 \
