@@ -16,6 +16,24 @@ skip()    { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1 # SKIP ${2:-}"; }
 check()   { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
 tap_done() { echo "1..$tap_n"; [ "$tap_failed" -eq 0 ]; }
 diag()    { sed 's/^/# /'; }
+# draw_params MIN MAX ENTRY...: MIN..MAX distinct entries ("name: value value ...") drawn
+# with $RANDOM (seed it first for the same draw every run), each with one of its values;
+# left in PARAMS_DRAWN as name, value, name, value, ...
+draw_params() {
+    local min=$1 max=$2; shift 2
+    local n picked=" " i name vals
+    local -a v
+    n=$((min + RANDOM % (max - min + 1)))
+    PARAMS_DRAWN=()
+    while [ "$(wc -w <<< "$picked")" -lt "$n" ]; do
+        i=$((RANDOM % $#)) && i=$((i + 1))
+        case "$picked" in *" $i "*) continue;; esac
+        picked+="$i "
+        read -r name vals <<< "${!i}"
+        read -ra v <<< "$vals"
+        PARAMS_DRAWN+=("${name%:}" "${v[RANDOM % ${#v[@]}]}")
+    done
+}
 # relay_tap PREFIX: re-number the TAP lines of a program's output (stdin) into this script's sequence
 relay_tap() {
     local line

@@ -193,16 +193,11 @@ pm_values=(
 )
 RANDOM=${PMETH_PARAMS_SEED:-1}
 for ((run = 1; run <= ${PMETH_PARAMS_RUNS:-8}; run++)); do
-    n=$((2 + RANDOM % 4)) combo=() label="" picked=" "
-    while [ "$(wc -w <<< "$picked")" -lt "$n" ]; do
-        i=$((RANDOM % ${#pm_values[@]}))
-        case "$picked" in *" $i "*) continue;; esac
-        picked+="$i "
-        read -r name vals <<< "${pm_values[$i]}"
-        read -ra v <<< "$vals"
-        val=${v[RANDOM % ${#v[@]}]}
-        combo+=(--mca "btl_pmeth_${name%:}" "$val")
-        label+=" ${name%:}=$val"
+    draw_params 2 5 "${pm_values[@]}"
+    combo=() label=""
+    for ((k = 0; k < ${#PARAMS_DRAWN[@]}; k += 2)); do
+        combo+=(--mca "btl_pmeth_${PARAMS_DRAWN[k]}" "${PARAMS_DRAWN[k + 1]}")
+        label+=" ${PARAMS_DRAWN[k]}=${PARAMS_DRAWN[k + 1]}"
     done
     t0=$SECONDS
     VC_JOB_SECS=60 vc_mpirun --mca btl self,pmeth "${combo[@]}" -- "$SOAK" 2 >"$LOG/par" 2>&1; rc=$?

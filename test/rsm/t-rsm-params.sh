@@ -44,17 +44,12 @@ values=(
     "btl_rsm_rndv_eager_limit: 64 65536"
 )
 for ((run = 1; run <= runs; run++)); do
-    # 2-6 distinct parameters, each with one of its values
-    n=$((2 + RANDOM % 5)) combo="" picked=" "
-    while [ "$(wc -w <<< "$picked")" -lt "$n" ]; do
-        i=$((RANDOM % ${#values[@]}))
-        case "$picked" in *" $i "*) continue;; esac
-        picked+="$i "
-        read -r name vals <<< "${values[$i]}"
-        read -ra v <<< "$vals"
-        combo+=" --mca ${name%:} ${v[RANDOM % ${#v[@]}]}"
+    draw_params 2 6 "${values[@]}"      # 2-6 distinct parameters, each with one of its values
+    combo="" label=""
+    for ((k = 0; k < ${#PARAMS_DRAWN[@]}; k += 2)); do
+        combo+=" --mca ${PARAMS_DRAWN[k]} ${PARAMS_DRAWN[k + 1]}"
+        label+=" ${PARAMS_DRAWN[k]#btl_rsm_} ${PARAMS_DRAWN[k + 1]}"
     done
-    label=$(sed 's/ --mca btl_rsm_/ /g' <<< "$combo")
     start=$SECONDS
     out=$(mpirun_np 3 $((secs + 60)) "$RSM_ARGS --mca btl_base_verbose 10 $combo" -- "$prog" "$secs" 2>&1); rc=$?
     took=$((SECONDS - start))
