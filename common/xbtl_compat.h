@@ -26,7 +26,7 @@ bool xbtl_version_same_release(const char *built, const char *running);
 int xbtl_component_check(const char *framework, const char *component);
 
 /* A help message that every process of a node would give alike and after which
- * the job cannot start (a parameter out of range, no interface or permission):
+ * the component cannot start (a parameter out of range, no interface to use):
  * rendered here and written to stderr by the node's first process (local rank
  * 0) only, instead of relayed to mpirun with opal_show_help.  Open MPI 4.1.4
  * relays a process's help message through PMIx_Log, and mpirun now and then

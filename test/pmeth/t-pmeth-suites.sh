@@ -5,8 +5,9 @@
 #    same tests run and skipped, and the same errors test by test - tcp's are all
 #    Win.Allocate(_shared) over COMM_WORLD: Debian's config leaves ob1 only osc sm for
 #    those, which needs every rank on one shared-memory node, as on a real two-node
-#    cluster (MPI_ERR_WIN, MPI_ERR_RMA_SHARED) - but for the Win.Allocate ones, which pass over pmeth (its one-sided operations carry osc
-#    rdma's windows, btl_pmeth_rma.c; tcp has no atomics, so osc rdma cannot use it);
+#    cluster (MPI_ERR_WIN, MPI_ERR_RMA_SHARED) - but for the Win.Allocate ones, which
+#    pass over pmeth (its one-sided operations carry osc rdma's windows,
+#    btl_pmeth_rma.c; tcp has no atomics, so osc rdma cannot use it);
 #  - mpi4py's suite, 2 ranks on each of 2 hosts over self,vader,pmeth: only the
 #    Win.Allocate_shared over COMM_WORLD errors (pmeth's host link lets osc rdma make the rest);
 #  - hpcc, 1 rank on each of 2 hosts, over both: every verification hpcc makes passes;
