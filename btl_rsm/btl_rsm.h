@@ -276,7 +276,9 @@ typedef struct mca_btl_rsm_component_t {
     bool numa_place;
     unsigned int poll_budget;
     unsigned int first_seq;             /* every queue's first sequence number (testing) */
-    bool pair_tiny;                 /* two tiny messages per postbox (rsm_half_t) */
+    bool pair_tiny;                 /* two tiny messages per postbox (rsm_half_t) ... */
+    unsigned int pair_min_ns;       /* ... to receivers at least this far (0: every one) */
+    uint32_t pair_min_cycles;       /* the same in cycles (0: every receiver) */
     bool site_default;              /* run in jobs that do not name rsm (xbtl_optin.h) */
     int verbs;                      /* 0 off, 1 remote peers, 2 every peer (btl_rsm_verbs.c) */
     unsigned verbs_block;           /* block size of the verbs pools */

@@ -232,12 +232,19 @@ static int rsm_component_register(void)
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->inline_max, OPAL_INFO_LVL_5);
     c->pair_tiny = true;
     reg("pair_tiny", "Messages of up to 24 bytes (ob1 header included: 1-10 bytes of MPI payload) "
-        "to a rank on this node whose core was measured far from ours (sharing no cache: see "
-        "btl_rsm_nt_far_ns) share a postbox two by two: the second goes into the second half of "
-        "the first's cache line when nothing else was sent in between.  Halves the cache lines "
-        "such messages move; between cores that share a cache it would only add a transfer "
-        "(receivers always accept both forms)",
+        "to a rank on this node share a postbox two by two: the second goes into the second half "
+        "of the first's cache line when nothing else was sent in between.  Halves the cache lines "
+        "a stream of such messages moves, since a stream's receiver mostly finds both halves "
+        "written; see btl_rsm_pair_min_ns for whom (receivers always accept both forms)",
         MCA_BASE_VAR_TYPE_BOOL, &c->pair_tiny, OPAL_INFO_LVL_5);
+    c->pair_min_ns = 0;
+    reg("pair_min_ns", "With btl_rsm_pair_tiny: pair tiny messages only to receivers whose cache "
+        "lines reach us in at least this many ns (the distance btl_rsm_nt_far_ns measures; a "
+        "receiver not yet measured gets none).  0 (default): to every receiver on this node.  "
+        "For a host whose nearest cores pass lines so fast that a receiver reads every half as "
+        "it lands (it then checks two flags for nothing); 110, as btl_rsm_nt_far_ns: only to "
+        "receivers sharing no cache with us (the rule of earlier versions)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->pair_min_ns, OPAL_INFO_LVL_6);
     c->pipeline_size = 32 * 1024;
     reg("pipeline_size", "Fragment size of the pipelined two-copy path: each fragment is one run "
         "of pool blocks and one pointer postbox, and the receiver drains fragment k while the "
@@ -812,6 +819,7 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
     c->nt_far_cycles = rsm_cycles_scale(cycles_per_us, c->nt_far_ns);
     c->two_copy_cycles = rsm_cycles_scale(cycles_per_us, c->two_copy_ns);
     c->short_eager_cycles = rsm_cycles_scale(cycles_per_us, c->short_eager_ns);
+    c->pair_min_cycles = rsm_cycles_scale(cycles_per_us, c->pair_min_ns);
 
     c->local_postboxes = c->postboxes ? c->postboxes : rsm_queue_len_auto(c->nlocal);
     c->remote_postboxes = c->postboxes ? c->postboxes : RSM_QUEUE_AUTO_MIN;

@@ -39,7 +39,7 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
     [PV_POOL_BYTES] = {"pool_bytes", "Bytes sent in pool blocks, upper-layer headers included"},
     [PV_PAIRED] = {"paired_messages", "Of inline_messages, those sent in the second half of a "
                    "postbox that already held one (two messages of up to 24 bytes per cache line "
-                   "to a receiver measured far: btl_rsm_pair_tiny)"},
+                   "to a receiver on this node: btl_rsm_pair_tiny, btl_rsm_pair_min_ns)"},
     [PV_STAGED] = {"staged_starts", "Message starts staged in private memory because the "
                    "block pool was full (posted later, in order)"},
     [PV_PARKED] = {"parked_starts", "Message starts refused with no descriptor to give: ob1 "

@@ -345,11 +345,14 @@ int rsm_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
     if (OPAL_UNLIKELY(ep->pending_head != NULL)) {
         goto out;
     }
-    /* pairs only to receivers measured far: near, they cost ~10% of the rate,
-     * so an unmeasured receiver gets none (unlike streaming stores, whose
-     * wrong choice collapses: rsm_distance.h) */
-    if (total <= RSM_PB_HALF_DATA && c->pair_tiny && ep->dist.decisions > 0 && !ep->dist.near
-        && !ep->remote && (payload_size == 0 || !opal_convertor_need_buffers(convertor))) {
+    /* pairs to every receiver on the node unless btl_rsm_pair_min_ns names a
+     * distance: a stream's receiver is the slower side, so it mostly finds
+     * both halves written and takes one line for two messages, near or far
+     * (btl_rsm/README.md, "Two tiny messages per postbox") */
+    if (total <= RSM_PB_HALF_DATA && c->pair_tiny && !ep->remote
+        && (c->pair_min_cycles == 0
+            || (ep->dist.decisions > 0 && ep->dist.median >= c->pair_min_cycles))
+        && (payload_size == 0 || !opal_convertor_need_buffers(convertor))) {
         void *src = NULL;
         if (payload_size > 0) {
             opal_convertor_get_current_pointer(convertor, &src);

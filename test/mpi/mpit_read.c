@@ -284,16 +284,18 @@ static void mode_traffic(void)
           (unsigned long long) end[POOL_FULL]);
 }
 
-/* Two tiny messages per postbox (btl_rsm_pair_tiny) to a receiver measured far:
- * the job sets btl_rsm_nt_far_ns 1, so every decision is "far"; ON says whether
- * it also left btl_rsm_pair_tiny on. */
-static void mode_pairs(bool on)
+/* Two tiny messages per postbox (btl_rsm_pair_tiny) to a receiver on the node.
+ * FAR: the job sets btl_rsm_nt_far_ns 1, so every decision is "far", else
+ * 4294967295, so every one is "near"; ON: pairs expected (pair_tiny on and
+ * btl_rsm_pair_min_ns left at 0), else not (WHY says which setting withholds them). */
+static void mode_pairs(bool on, bool far, const char *why)
 {
     phase_t p;
     run_phase(&p, 4000, 1024, 64, 5);
-    check(p.bad == 0 && p.d[FAR] >= 1 && p.d[NEAR] == 0,
-          "a stream of 1 KiB messages verified; the sender measured its receiver far (far +%llu, "
-          "near +%llu)", (unsigned long long) p.d[FAR], (unsigned long long) p.d[NEAR]);
+    check(p.bad == 0 && p.d[far ? FAR : NEAR] >= 1 && p.d[far ? NEAR : FAR] == 0,
+          "a stream of 1 KiB messages verified; the sender measured its receiver %s (far +%llu, "
+          "near +%llu)", far ? "far" : "near", (unsigned long long) p.d[FAR],
+          (unsigned long long) p.d[NEAR]);
     const int n = 2048;
     for (size_t len = 0; len <= 11; len += len < 2 ? 1 : len < 8 ? 6 : len < 10 ? 2 : 1) {
         run_phase(&p, n, len, 64, 6 + (int) len);
@@ -308,8 +310,7 @@ static void mode_pairs(bool on)
         } else {
             check(p.d[PAIRED] == 0, "%zu B: paired_messages +%llu (%s)", len,
                   (unsigned long long) p.d[PAIRED],
-                  on ? "25 B with ob1's match header: too long for half a postbox"
-                     : "btl_rsm_pair_tiny 0");
+                  on ? "25 B with ob1's match header: too long for half a postbox" : why);
         }
     }
     uint64_t end[NVARS];
@@ -938,8 +939,14 @@ int main(int argc, char **argv)
             mode_eager_load();
         } else if (have && strcmp(mode, "load") == 0) {
             mode_load();
-        } else if (have && strncmp(mode, "pairs", 5) == 0) {
-            mode_pairs(strcmp(mode, "pairs-off") != 0);
+        } else if (have && strcmp(mode, "pairs") == 0) {
+            mode_pairs(true, true, NULL);
+        } else if (have && strcmp(mode, "pairs-near") == 0) {
+            mode_pairs(true, false, NULL);
+        } else if (have && strcmp(mode, "pairs-off") == 0) {
+            mode_pairs(false, true, "btl_rsm_pair_tiny 0");
+        } else if (have && strcmp(mode, "pairs-min") == 0) {
+            mode_pairs(false, false, "a receiver nearer than btl_rsm_pair_min_ns");
         } else if (have) {
             mode_traffic();
         }

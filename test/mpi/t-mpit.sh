@@ -27,9 +27,14 @@ run "64 KiB window, default pool: " $EAGER64 "$READER" window
 run "64 KiB window, 4 MiB pool: " $EAGER64 --mca btl_rsm_pool_size 4194304 "$READER" window-full
 # distance samples taken while bulk data comes in both ways decide nothing
 run "load: " "$READER" load
-# two tiny messages per postbox to a receiver measured far (every receiver, with nt_far_ns 1)
+# two tiny messages per postbox, to a receiver measured far (every receiver, with nt_far_ns 1)
+# and to one measured near (every one, with nt_far_ns 4294967295); none with pair_tiny 0, nor
+# to a receiver nearer than btl_rsm_pair_min_ns
+NEAR="--mca btl_rsm_nt_far_ns 4294967295"
 run "pairs: " --mca btl_rsm_nt_far_ns 1 "$READER" pairs
+run "pairs, near: " $NEAR "$READER" pairs-near
 run "pairs off: " --mca btl_rsm_nt_far_ns 1 --mca btl_rsm_pair_tiny 0 "$READER" pairs-off
+run "pairs nearer than pair_min_ns: " $NEAR --mca btl_rsm_pair_min_ns 4294967295 "$READER" pairs-min
 # the eager limit lowered while a receiver is in the middle band (all of them, forced), or not;
 # the band is a large cache's (btl_rsm_two_copy_llc_min 0): on a small one the limit is fixed
 MIDDLE="--mca btl_rsm_nt_far_ns 4294967295 --mca btl_rsm_two_copy_ns 1 --mca btl_rsm_two_copy_llc_min 0"
