@@ -11,7 +11,8 @@
 # Deterministic: RSM_PARAMS_SEED (default 1) draws the same RSM_PARAMS_RUNS (default 12)
 # combinations every time; another seed draws others (on 2026-12-07 an ad-hoc sweep of
 # 90 combinations like these found queues of 4 postboxes refused, since fixed, and seeds
-# 2-6 of this script, 100 combinations, passed).
+# 2-6 of this script, 100 combinations, passed; with btl_rsm_pair_min_ns among them, seeds 1
+# (12), 74 (30) and 7401 (40) passed).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/rsm_lib.sh"
 prog=$TOP_BUILDDIR/test/rsm/rsm_soak
@@ -44,6 +45,7 @@ values=(
     "btl_rsm_stream_sends: 0 1 100"
     "btl_rsm_distance_load_holds: 0 1"
     "btl_rsm_rndv_eager_limit: 64 65536"
+    "btl_rsm_pair_min_ns: 0 60 4294967295"
 )
 for ((run = 1; run <= runs; run++)); do
     draw_params 2 6 "${values[@]}"      # 2-6 distinct parameters, each with one of its values
