@@ -322,7 +322,7 @@ typedef struct mca_btl_rsm_component_t {
     uint32_t n_inbound;
     mca_btl_base_endpoint_t **outbound;  /* connected: acks reclaimed by progress */
     uint32_t n_outbound;
-    uint32_t outbound_busy;         /* outbound endpoints with unacked or pending postboxes */
+    uint32_t outbound_busy;         /* outbound endpoints with sends pending (rsm_send's queue) */
     rsm_area_t *areas[RSM_MAX_NUMA];
 
     struct mca_btl_rsm_frag_t *free_frags;
@@ -609,7 +609,7 @@ rsm_poll_queue(mca_btl_base_endpoint_t *ep, unsigned budget, const bool remote)
         const mca_btl_active_message_callback_t *reg;
         bool pair = !remote && h.kind == (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST | RSM_PB_PAIR);
         if (OPAL_UNLIKELY((h.kind != (RSM_PB_INLINE | RSM_PB_FIRST | RSM_PB_LAST)
-                           && !(pair && h.nbytes <= RSM_PB_HALF_DATA && !ep->remote))
+                           && !(pair && h.nbytes <= RSM_PB_HALF_DATA))
                           || ep->assembler.active || h.nbytes > ep->inline_max
                           || k > qlen - index || h.tag >= MCA_BTL_TAG_MAX || rsm_tag_internal(h.tag)
                           || (reg = &mca_btl_base_active_message_trigger[h.tag])->cbfunc == NULL)) {
