@@ -63,6 +63,8 @@ static bool lock_constructed;
 static char *helper_socket;
 static bool helper_always;
 static bool helper_asked;       /* by the last open_ring: its refusal explains a fallback */
+static char helper_no_xdp[200]; /* the helper's word that it hands out no AF_XDP sockets at
+                                   all: not asked again for this process's other links */
 static int link_helper_fd[PMETH_MAX_LINKS];
 #define HELPER_TIMEOUT_MS 5000
 
@@ -615,11 +617,18 @@ static int ask_helper(pmeth_link_t *link, struct pmeth_helper_request *rq, int *
     helper_asked = true;
     int rc = pmeth_helper_ask(helper_socket, rq, HELPER_TIMEOUT_MS, fds, flags, helper_note,
                               notelen);
-    if (rc == -EBADMSG && rq->packet_flags != 0) {
-        /* a helper older than the send socket refuses the flag: ask as before */
-        rq->packet_flags = 0;
+    uint16_t newer = rq->op == PMETH_HELPER_OP_OPEN_XDP ? PMETH_HELPER_XDP_IF_OFFERED
+                                                        : PMETH_HELPER_PACKET_SEND_SOCKET;
+    uint16_t *asked = rq->op == PMETH_HELPER_OP_OPEN_XDP ? &rq->xdp_flags : &rq->packet_flags;
+    if (rc == -EBADMSG && (*asked & newer)) {
+        /* a helper older than the flag (the send socket; the fallback's quiet
+         * refusal) refuses it as malformed: ask as before */
+        *asked &= (uint16_t) ~newer;
         rc = pmeth_helper_ask(helper_socket, rq, HELPER_TIMEOUT_MS, fds, flags, helper_note,
                               notelen);
+    }
+    if (rc == -EOPNOTSUPP) {
+        snprintf(helper_no_xdp, sizeof(helper_no_xdp), "%s", helper_note);
     }
     return rc == 0 ? 0 : -EPERM;        /* neither way worked: the message names both */
 }
@@ -662,8 +671,8 @@ static enum pmeth_io_mode xdp_or_not(const pmeth_link_t *link, bool auto_mode)
     return PMETH_IO_XDP;
 }
 
-static int open_ring(uint32_t index, pmeth_link_t *link, enum pmeth_io_mode mode, char *err,
-                     size_t errlen, char *helper_note, size_t notelen)
+static int open_ring(uint32_t index, pmeth_link_t *link, enum pmeth_io_mode mode, bool fallback,
+                     char *err, size_t errlen, char *helper_note, size_t notelen)
 {
     mca_btl_pmeth_component_t *c = &mca_btl_pmeth_component;
     bool may_ask = helper_socket != NULL && helper_socket[0] != '\0';
@@ -694,6 +703,11 @@ static int open_ring(uint32_t index, pmeth_link_t *link, enum pmeth_io_mode mode
         snprintf(err, errlen, "own socket not tried (btl_pmeth_helper_always)");
     }
     bool xdp = mode == PMETH_IO_XDP, paired = xdp && cfg.frame_size > PMETH_XDP_FRAME_MAX;
+    if (xdp && helper_no_xdp[0] != '\0') {
+        snprintf(helper_note, notelen, "%s (its answer for an earlier interface)", helper_no_xdp);
+        helper_asked = true;
+        return -EPERM;
+    }
     int fds[PMETH_HELPER_MAX_FDS];
     uint16_t flags = 0, xdp_flags = 0;
     int send_fd = -1;
@@ -717,8 +731,9 @@ static int open_ring(uint32_t index, pmeth_link_t *link, enum pmeth_io_mode mode
         bool small_chunks = !paired && cfg.frame_size + 256 <= 2048;
         struct pmeth_helper_request rq = {
             .op = PMETH_HELPER_OP_OPEN_XDP,
-            .xdp_flags = paired ? PMETH_HELPER_XDP_RECEIVE_ONLY
-                                : small_chunks ? PMETH_HELPER_XDP_CHUNK_2K : 0,
+            .xdp_flags = (uint16_t) ((paired ? PMETH_HELPER_XDP_RECEIVE_ONLY
+                                      : small_chunks ? PMETH_HELPER_XDP_CHUNK_2K : 0)
+                                     | (fallback ? PMETH_HELPER_XDP_IF_OFFERED : 0)),
             .rx_frames = ring_frames(cfg.rx_frames),
             .tx_frames = paired ? 0 : ring_frames(cfg.tx_frames)};
         if (ask_helper(link, &rq, fds, &xdp_flags, helper_note, notelen) != 0) {
@@ -863,7 +878,7 @@ void pmeth_host_link_decide(void)
     }
     char err[256], helper_note[320];
     err[0] = '\0';
-    int rc = open_ring(c->nlinks, l, PMETH_IO_PACKET, err, sizeof(err), helper_note,
+    int rc = open_ring(c->nlinks, l, PMETH_IO_PACKET, false, err, sizeof(err), helper_note,
                        sizeof(helper_note));
     if (rc != 0) {
         PMETH_VERBOSE(1, "host link over %s not opened (%s%s%s): ranks on this host are not "
@@ -1040,6 +1055,7 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     c->nlinks = 0;
     c->host_link = -1;
     c->host_link_decided = false;
+    helper_no_xdp[0] = '\0';
     for (uint32_t i = 0; i < nfound; i++) {
         pmeth_link_t *l = &c->links[c->nlinks];
         *l = found[i];
@@ -1048,12 +1064,13 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
             mode = xdp_or_not(l, auto_mode);
         }
         err[0] = '\0';
-        rc = open_ring(c->nlinks, l, mode, err, sizeof(err), helper_note, sizeof(helper_note));
+        rc = open_ring(c->nlinks, l, mode, auto_mode, err, sizeof(err), helper_note,
+                       sizeof(helper_note));
         if (rc != 0 && auto_mode && mode == PMETH_IO_XDP) {
             PMETH_VERBOSE(1, "%s: AF_XDP not usable (%s%s%s); using AF_PACKET rings", l->ifname,
                           err, helper_asked ? "; " : "", helper_asked ? helper_note : "");
             err[0] = '\0';
-            rc = open_ring(c->nlinks, l, PMETH_IO_PACKET, err, sizeof(err), helper_note,
+            rc = open_ring(c->nlinks, l, PMETH_IO_PACKET, false, err, sizeof(err), helper_note,
                            sizeof(helper_note));
         }
         if (rc != 0) {

@@ -115,7 +115,8 @@ int pmeth_helper_ask(const char *path, const struct pmeth_helper_request *rq, in
     if (reply.status != PMETH_HELPER_GRANTED) {
         snprintf(why, whylen, "the pmeth helper at %s refused: %s", path,
                  reply.text[0] != '\0' ? reply.text : pmeth_helper_status_name(reply.status));
-        rc = reply.status == PMETH_HELPER_BAD_REQUEST ? -EBADMSG : -EPERM;
+        rc = reply.status == PMETH_HELPER_BAD_REQUEST ? -EBADMSG
+             : reply.status == PMETH_HELPER_XDP_OFF ? -EOPNOTSUPP : -EPERM;
         goto out;
     }
     unsigned want = pmeth_helper_granted_fds(rq);

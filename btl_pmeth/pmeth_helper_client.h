@@ -21,6 +21,7 @@
  *   -ENOENT, -ECONNREFUSED, -EACCES, -ETIMEDOUT, ...  no helper reachable there;
  *   -EPERM   the helper refused: WHY quotes its reply;
  *   -EBADMSG it refused the request as malformed (a helper older than a flag asked for);
+ *   -EOPNOTSUPP  op 2: it hands out no AF_XDP sockets at all (PMETH_HELPER_XDP_OFF);
  *   -EPROTO  its reply was malformed or came without what it should carry. */
 int pmeth_helper_ask(const char *path, const struct pmeth_helper_request *rq, int timeout_ms,
                      int fds[PMETH_HELPER_MAX_FDS], uint16_t *flags, char *why, size_t whylen);

@@ -15,7 +15,8 @@ static const char req_magic[4] = {'P', 'M', 'H', 'Q'};
 static const char reply_magic[4] = {'P', 'M', 'H', 'R'};
 #define REPLY_FLAGS_KNOWN (PMETH_HELPER_FILTER_LOCKED | PMETH_HELPER_MARKED \
                            | PMETH_HELPER_XDP_GENERIC)
-#define XDP_FLAGS_KNOWN (PMETH_HELPER_XDP_RECEIVE_ONLY | PMETH_HELPER_XDP_CHUNK_2K)
+#define XDP_FLAGS_KNOWN (PMETH_HELPER_XDP_RECEIVE_ONLY | PMETH_HELPER_XDP_CHUNK_2K \
+                         | PMETH_HELPER_XDP_IF_OFFERED)
 /* no message carries more than PMETH_HELPER_MAX_FDS we want; room to see (and close) a few */
 #define MAX_FDS_SEEN 8
 
@@ -29,6 +30,7 @@ const char *pmeth_helper_status_name(enum pmeth_helper_status s)
         [PMETH_HELPER_WRONG_ETHERTYPE] = "EtherType not served",
         [PMETH_HELPER_OTHER_NAMESPACE] = "client in another network namespace",
         [PMETH_HELPER_FAILED] = "helper failed",
+        [PMETH_HELPER_XDP_OFF] = "no AF_XDP sockets from this helper",
     };
     return (unsigned) s < PMETH_HELPER_STATUS_COUNT ? names[s] : "unknown status";
 }

@@ -63,6 +63,11 @@
 /* request flags of op 2 */
 #define PMETH_HELPER_XDP_RECEIVE_ONLY 0x1   /* no send ring: frames up to one 4 KiB chunk in */
 #define PMETH_HELPER_XDP_CHUNK_2K 0x2       /* 2 KiB chunks (frames up to 1792 B), else 4 KiB */
+#define PMETH_HELPER_XDP_IF_OFFERED 0x4     /* the job falls back to AF_PACKET when refused
+                                               (btl_pmeth_io_mode auto): a helper that hands
+                                               out no AF_XDP sockets says so
+                                               (PMETH_HELPER_XDP_OFF) without logging it, as
+                                               every rank of every job would ask */
 #define PMETH_HELPER_REQ_LEN 40
 #define PMETH_HELPER_REPLY_HDR_LEN 12
 #define PMETH_HELPER_TEXT_MAX 240
@@ -82,6 +87,12 @@ enum pmeth_helper_status {
     PMETH_HELPER_WRONG_ETHERTYPE,       /* the helper serves one EtherType only */
     PMETH_HELPER_OTHER_NAMESPACE,       /* the client is in another network namespace */
     PMETH_HELPER_FAILED,                /* the helper's own socket calls failed */
+    PMETH_HELPER_XDP_OFF,               /* op 2: this helper hands out no AF_XDP sockets at
+                                           all (its 'xdp' setting is off, or it was built
+                                           without): the job need not ask again for
+                                           another interface.  A client of before this
+                                           status reads it as a malformed reply, a refusal
+                                           all the same */
     PMETH_HELPER_STATUS_COUNT
 };
 

@@ -444,11 +444,16 @@ static void serve_xdp(const struct policy *p, int conn, const char *who,
 {
     char text[PMETH_HELPER_TEXT_MAX + 1];
     bool rx_only = rq->xdp_flags & PMETH_HELPER_XDP_RECEIVE_ONLY;
+    /* the answer to a job that falls back (btl_pmeth_io_mode auto) is not logged:
+     * every rank of every job would ask, once per interface */
+    bool quiet = rq->xdp_flags & PMETH_HELPER_XDP_IF_OFFERED;
     if (!p->xdp) {
         snprintf(text, sizeof(text), "this helper hands out AF_PACKET sockets only (its 'xdp' "
                  "setting is off)");
-        say("%s: %s: AF_XDP refused: xdp off", who, rq->ifname);
-        reply(conn, PMETH_HELPER_NOT_ALLOWED, 0, NULL, 0, text);
+        if (!quiet) {
+            say("%s: %s: AF_XDP refused: xdp off", who, rq->ifname);
+        }
+        reply(conn, PMETH_HELPER_XDP_OFF, 0, NULL, 0, text);
         return;
     }
     if (rq->rx_frames > p->xdp_max_frames || rq->tx_frames > p->xdp_max_frames) {
@@ -494,8 +499,9 @@ static void serve_xdp(const struct policy *p, int conn, const char *who,
     (void) rx_only;
     snprintf(text, sizeof(text), "this helper was built without AF_XDP (no libxdp, libbpf or "
              "clang at configure time)");
+    /* logged even to a job that falls back: the site turned 'xdp' on and gets none */
     say("%s: %s: AF_XDP refused: not built in", who, rq->ifname);
-    reply(conn, PMETH_HELPER_FAILED, 0, NULL, 0, text);
+    reply(conn, PMETH_HELPER_XDP_OFF, 0, NULL, 0, text);
 #endif
 }
 

@@ -33,7 +33,8 @@ static void request(const uint8_t *msg, size_t n)
     REQUIRE(rq.op == PMETH_HELPER_OP_OPEN_PACKET || rq.op == PMETH_HELPER_OP_OPEN_XDP);
     if (rq.op == PMETH_HELPER_OP_OPEN_XDP) {
         int rx_only = (rq.xdp_flags & PMETH_HELPER_XDP_RECEIVE_ONLY) != 0;
-        REQUIRE((rq.xdp_flags & ~(PMETH_HELPER_XDP_RECEIVE_ONLY | PMETH_HELPER_XDP_CHUNK_2K)) == 0);
+        REQUIRE((rq.xdp_flags & ~(PMETH_HELPER_XDP_RECEIVE_ONLY | PMETH_HELPER_XDP_CHUNK_2K
+                                  | PMETH_HELPER_XDP_IF_OFFERED)) == 0);
         REQUIRE(!(rx_only && (rq.xdp_flags & PMETH_HELPER_XDP_CHUNK_2K)));
         REQUIRE(pow2_in(rq.rx_frames));
         REQUIRE(rx_only ? rq.tx_frames == 0 : pow2_in(rq.tx_frames));

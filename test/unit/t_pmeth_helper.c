@@ -227,7 +227,11 @@ static void xdp_requests(void)
          "a send ring with receive-only"},
         {PMETH_HELPER_XDP_RECEIVE_ONLY | PMETH_HELPER_XDP_CHUNK_2K, 512, 0,
          PMETH_HELPER_FAULT_FLAGS, "2 KiB chunks with receive-only (its frames need 4 KiB)"},
-        {0x4, 512, 512, PMETH_HELPER_FAULT_FLAGS, "an unknown flag"},
+        {PMETH_HELPER_XDP_IF_OFFERED, 512, 512, PMETH_HELPER_OK,
+         "asked by a job that falls back (if offered)"},
+        {PMETH_HELPER_XDP_IF_OFFERED | PMETH_HELPER_XDP_RECEIVE_ONLY, 512, 0, PMETH_HELPER_OK,
+         "receive-only, if offered"},
+        {0x8, 512, 512, PMETH_HELPER_FAULT_FLAGS, "an unknown flag"},
         {0x8000, 512, 512, PMETH_HELPER_FAULT_FLAGS, "the top flag"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -244,7 +248,7 @@ static void xdp_requests(void)
     srand(11);
     int taken = 0, bad = 0;
     for (int i = 0; i < 200000; i++) {
-        x.xdp_flags = (uint16_t) (rand() % 2 ? rand() % 8 : rand());
+        x.xdp_flags = (uint16_t) (rand() % 2 ? rand() % 16 : rand());
         x.rx_frames = (uint16_t) (rand() % 2 ? 1u << (rand() % 17) : (unsigned) rand());
         x.tx_frames = (uint16_t) (rand() % 2 ? 1u << (rand() % 17) : rand() % 2 ? 0 : (unsigned) rand());
         pmeth_helper_encode_request(&x, msg);
@@ -258,7 +262,8 @@ static void xdp_requests(void)
                    || (rq.rx_frames & (rq.rx_frames - 1)) != 0
                    || (rx_only ? rq.tx_frames != 0
                                : rq.tx_frames < 8 || (rq.tx_frames & (rq.tx_frames - 1)) != 0)
-                   || (rq.xdp_flags & ~(PMETH_HELPER_XDP_RECEIVE_ONLY | PMETH_HELPER_XDP_CHUNK_2K))
+                   || (rq.xdp_flags & ~(PMETH_HELPER_XDP_RECEIVE_ONLY | PMETH_HELPER_XDP_CHUNK_2K
+                                        | PMETH_HELPER_XDP_IF_OFFERED))
                    || rq.ethertype < 0x0600 || !pmeth_helper_ifname_ok(rq.ifname);
         }
     }
@@ -319,6 +324,12 @@ static void replies(void)
           "a reply shorter than its header");
     CHECK(pmeth_helper_parse_reply(msg, PMETH_HELPER_REPLY_MAX + 1, &r) == PMETH_HELPER_FAULT_LENGTH,
           "a reply longer than the longest");
+    len = pmeth_helper_encode_reply(PMETH_HELPER_XDP_OFF, 0, "AF_PACKET sockets only", msg);
+    CHECK(pmeth_helper_parse_reply(msg, len, &r) == PMETH_HELPER_OK && r.status == PMETH_HELPER_XDP_OFF
+              && msg[6] == 7 && strcmp(pmeth_helper_status_name(r.status),
+                                       "no AF_XDP sockets from this helper") == 0,
+          "the reply of a helper that hands out no AF_XDP sockets: status 7, named");
+    len = pmeth_helper_encode_reply(PMETH_HELPER_GRANTED, 0, "granted", msg);
     msg[6] = PMETH_HELPER_STATUS_COUNT;
     CHECK(pmeth_helper_parse_reply(msg, len, &r) == PMETH_HELPER_FAULT_STATUS
               && r.status != PMETH_HELPER_GRANTED, "a reply with an unknown status is not a grant");
@@ -418,7 +429,7 @@ static void descriptors(void)
 
 /* ---- the client against scripted helpers ---- */
 
-enum script { GRANT_PIPE, GRANT_NO_FD, REFUSE, REFUSE_AS_MALFORMED, MALFORMED, HANG_UP, SILENT,
+enum script { GRANT_PIPE, GRANT_NO_FD, REFUSE, REFUSE_AS_MALFORMED, REFUSE_XDP, MALFORMED, HANG_UP, SILENT,
               GRANT_PACKET, GRANT_PACKET_PAIR, GRANT_PACKET_AND_PIPE, GRANT_XDP_PIPES,
               GRANT_XDP_TWO, GRANT_XDP_NO_UMEM, GRANT_XDP };
 
@@ -496,6 +507,11 @@ static pid_t fake_helper(enum script script)
     case REFUSE_AS_MALFORMED:       /* what a helper older than a flag answers */
         len = pmeth_helper_encode_reply(PMETH_HELPER_BAD_REQUEST, 0,
                                         "malformed request: unknown flags", out);
+        pmeth_helper_send(c, out, len, NULL, 0);
+        break;
+    case REFUSE_XDP:                /* a helper whose 'xdp' setting is off */
+        len = pmeth_helper_encode_reply(PMETH_HELPER_XDP_OFF, 0,
+                                        "this helper hands out AF_PACKET sockets only", out);
         pmeth_helper_send(c, out, len, NULL, 0);
         break;
     case MALFORMED:
@@ -577,6 +593,10 @@ static void client(void)
     x.op = PMETH_HELPER_OP_OPEN_XDP;
     x.rx_frames = 512;
     x.tx_frames = 512;
+    rc = ask_as(&x, REFUSE_XDP, fd, why, sizeof(why), &flags);
+    CHECK(rc == -EOPNOTSUPP && fd[0] == -1 && strstr(why, "AF_PACKET sockets only") != NULL,
+          "a helper without AF_XDP sockets: -EOPNOTSUPP, so that the job asks no more for "
+          "its other interfaces, quoting the helper (%s)", why);
     rc = ask_as(&x, GRANT_PIPE, fd, why, sizeof(why), &flags);
     CHECK(rc == -EPROTO && strstr(why, "too few descriptors") != NULL && open_fds() == before,
           "an AF_XDP grant with one descriptor is refused, it is closed (%s)", why);
