@@ -63,8 +63,11 @@ static bool lock_constructed;
 static char *helper_socket;
 static bool helper_always;
 static bool helper_asked;       /* by the last open_ring: its refusal explains a fallback */
-static char helper_no_xdp[200]; /* the helper's word that it hands out no AF_XDP sockets at
-                                   all: not asked again for this process's other links */
+#define HELPER_NOTE_LEN 320     /* what the helper said, with its socket's path */
+#define HELPER_SAID_BEFORE " (its answer for an earlier interface)"
+/* the helper's word that it hands out no AF_XDP sockets at all: not asked again for this
+ * process's other links (room left for HELPER_SAID_BEFORE in the note) */
+static char helper_no_xdp[HELPER_NOTE_LEN - sizeof(HELPER_SAID_BEFORE) + 1];
 static int link_helper_fd[PMETH_MAX_LINKS];
 #define HELPER_TIMEOUT_MS 5000
 
@@ -704,7 +707,7 @@ static int open_ring(uint32_t index, pmeth_link_t *link, enum pmeth_io_mode mode
     }
     bool xdp = mode == PMETH_IO_XDP, paired = xdp && cfg.frame_size > PMETH_XDP_FRAME_MAX;
     if (xdp && helper_no_xdp[0] != '\0') {
-        snprintf(helper_note, notelen, "%s (its answer for an earlier interface)", helper_no_xdp);
+        snprintf(helper_note, notelen, "%s" HELPER_SAID_BEFORE, helper_no_xdp);
         helper_asked = true;
         return -EPERM;
     }
@@ -876,7 +879,7 @@ void pmeth_host_link_decide(void)
         l->ring_tx = c->tx_frames / 4 > 64 ? c->tx_frames / 4 : 64;
         l->ring_rx = c->rx_frames / 4 > 64 ? c->rx_frames / 4 : 64;
     }
-    char err[256], helper_note[320];
+    char err[256], helper_note[HELPER_NOTE_LEN];
     err[0] = '\0';
     int rc = open_ring(c->nlinks, l, PMETH_IO_PACKET, false, err, sizeof(err), helper_note,
                        sizeof(helper_note));
@@ -977,7 +980,7 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
     mca_btl_base_module_t *m = &mca_btl_pmeth;
     pmeth_link_t found[PMETH_MAX_LINKS];
     uint32_t nfound = 0;
-    char err[256], helper_note[320];
+    char err[256], helper_note[HELPER_NOTE_LEN];
     int rc;
 
     *num_btls = 0;
