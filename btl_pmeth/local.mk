@@ -139,6 +139,15 @@ btl_pmeth_helper_pmeth_helperd_LDADD += $(XDP_LIBS)
 endif
 endif
 EXTRA_DIST += btl_pmeth/helper/pmeth-helper.conf btl_pmeth/helper/pmeth-helperd.service
+# The same daemon as it was before the protocol's optional flags (pmeth_helper_proto.h):
+# t-pmeth-helper.sh runs jobs against it, which must ask again without them.
+check_PROGRAMS += test/pmeth/pmeth_helperd_before
+test_pmeth_pmeth_helperd_before_SOURCES = $(btl_pmeth_helper_pmeth_helperd_SOURCES)
+nodist_test_pmeth_pmeth_helperd_before_SOURCES = $(nodist_btl_pmeth_helper_pmeth_helperd_SOURCES)
+test_pmeth_pmeth_helperd_before_CPPFLAGS = $(btl_pmeth_helper_pmeth_helperd_CPPFLAGS) \
+	-DPMETH_HELPER_BEFORE_FLAGS=1
+test_pmeth_pmeth_helperd_before_CFLAGS = $(XBTL_WARN_CFLAGS) -O2
+test_pmeth_pmeth_helperd_before_LDADD = $(btl_pmeth_helper_pmeth_helperd_LDADD)
 
 check_PROGRAMS += test/unit/t_pmeth_helper test/pmeth/pmeth_helper_ask
 test_unit_t_pmeth_helper_SOURCES = test/unit/t_pmeth_helper.c $(PMETH_HELPER_SRC) \

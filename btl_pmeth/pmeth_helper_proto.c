@@ -15,8 +15,6 @@ static const char req_magic[4] = {'P', 'M', 'H', 'Q'};
 static const char reply_magic[4] = {'P', 'M', 'H', 'R'};
 #define REPLY_FLAGS_KNOWN (PMETH_HELPER_FILTER_LOCKED | PMETH_HELPER_MARKED \
                            | PMETH_HELPER_XDP_GENERIC)
-#define XDP_FLAGS_KNOWN (PMETH_HELPER_XDP_RECEIVE_ONLY | PMETH_HELPER_XDP_CHUNK_2K \
-                         | PMETH_HELPER_XDP_IF_OFFERED)
 /* no message carries more than PMETH_HELPER_MAX_FDS we want; room to see (and close) a few */
 #define MAX_FDS_SEEN 8
 
@@ -152,7 +150,7 @@ enum pmeth_helper_fault pmeth_helper_parse_request(const void *msg, size_t len,
     out->dest_id = pmeth_get32(p + 32);
     if (out->op == PMETH_HELPER_OP_OPEN_PACKET) {
         out->packet_flags = pmeth_get16(p + 26);
-        if ((out->packet_flags & ~PMETH_HELPER_PACKET_SEND_SOCKET) != 0) {
+        if ((out->packet_flags & ~PMETH_HELPER_PACKET_FLAGS_KNOWN) != 0) {
             return PMETH_HELPER_FAULT_FLAGS;
         }
         if (pmeth_get32(p + 36) != 0) {
@@ -164,7 +162,7 @@ enum pmeth_helper_fault pmeth_helper_parse_request(const void *msg, size_t len,
     out->rx_frames = pmeth_get16(p + 36);
     out->tx_frames = pmeth_get16(p + 38);
     bool rx_only = out->xdp_flags & PMETH_HELPER_XDP_RECEIVE_ONLY;
-    if ((out->xdp_flags & ~XDP_FLAGS_KNOWN) != 0
+    if ((out->xdp_flags & ~PMETH_HELPER_XDP_FLAGS_KNOWN) != 0
         || (rx_only && (out->xdp_flags & PMETH_HELPER_XDP_CHUNK_2K))) {
         return PMETH_HELPER_FAULT_FLAGS;
     }

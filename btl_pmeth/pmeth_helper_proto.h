@@ -68,6 +68,19 @@
                                                out no AF_XDP sockets says so
                                                (PMETH_HELPER_XDP_OFF) without logging it, as
                                                every rank of every job would ask */
+/* The request flags this build takes.  PMETH_HELPER_BEFORE_FLAGS builds the protocol as
+ * it was before its optional flags (the send socket of 2026-11-28, IF_OFFERED of
+ * 2026-12-07): such a helper refuses either as malformed and refuses AF_XDP as not
+ * allowed.  Only test/pmeth's pmeth_helperd_before is built so, to test a new job
+ * against an old helper with the daemon's own code. */
+#ifdef PMETH_HELPER_BEFORE_FLAGS
+#define PMETH_HELPER_PACKET_FLAGS_KNOWN 0
+#define PMETH_HELPER_XDP_FLAGS_KNOWN (PMETH_HELPER_XDP_RECEIVE_ONLY | PMETH_HELPER_XDP_CHUNK_2K)
+#else
+#define PMETH_HELPER_PACKET_FLAGS_KNOWN PMETH_HELPER_PACKET_SEND_SOCKET
+#define PMETH_HELPER_XDP_FLAGS_KNOWN (PMETH_HELPER_XDP_RECEIVE_ONLY | PMETH_HELPER_XDP_CHUNK_2K \
+                                      | PMETH_HELPER_XDP_IF_OFFERED)
+#endif
 #define PMETH_HELPER_REQ_LEN 40
 #define PMETH_HELPER_REPLY_HDR_LEN 12
 #define PMETH_HELPER_TEXT_MAX 240

@@ -453,7 +453,11 @@ static void serve_xdp(const struct policy *p, int conn, const char *who,
         if (!quiet) {
             say("%s: %s: AF_XDP refused: xdp off", who, rq->ifname);
         }
+#ifdef PMETH_HELPER_BEFORE_FLAGS
+        reply(conn, PMETH_HELPER_NOT_ALLOWED, 0, NULL, 0, text);
+#else
         reply(conn, PMETH_HELPER_XDP_OFF, 0, NULL, 0, text);
+#endif
         return;
     }
     if (rq->rx_frames > p->xdp_max_frames || rq->tx_frames > p->xdp_max_frames) {

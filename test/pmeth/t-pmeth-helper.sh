@@ -7,8 +7,9 @@
 # a helper started with --xdp hands out AF_XDP sockets (alone at MTU 1500, beside an
 # AF_PACKET ring at 9000) that the user can neither rebind nor resize, the job passes over
 # them and its XDP program is gone when it ends; a helper without --xdp makes io_mode
-# auto fall back with one line naming why; the helpers stop cleanly and nothing is left
-# behind.
+# auto fall back with one line naming why, asked once for all of a rank's links; a helper
+# of before the protocol's optional flags (pmeth_helperd_before) is asked again without
+# them and serves the job; the helpers stop cleanly and nothing is left behind.
 . "${TOP_SRCDIR:-.}/test/lib.sh"
 . "$TOP_SRCDIR/test/vcluster/vclib.sh"
 vc_require
@@ -16,9 +17,10 @@ ompi_info 2>/dev/null | grep -q "MCA btl: pmeth" || { echo "# btl pmeth is not i
 command -v setpriv >/dev/null || { echo "# setpriv missing (util-linux)"; exit 77; }
 id nobody >/dev/null 2>&1 || { echo "# no user nobody"; exit 77; }
 HELPERD=$TOP_BUILDDIR/btl_pmeth/helper/pmeth-helperd
+BEFORE=$TOP_BUILDDIR/test/pmeth/pmeth_helperd_before
 ASK=$TOP_BUILDDIR/test/pmeth/pmeth_helper_ask
 P2P=$TOP_BUILDDIR/test/mpi/mpi_p2p
-for f in "$HELPERD" "$ASK" "$P2P"; do [ -x "$f" ] || { echo "# $f not built (make check)"; exit 1; }; done
+for f in "$HELPERD" "$BEFORE" "$ASK" "$P2P"; do [ -x "$f" ] || { echo "# $f not built (make check)"; exit 1; }; done
 
 vc_setup tphelp
 VC_TMP=$(mktemp -d /tmp/xbvc-tphelp.XXXXXX); LOG=$VC_TMP
@@ -27,13 +29,15 @@ VC_TMP=$(mktemp -d /tmp/xbvc-tphelp.XXXXXX); LOG=$VC_TMP
 SOCK=/dev/shm/pmeth-helper.sock
 LOCKED=/dev/shm/pmeth-helper-locked.sock
 XSOCK=/dev/shm/pmeth-helper-xdp.sock
+OSOCK=/dev/shm/pmeth-helper-before.sock
 NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
 HELPER_PIDS=""
 
-# helper NODE LOGNAME ARGS...: start pmeth-helperd on NODE (it stays in the foreground)
+# helper NODE LOGNAME ARGS...: start pmeth-helperd ($DAEMON if set) on NODE (it stays in
+# the foreground)
 helper() {
     local node=$1 name=$2; shift 2
-    "$VC" exec "$node" -- "$HELPERD" "$@" </dev/null >/dev/null 2>"$LOG/$name.log" &
+    "$VC" exec "$node" -- "${DAEMON:-$HELPERD}" "$@" </dev/null >/dev/null 2>"$LOG/$name.log" &
     HELPER_PIDS="$HELPER_PIDS $!"
 }
 # wait_socket NODE PATH: the helper's socket appears (up to 5 s)
@@ -56,9 +60,10 @@ helpers_stop() {
 # the helpers go first, whatever happens; then the cluster (vc_cleanup keeps the status)
 trap 'rc=$?; helpers_stop; (exit $rc); vc_cleanup' EXIT
 
-pm() {      # OUT ARGS...: a job of nobody over self,pmeth
+pm() {      # OUT ARGS...: a job of nobody over self,pmeth, on eth0 ($PM_IFS if set)
     local out=$1; shift
-    vc_mpirun --user nobody --mca btl self,pmeth "$@" >"$out" 2>"$out.err"
+    vc_mpirun --user nobody --mca btl self,pmeth --mca btl_pmeth_if_include "${PM_IFS:-eth0}" \
+        "$@" >"$out" 2>"$out.err"
 }
 # p2p_job NAME LABEL ARGS...: the p2p suite up to 1 MiB as nobody, verbose, with ARGS; its
 # lines relayed under LABEL, and one check that it passed with verified bytes over the link
@@ -81,7 +86,9 @@ check "pmeth-helperd refuses to serve another protocol's EtherType (0x86dd: exit
 $out
 EOT"
 
-vc create pair --links 1 --rate 0 --force >/dev/null || { not_ok "create pair"; tap_done; exit; }
+# two links: most jobs use eth0 alone; those that show what a rank asks for each of its
+# links use both
+vc create pair --links 2 --rate 0 --force >/dev/null || { not_ok "create pair"; tap_done; exit; }
 
 # ---- no capability, no helper: one clear message, the job ends ------------------------
 start=$SECONDS
@@ -97,8 +104,8 @@ check "... pmeth declines with one message naming both ways out (CAP_NET_RAW, pm
 grep -A14 'may not open raw' "$LOG/none.err" | head -16 | diag
 
 # ---- a helper on each host, allowing the data link -------------------------------------
-helper n0 helper0 --allow eth0 --socket "$SOCK"
-helper n1 helper1 --allow eth0 --socket "$SOCK"
+helper n0 helper0 --allow eth0,eth1 --socket "$SOCK"
+helper n1 helper1 --allow eth0,eth1 --socket "$SOCK"
 check "pmeth-helperd listens on each host" both_sockets "$SOCK"
 mode=$("$VC" exec n0 -- stat -c '%U %a' "$SOCK")
 check "... its socket is root's, mode 0666 (every local user may ask): $mode" [ "$mode" = "root 666" ]
@@ -204,9 +211,11 @@ else
 fi
 
 # ---- AF_XDP from a helper started with --xdp -------------------------------------------
-no_xdp_prog() {     # no XDP program is left on eth0 of either host
-    local n
-    for n in n0 n1; do "$VC" exec $n -- ip -d link show eth0 | grep -q 'prog/xdp' && return 1; done
+no_xdp_prog() {     # no XDP program is left on either link of either host
+    local n i
+    for n in n0 n1; do
+        for i in eth0 eth1; do "$VC" exec $n -- ip -d link show $i | grep -q 'prog/xdp' && return 1; done
+    done
     return 0
 }
 if ! nm "$HELPERD" 2>/dev/null | grep -q pmeth_xdp_open; then
@@ -242,7 +251,8 @@ else
 
     # two ranks a host (auto): one socket per interface queue, so one rank a host gets
     # AF_XDP from the helper and the other falls back to the helper's AF_PACKET socket
-    vc_mpirun --user nobody --ppn 2 --mca btl self,vader,pmeth --mca btl_pmeth_helper "$XSOCK" \
+    vc_mpirun --user nobody --ppn 2 --mca btl self,vader,pmeth --mca btl_pmeth_if_include eth0 \
+        --mca btl_pmeth_helper "$XSOCK" \
         --mca btl_pmeth_io_mode auto --mca btl_base_verbose 10 -- "$P2P" -M 1048576 \
         >"$LOG/xdp2" 2>"$LOG/xdp2.err"; rc=$?
     relay_tap "nobody, 2 ranks a host, auto: " <"$LOG/xdp2"
@@ -271,13 +281,15 @@ else
     # auto every rank of every job asks (once: the answer covers its other interfaces too)
     refusals() { cat "$LOG/helper0.log" "$LOG/helper1.log" | grep -c 'AF_XDP refused: xdp off'; }
     r0=$(refusals)
-    pm "$LOG/auto" --mca btl_pmeth_helper "$SOCK" --mca btl_pmeth_io_mode auto \
+    PM_IFS=eth0,eth1 pm "$LOG/auto" --mca btl_pmeth_helper "$SOCK" --mca btl_pmeth_io_mode auto \
         --mca btl_base_verbose 1 -- "$P2P" -M 65536; rc=$?
     grep -h 'not usable' "$LOG/auto.err" | sed 's/^.*btl:pmeth: //' | diag
     r1=$(refusals)
-    check "a helper without --xdp: io_mode auto falls back to AF_PACKET with one line quoting the helper, and passes (exit $rc)" \
+    check "a helper without --xdp: io_mode auto falls back to AF_PACKET on both links with a line each quoting the helper, and passes (exit $rc)" \
         eval '[ $rc -eq 0 ] && ! grep -q "^not ok" "$LOG/auto" \
-            && [ "$(grep -c "AF_XDP not usable (.*xdp. setting is off)); using AF_PACKET rings" "$LOG/auto.err")" = 2 ]'
+            && [ "$(grep -c "eth[01]: AF_XDP not usable (.*xdp. setting is off).*); using AF_PACKET rings" "$LOG/auto.err")" = 4 ]'
+    check "... each rank asked once: its second link's line quotes the answer for the first" \
+        [ "$(grep -c "AF_XDP not usable (.*xdp. setting is off) (its answer for an earlier interface)); using AF_PACKET rings" "$LOG/auto.err")" = 2 ]
     check "... the helpers did not log those refusals ($((r1 - r0)) lines)" [ "$r1" = "$r0" ]
     pm "$LOG/xdpoff" --mca btl_pmeth_helper "$SOCK" --mca btl_pmeth_io_mode xdp -- "$P2P" -M 1024; rc=$?
     check "... io_mode xdp: pmeth declines with the helper's refusal, the job ends (exit $rc)" \
@@ -286,13 +298,55 @@ else
     check "... that refusal logged by the helpers ($((r2 - r1)) lines, one a rank)" [ "$((r2 - r1))" -ge 1 ]
 fi
 
+# ---- a helper of before the optional request flags ----------------------------------
+# Sites update the helper (root's) and the component (the MPI installation) apart: a job
+# newer than its helper asks for a send socket (op 1) and says it falls back (op 2); the
+# old helper refuses both flags as malformed, and the job asks again without them.
+helpers_stop
+malformed() { grep -c 'refused: malformed request: unknown flags' "$1"; }
+DAEMON=$BEFORE helper n0 before0 --allow eth0,eth1 --socket "$OSOCK"
+DAEMON=$BEFORE helper n1 before1 --allow eth0,eth1 --socket "$OSOCK"
+check "a helper of before the optional flags (pmeth_helperd_before) listens on each host" \
+    both_sockets "$OSOCK"
+PM_IFS=eth0,eth1 pm "$LOG/before" --mca btl_pmeth_helper "$OSOCK" --mca btl_base_verbose 10 \
+    -- "$P2P" -M 1048576; rc=$?
+relay_tap "nobody, a helper of before: " <"$LOG/before"
+m0=$(malformed "$LOG/before0.log"); m1=$(malformed "$LOG/before1.log")
+check "... the job (io_mode auto, 2 links) passed (exit $rc), every link on an AF_PACKET socket from it" \
+    eval '[ $rc -eq 0 ] && grep -q "^ok .*verified" "$LOG/before" && ! grep -q "^not ok" "$LOG/before" \
+        && [ "$(grep -c "eth[01]: AF_PACKET socket from the pmeth helper" "$LOG/before.err")" = 4 ]'
+check "... without the send socket it did not know ($m0 + $m1 requests refused as malformed, each asked again)" \
+    eval '! grep -q "with a socket for lone frames" "$LOG/before.err" && [ "$m0" -ge 2 ] && [ "$m1" -ge 2 ] \
+        && [ "$(grep -Ec "uid 65534 \(nobody\) pid [0-9]+: eth[01]: granted" "$LOG/before0.log")" = 2 ]'
+if nm "$BEFORE" 2>/dev/null | grep -q pmeth_xdp_open; then
+    check "... its AF_XDP refusal (not allowed: no status of its own) asked for on each link, and fallen back from" \
+        eval '[ "$(grep -c "eth[01]: AF_XDP not usable (.*xdp. setting is off)); using AF_PACKET rings" "$LOG/before.err")" = 4 ] \
+            && [ "$(grep -c "AF_XDP refused: xdp off" "$LOG/before0.log")" = 2 ]'
+    helpers_stop
+    DAEMON=$BEFORE helper n0 beforex0 --allow eth0,eth1 --socket "$OSOCK" --xdp
+    DAEMON=$BEFORE helper n1 beforex1 --allow eth0,eth1 --socket "$OSOCK" --xdp
+    both_sockets "$OSOCK"
+    PM_IFS=eth0,eth1 pm "$LOG/beforex" --mca btl_pmeth_helper "$OSOCK" --mca btl_base_verbose 10 \
+        -- "$P2P" -M 1048576; rc=$?
+    relay_tap "nobody, a helper of before with --xdp: " <"$LOG/beforex"
+    m0=$(malformed "$LOG/beforex0.log"); m1=$(malformed "$LOG/beforex1.log")
+    check "... started with --xdp: the job (auto) passed (exit $rc) on AF_XDP rings from it on both links, asked for again without IF_OFFERED ($m0 + $m1 refused)" \
+        eval '[ $rc -eq 0 ] && grep -q "^ok .*verified" "$LOG/beforex" && ! grep -q "^not ok" "$LOG/beforex" \
+            && [ "$(grep -c "link [01]: eth[01] .*AF_XDP (copy mode, .* from the pmeth helper) rings" "$LOG/beforex.err")" = 4 ] \
+            && [ "$m0" = 2 ] && [ "$m1" = 2 ] \
+            && [ "$(grep -Ec "uid 65534 \(nobody\) pid [0-9]+: eth[01]: AF_XDP granted" "$LOG/beforex0.log")" = 2 ]'
+    check "... and no XDP program is left after it" no_xdp_prog
+fi
+
 # ---- stop: the helpers and their sockets are gone ------------------------------------
 helpers_stop
 check "the helpers stopped on SIGTERM and said so" \
-    eval 'cat "$LOG"/helper[01].log "$LOG"/locked[01].log | grep -c "stopped (Terminated)" | grep -qx 4'
+    eval 'cat "$LOG"/helper[01].log "$LOG"/locked[01].log "$LOG"/before[01].log | grep -c "stopped (Terminated)" | grep -qx 6'
 gone() {
     local n
-    for n in n0 n1; do "$VC" exec $n -- test -e "$SOCK" -o -e "$LOCKED" -o -e "$XSOCK" && return 1; done
+    for n in n0 n1; do
+        "$VC" exec $n -- test -e "$SOCK" -o -e "$LOCKED" -o -e "$XSOCK" -o -e "$OSOCK" && return 1
+    done
     return 0
 }
 check "... their sockets are gone" gone
