@@ -1081,6 +1081,10 @@ static mca_btl_base_module_t **pmeth_component_init(int *num_btls, bool enable_p
             if (perm) {
                 opal_show_help("help-btl-pmeth.txt", "no-permission", true,
                                opal_process_info.nodename, l->ifname, err, helper_note);
+            } else if (!auto_mode && mode == PMETH_IO_XDP && (rc == -EBUSY || rc == -EEXIST)) {
+                /* asked for by name (auto fell back above): the queue or the hook taken */
+                opal_show_help("help-btl-pmeth.txt", "xdp-taken", true,
+                               opal_process_info.nodename, l->ifname, err);
             } else {
                 opal_show_help("help-btl-pmeth.txt", "ring-failed", true,
                                opal_process_info.nodename, l->ifname, err);

@@ -406,6 +406,16 @@ if xb_built_with XDP; then
     check "2 links, AF_XDP rings: every link of both ranks on AF_XDP ($n of 4 say so)" [ "$n" -eq 4 ]
     auto_split "$LOG/xdpauto" "2 links, 2 ranks per host, io_mode auto" \
         'btl:pmeth: link [01]: eth[01] .*AF_XDP' 4
+    # asked for by name, the second rank of a host finds the interface taken: one message
+    # that says why and names auto and packet, and the job ends
+    pm "$LOG/xdptaken" --ppn 2 --mca btl self,vader,pmeth --mca btl_pmeth_io_mode xdp \
+        -- "$P2P" -M 1024; rc=$?
+    check "2 ranks per host, io_mode xdp: the job ends (exit $rc) with the message that the interface is taken, naming auto and packet" \
+        eval '[ $rc -ne 0 -a $rc -ne 124 ] && grep -Eq "could not open AF_XDP rings on eth[01]:" "$LOG/xdptaken.err" \
+            && grep -q "another process of this host" "$LOG/xdptaken.err" \
+            && grep -q "btl_pmeth_io_mode auto " "$LOG/xdptaken.err" \
+            && grep -q "btl_pmeth_io_mode packet " "$LOG/xdptaken.err"'
+    grep -A3 'could not open AF_XDP' "$LOG/xdptaken.err" | head -4 | diag
     # "auto" keeps AF_PACKET on a link whose traffic control AF_XDP frames would skip: a tbf
     # shaping n0's eth0 (what n0 sends there), a clsact qdisc (tc filters) on n1's eth1; the
     # other two links take AF_XDP
