@@ -302,16 +302,24 @@ fi
 # Sites update the helper (root's) and the component (the MPI installation) apart: a job
 # newer than its helper asks for a send socket (op 1) and says it falls back (op 2); the
 # old helper refuses both flags as malformed, and the job asks again without them.
-helpers_stop
 malformed() { grep -c 'refused: malformed request: unknown flags' "$1"; }
-DAEMON=$BEFORE helper n0 before0 --allow eth0,eth1 --socket "$OSOCK"
-DAEMON=$BEFORE helper n1 before1 --allow eth0,eth1 --socket "$OSOCK"
-check "a helper of before the optional flags (pmeth_helperd_before) listens on each host" \
-    both_sockets "$OSOCK"
-PM_IFS=eth0,eth1 pm "$LOG/before" --mca btl_pmeth_helper "$OSOCK" --mca btl_base_verbose 10 \
-    -- "$P2P" -M 1048576; rc=$?
-relay_tap "nobody, a helper of before: " <"$LOG/before"
-m0=$(malformed "$LOG/before0.log"); m1=$(malformed "$LOG/before1.log")
+# before_job NAME LABEL ARGS...: the old helper on each host (with ARGS; logs NAME0, NAME1),
+# then the p2p suite as nobody over both links, relayed under LABEL; sets rc, listening, and
+# m0 / m1: the requests each helper refused as malformed
+before_job() {
+    local name=$1 label=$2; shift 2
+    helpers_stop
+    DAEMON=$BEFORE helper n0 "${name}0" --allow eth0,eth1 --socket "$OSOCK" "$@"
+    DAEMON=$BEFORE helper n1 "${name}1" --allow eth0,eth1 --socket "$OSOCK" "$@"
+    both_sockets "$OSOCK" && listening=yes || listening=no
+    PM_IFS=eth0,eth1 pm "$LOG/$name" --mca btl_pmeth_helper "$OSOCK" --mca btl_base_verbose 10 \
+        -- "$P2P" -M 1048576; rc=$?
+    relay_tap "$label: " <"$LOG/$name"
+    m0=$(malformed "$LOG/${name}0.log"); m1=$(malformed "$LOG/${name}1.log")
+}
+before_job before "nobody, a helper of before"
+check "a helper of before the optional flags (pmeth_helperd_before) listened on each host ($listening)" \
+    [ "$listening" = yes ]
 check "... the job (io_mode auto, 2 links) passed (exit $rc), every link on an AF_PACKET socket from it" \
     eval '[ $rc -eq 0 ] && grep -q "^ok .*verified" "$LOG/before" && ! grep -q "^not ok" "$LOG/before" \
         && [ "$(grep -c "eth[01]: AF_PACKET socket from the pmeth helper" "$LOG/before.err")" = 4 ]'
@@ -322,14 +330,7 @@ if nm "$BEFORE" 2>/dev/null | grep -q pmeth_xdp_open; then
     check "... its AF_XDP refusal (not allowed: no status of its own) asked for on each link, and fallen back from" \
         eval '[ "$(grep -c "eth[01]: AF_XDP not usable (.*xdp. setting is off)); using AF_PACKET rings" "$LOG/before.err")" = 4 ] \
             && [ "$(grep -c "AF_XDP refused: xdp off" "$LOG/before0.log")" = 2 ]'
-    helpers_stop
-    DAEMON=$BEFORE helper n0 beforex0 --allow eth0,eth1 --socket "$OSOCK" --xdp
-    DAEMON=$BEFORE helper n1 beforex1 --allow eth0,eth1 --socket "$OSOCK" --xdp
-    both_sockets "$OSOCK"
-    PM_IFS=eth0,eth1 pm "$LOG/beforex" --mca btl_pmeth_helper "$OSOCK" --mca btl_base_verbose 10 \
-        -- "$P2P" -M 1048576; rc=$?
-    relay_tap "nobody, a helper of before with --xdp: " <"$LOG/beforex"
-    m0=$(malformed "$LOG/beforex0.log"); m1=$(malformed "$LOG/beforex1.log")
+    before_job beforex "nobody, a helper of before with --xdp" --xdp
     check "... started with --xdp: the job (auto) passed (exit $rc) on AF_XDP rings from it on both links, asked for again without IF_OFFERED ($m0 + $m1 refused)" \
         eval '[ $rc -eq 0 ] && grep -q "^ok .*verified" "$LOG/beforex" && ! grep -q "^not ok" "$LOG/beforex" \
             && [ "$(grep -c "link [01]: eth[01] .*AF_XDP (copy mode, .* from the pmeth helper) rings" "$LOG/beforex.err")" = 4 ] \
