@@ -201,6 +201,10 @@ struct mca_btl_base_endpoint_t {
     bool answered;                  /* a message came from it since our last pool allocation */
     bool streaming_to;              /* counted in streams_out (rsm_sent_to) */
     uint32_t unanswered;            /* messages sent to it since the last one from it */
+    uint32_t reads_offered;         /* our buffers it may read now (live REMOTE_READ
+                                       registrations for it: rsm_register_mem) */
+    uint32_t both_ways_left;        /* rendezvous starts to it still offered by single copy
+                                       though it is near: bulk ran both ways (btl_rsm_get.c) */
 
     /* inbound: peer -> us */
     bool in_connected;
@@ -270,6 +274,7 @@ typedef struct mca_btl_rsm_component_t {
     size_t pool_lap;                /* ... round this many bytes of the pool (0: all) */
     bool pool_answer_hot;           /* ... but an answer takes first fit */
     bool single_copy_near;          /* also to receivers under two_copy_ns */
+    bool single_copy_both_ways;     /* ... while bulk data also comes from them */
     size_t single_copy_split;       /* smallest get split with the sender (0: never) */
     bool rma;                       /* offer put, get and atomics to osc rdma (btl_rsm_rma.c) */
     bool float_atomics;             /* ... atomics on float and double among them */
@@ -335,6 +340,7 @@ typedef struct mca_btl_rsm_component_t {
     /* more statistics, all MPI_T pvars (btl_rsm_pvar.c): */
     uint64_t dropped_malformed, dropped_tag, dropped_help;   /* `dropped`, by cause */
     uint64_t splits, taken_back;    /* gets split with the sender; halves we copied after all */
+    uint64_t both_ways_offers;      /* single copy offered to near receivers: bulk both ways */
     uint64_t near_decisions, far_decisions;                  /* rsm_distance.h, all peers */
     uint64_t distance_loaded;       /* distance sample sets ignored under load (rsm_distance.h) */
     uint64_t pool_full;             /* new fragments that found the pool full after reclaim */

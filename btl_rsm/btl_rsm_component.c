@@ -416,6 +416,15 @@ static int rsm_component_register(void)
         "stores, which is faster there (the pool stays in the shared cache); single copy is "
         "used for the others and for receivers not yet measured",
         MCA_BASE_VAR_TYPE_BOOL, &c->single_copy_near, OPAL_INFO_LVL_5);
+    c->single_copy_both_ways = true;
+    reg("single_copy_both_ways", "Use single copy also for receivers measured closer than "
+        "btl_rsm_two_copy_ns while bulk data runs both ways between the two ranks (a "
+        "bi-directional exchange): there both cores are busy copying anyway, and one copy per "
+        "byte beats the pipeline's two.  Seen when a large message from the receiver waits for "
+        "us as we start one to it, or when we read from it while it may read from us; lasts "
+        "for the next 128 such messages to it.  Off: two copies to near receivers always "
+        "(btl_rsm_single_copy_near off)",
+        MCA_BASE_VAR_TYPE_BOOL, &c->single_copy_both_ways, OPAL_INFO_LVL_5);
     /* 32 KiB since the eager limit falls to 16 KiB for receivers at the middle
      * distance (short_eager_ns): 32-64 KiB then go by get, and unsplit they kept
      * the sender idle (2026-12-02: bw 32 KiB 7,400-8,400 MB/s unsplit, 10,600-11,100

@@ -54,6 +54,7 @@ typedef struct rsm_reg {
     struct mca_btl_base_registration_handle_t h;    /* first: ob1 sends its wire part */
     struct rsm_reg *prev, *next;
     mca_btl_base_endpoint_t *ep;    /* the peer it was registered for (NULL: any) */
+    bool offered;                   /* counted in ep->reads_offered (a message's, not a window's) */
     uintptr_t base;
     size_t size;
     struct mca_btl_base_registration_handle_t *device;  /* a window's, for other hosts */
@@ -146,6 +147,78 @@ static void help_withdraw(int slot, uint64_t gen)
     }
 }
 
+/* Both ways: single copy to a near receiver while bulk data also comes from it.
+ *
+ * Why: to a receiver under btl_rsm_two_copy_ns the pipeline's two copies beat
+ * one (rsm_distance.h) because they run on both cores at once, the sender's
+ * copy-in beside the receiver's copy-out, in a cache both share.  When both
+ * ranks send each other large messages at once, both cores copy anyway, and
+ * the pipeline costs each of them two copies per byte it takes in or gives out
+ * where single copy costs one.  Measured on an AMD EPYC guest, cores 40-60 ns
+ * apart, 3-4 runs a cell: bi-directional 64 / 128 / 256 / 512 KiB 7,384 /
+ * 6,202 / 6,194 / 5,787 MB/s by single copy against 5,735 / 4,552 / 5,201 /
+ * 5,253 by two copies, while one-way 64 KiB ran 7,632 against 14,035
+ * (docs/results-2026-12-07-rsm-two-copy-65/, table-near-1c-64k-4m.txt).
+ *
+ * Seen at two moments, each one cache line at most: when we start a message
+ * past the eager limit to EP and a pool message of at least RSM_BOTH_WAYS_MIN
+ * bytes from it waits in our queue (it sends the two-copy way), and when we
+ * read from EP by single copy while it may read from us or our pool data to it
+ * is unconsumed.  A ping-pong is neither: each side starts its message after
+ * taking in (and acking) the other's, and ob1's own control messages (its ACK,
+ * FIN and RGET headers) are inline.  Once seen, the next RSM_BOTH_WAYS_STARTS
+ * starts to EP go by single copy, so that an exchange repeated in windows
+ * keeps the choice from one window to the next, and a pattern that turns
+ * one-way returns to two copies after that many. */
+#define RSM_BOTH_WAYS_MIN 4096
+#define RSM_BOTH_WAYS_STARTS 128
+
+static void both_ways_seen(mca_btl_base_endpoint_t *ep)
+{
+    if (ep->both_ways_left == 0) {
+        RSM_VERBOSE(20, "local rank %u is near and sends us bulk data as we send it ours: "
+                    "single copy to it for the next %d large messages", ep->local_rank,
+                    RSM_BOTH_WAYS_STARTS);
+    }
+    ep->both_ways_left = RSM_BOTH_WAYS_STARTS;
+}
+
+/* We read from EP (a get): do large messages of ours to it run at the same time? */
+static void both_ways_seen_reading(mca_btl_base_endpoint_t *ep)
+{
+    if (!mca_btl_rsm_component.single_copy_both_ways || !ep->dist.two_copy) {
+        return;
+    }
+    if (ep->reads_offered == 0 && ep->slots_with_runs > 0) {
+        rsm_endpoint_reclaim(ep, true);     /* acks not yet collected are not traffic */
+    }
+    if (ep->reads_offered > 0 || ep->slots_with_runs > 0) {
+        both_ways_seen(ep);
+    }
+}
+
+/* A message past the eager limit to near EP starts: single copy this time? */
+static bool both_ways_offer(mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_rsm_component_t *c = &mca_btl_rsm_component;
+    if (!c->single_copy_both_ways) {
+        return false;
+    }
+    RSM_LOCK();
+    if (ep->in_connected && !ep->pair_wait
+        && rsm_pb_waiting_pool_bytes(&ep->in_queue[ep->head & ep->q_mask], ep->head)
+               >= RSM_BOTH_WAYS_MIN) {
+        both_ways_seen(ep);
+    }
+    const bool offer = ep->both_ways_left > 0;
+    if (offer) {
+        ep->both_ways_left--;
+        c->both_ways_offers++;
+    }
+    RSM_UNLOCK();
+    return offer;
+}
+
 int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local_address,
             uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
             struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
@@ -170,6 +243,7 @@ int rsm_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, void *local
         return rc;
     }
     RSM_LOCK();
+    both_ways_seen_reading(ep);
     /* Split only when we are not ourselves waiting for peers to read from us (no live
      * REMOTE_READ registration): then our peers' cores are busy with our data, as in
      * a bi-directional exchange, and a split only adds a message and moves half the
@@ -358,7 +432,8 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
     if (!one_sided && (!c->single_copy_on || size < c->single_copy_min)) {
         return NULL;
     }
-    if (!one_sided && ep != NULL && ep->dist.two_copy && !mca_btl_rsm_component.single_copy_near) {
+    if (!one_sided && ep != NULL && ep->dist.two_copy && !c->single_copy_near
+        && !both_ways_offer(ep)) {
         return NULL;    /* a receiver this close: the two-copy pipeline is faster (rsm_distance.h) */
     }
     rsm_reg_t *r = malloc(sizeof(*r));
@@ -391,6 +466,10 @@ struct mca_btl_base_registration_handle_t *rsm_register_mem(mca_btl_base_module_
     r->prev = list;
     list->next->prev = r;
     list->next = r;
+    r->offered = !one_sided && ep != NULL;
+    if (r->offered) {
+        ep->reads_offered++;
+    }
     RSM_UNLOCK();
     return &r->h;
 }
@@ -420,6 +499,9 @@ int rsm_deregister_mem(mca_btl_base_module_t *btl, struct mca_btl_base_registrat
     RSM_LOCK();
     r->prev->next = r->next;
     r->next->prev = r->prev;
+    if (r->offered) {
+        r->ep->reads_offered--;
+    }
     if (r->device != NULL) {
         (void) rsm_verbs_deregister(r->device);
     }

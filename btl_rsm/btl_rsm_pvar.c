@@ -16,7 +16,7 @@
 enum {
     PV_INLINE, PV_INLINE_BYTES, PV_POOL, PV_POOL_BYTES, PV_PAIRED, PV_STAGED, PV_PARKED,
     PV_GETS, PV_GET_BYTES, PV_SPLITS, PV_HALVES, PV_HALF_BYTES, PV_TAKEN_BACK,
-    PV_NEAR, PV_FAR, PV_DIST_LOADED, PV_EAGER_LOWERED, PV_EAGER_LOAD_LOWERED,
+    PV_NEAR, PV_FAR, PV_BOTH_WAYS, PV_DIST_LOADED, PV_EAGER_LOWERED, PV_EAGER_LOAD_LOWERED,
     PV_DROP_MALFORMED, PV_DROP_TAG, PV_DROP_HELP, PV_POOL_FULL,
     PV_RMA_PUTS, PV_RMA_PUT_BYTES, PV_AMO_SENT, PV_AMO_SERVED, PV_AMO_REFUSED, PV_AMO_HELD, PV_DROP_AMO,
     PV_V_CONNECTS, PV_V_ACCEPTS, PV_V_WRITES, PV_V_WRITE_BYTES, PV_V_ACK_WRITES, PV_V_ACKS_PIGGYBACKED, PV_V_DIRECT,
@@ -60,6 +60,9 @@ static const xbtl_counter_def_t rsm_counters[PV_COUNT] = {
                  "btl_rsm_two_copy_ns)"},
     [PV_FAR] = {"far_decisions", "Receiver-distance decisions that found the receiver far: "
                 "streaming stores, single copy"},
+    [PV_BOTH_WAYS] = {"both_ways_offers", "Messages past the eager limit offered by single "
+                      "copy to receivers near enough for two copies, because bulk data ran both "
+                      "ways between the two ranks (btl_rsm_single_copy_both_ways)"},
     [PV_DIST_LOADED] = {"distance_sets_loaded", "Sets of receiver-distance samples that "
                         "decided nothing: most were taken while this rank took in bulk data "
                         "(traffic both ways inflates them), after a set without load had "
@@ -189,6 +192,7 @@ static void rsm_counters_read(uint64_t *v)
     v[PV_TAKEN_BACK] = c->taken_back;
     v[PV_NEAR] = c->near_decisions;
     v[PV_FAR] = c->far_decisions;
+    v[PV_BOTH_WAYS] = c->both_ways_offers;
     v[PV_DIST_LOADED] = c->distance_loaded;
     v[PV_EAGER_LOWERED] = c->eager_lowered;
     v[PV_EAGER_LOAD_LOWERED] = c->eager_load_lowered;

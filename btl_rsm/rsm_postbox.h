@@ -287,6 +287,28 @@ static inline bool rsm_pb_flag_idle(uint32_t flag, uint32_t seq, uint32_t mask)
            || (flag == 1 && (seq & mask) == mask);      /* seq 2^32 - 1's flag (above) */
 }
 
+/* Pool bytes a message waiting at postbox SEQ of a queue names: the sum of the
+ * run lengths of a published pointer postbox, 0 for anything else (nothing
+ * published, inline, a follow-on or pad).  A hint for a sender deciding how to
+ * send (btl_rsm_get.c, "both ways"): read without the receive path's checks,
+ * never used to reach memory, and saturating on runs the peer may have made up. */
+static inline uint64_t rsm_pb_waiting_pool_bytes(const rsm_postbox_t *slot, uint32_t seq)
+{
+    if (atomic_load_explicit(&slot->flag, memory_order_acquire) != rsm_pb_flag(seq)) {
+        return 0;
+    }
+    const rsm_pb_hdr_t h = rsm_pb_read_hdr(slot);
+    if ((h.kind & RSM_PB_TYPE) != RSM_PB_POINTER || !(h.kind & RSM_PB_FIRST)) {
+        return 0;
+    }
+    const volatile rsm_run_t *runs = slot->u.runs;
+    uint64_t bytes = 0;
+    for (unsigned i = 0; i < h.nbytes && i < RSM_PB_RUNS; i++) {
+        bytes += runs[i].len;           /* at most 4 x 2^32: no overflow */
+    }
+    return bytes;
+}
+
 /* Zero the flag of the postbox after a message before publishing the message:
  * it may hold payload of an earlier lap that happens to look like a flag. */
 static inline void rsm_pb_clear_next(rsm_postbox_t *slot)

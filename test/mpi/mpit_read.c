@@ -12,6 +12,11 @@
  *   mpit_read window    the same with 64 messages of 64 KiB, eager: the default
  *                       pool holds them all (none staged); window-full: a pool
  *                       that does not (staged)
+ *   mpit_read both-ways  2 ranks, every receiver near enough for two copies (the
+ *                       job's thresholds): 256 KiB messages one way and as a
+ *                       ping-pong go through the pool, windows of them both ways
+ *                       are read by single copy (btl_rsm_both_ways_offers);
+ *                       both-ways-off: the job turned that off, the pool throughout
  *   mpit_read used      prints "rsm: used" when rsm carried this job's
  *                       messages (its pvars exist and count them), "rsm: unused"
  *                       otherwise; for the opt-in test
@@ -74,11 +79,11 @@ static const char *names[] = {
     "split_halves_written", "split_halves_written_bytes", "split_halves_taken_back",
     "near_decisions", "far_decisions", "dropped_malformed", "dropped_unknown_tag",
     "dropped_bad_help", "pool_full", "paired_messages", "eager_limit_lowered",
-    "distance_sets_loaded", "eager_limit_load_lowered",
+    "distance_sets_loaded", "eager_limit_load_lowered", "both_ways_offers",
 };
 enum { INL, INL_B, POOL, POOL_B, STAGED, PARKED, GETS, GET_B, SPLITS, HALVES, HALF_B, TAKEN,
        NEAR, FAR, DROP_M, DROP_T, DROP_H, POOL_FULL, PAIRED, EAGER_LOWERED, DIST_LOADED, EAGER_LOAD,
-       NVARS };
+       BOTH_WAYS, NVARS };
 
 static MPI_T_pvar_session session;
 static MPI_T_pvar_handle handle[NVARS];
@@ -173,6 +178,28 @@ static long exchange(int n, size_t len, int window, int tag)
     return bad;
 }
 
+/* N round trips of LEN bytes between ranks 0 and 1, each message verified. */
+static long pingpong(int n, size_t len, int tag)
+{
+    unsigned char *buf = malloc(len + 1);
+    const int peer = 1 - rank;
+    long bad = 0;
+    for (int i = 0; i < n; i++) {
+        for (int turn = 0; turn < 2; turn++) {
+            const uint64_t seed = xb_seed(turn, (uint64_t) i, tag);
+            if (rank == turn) {
+                xb_fill(buf, len, seed);
+                MPI_Send(buf, (int) len, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+            } else {
+                MPI_Recv(buf, (int) len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                bad += xb_mismatch(buf, len, seed) >= 0;
+            }
+        }
+    }
+    free(buf);
+    return bad;
+}
+
 /* Rank 1's bad-payload count and counter changes, at rank 0. */
 static long peer_bad(long bad)
 {
@@ -192,14 +219,15 @@ static void peer_delta(const uint64_t d[NVARS], uint64_t out[NVARS])
 /* Counters before; traffic; barrier; counters after (the barrier's own
  * messages are sent after the traffic, and counted in the next phase's
  * "before" only, since each phase starts from a fresh read).  A negative
- * WINDOW: that many each way at once (exchange). */
+ * WINDOW: that many each way at once (exchange); 0: N round trips (pingpong). */
 typedef struct { uint64_t a[NVARS], d[NVARS], peer[NVARS]; long bad; } phase_t;
 static void run_phase(phase_t *p, int n, size_t len, int window, int tag)
 {
     uint64_t b[NVARS];
     MPI_Barrier(MPI_COMM_WORLD);
     read_all(b);
-    long bad = window < 0 ? exchange(n, len, -window, tag) : transfer(n, len, window, tag);
+    long bad = window < 0 ? exchange(n, len, -window, tag)
+               : window == 0 ? pingpong(n, len, tag) : transfer(n, len, window, tag);
     read_all(p->a);         /* before the barrier: only the phase's own messages */
     for (int i = 0; i < NVARS; i++) {
         p->d[i] = p->a[i] - b[i];
@@ -488,6 +516,56 @@ static void mode_eager_load(void)
           "within the stream limit (btl_rsm_stream_eager_limit): %llu of them eager "
           "(pool_messages; expected at least half), %llu read by single copy", n4,
           (unsigned long long) p.d[POOL], (unsigned long long) p.peer[GETS]);
+}
+
+/* Single copy to a near receiver while bulk data runs both ways (btl_rsm_get.c,
+ * "both ways"): the job puts every receiver under btl_rsm_two_copy_ns and
+ * nt_far_ns, so once measured (a stream of 1 KiB messages) every message past
+ * the eager limit goes the two-copy way, but in windows of 256 KiB messages both
+ * ways at once, where most are offered by single copy (ON), or none are (the
+ * job turned btl_rsm_single_copy_both_ways off).  One way, and as a ping-pong,
+ * nothing is offered either way. */
+static void mode_both_ways(bool on)
+{
+    phase_t p;
+    const size_t len = 256 * 1024;
+    run_phase(&p, 4000, 1024, 64, 60);
+    check(p.bad == 0 && p.d[NEAR] >= 1 && p.d[FAR] == 0,
+          "a stream of 1 KiB messages verified; the sender found the receiver near (near +%llu, "
+          "far +%llu)", (unsigned long long) p.d[NEAR], (unsigned long long) p.d[FAR]);
+    const int n1 = 256;
+    run_phase(&p, n1, len, 16, 61);
+    check(p.bad == 0 && p.d[BOTH_WAYS] == 0 && p.peer[GETS] == 0,
+          "%d messages of 256 KiB one way verified, through the pool: both_ways_offers +%llu, "
+          "rank 1's single_copy_gets +%llu (expected 0 and 0)", n1,
+          (unsigned long long) p.d[BOTH_WAYS], (unsigned long long) p.peer[GETS]);
+    const int n2 = 200;
+    run_phase(&p, n2, len, 0, 62);
+    check(p.bad == 0 && p.d[BOTH_WAYS] + p.peer[BOTH_WAYS] == 0
+              && p.d[GETS] + p.peer[GETS] == 0,
+          "%d round trips of 256 KiB verified, through the pool: both_ways_offers +%llu and +%llu, "
+          "single_copy_gets +%llu and +%llu (expected all 0)", n2,
+          (unsigned long long) p.d[BOTH_WAYS], (unsigned long long) p.peer[BOTH_WAYS],
+          (unsigned long long) p.d[GETS], (unsigned long long) p.peer[GETS]);
+    const int n3 = 512;
+    run_phase(&p, n3, len, -16, 63);
+    check(p.bad == 0, "%d messages of 256 KiB each way, in windows of 16, verified", n3);
+    if (on) {
+        /* the first window or two go the two-copy way: nothing is seen before them */
+        check(p.d[BOTH_WAYS] >= (uint64_t) n3 / 2 && p.peer[BOTH_WAYS] >= (uint64_t) n3 / 2
+                  && p.peer[GETS] == p.d[BOTH_WAYS] && p.d[GETS] == p.peer[BOTH_WAYS],
+              "offered by single copy: both_ways_offers +%llu and +%llu (expected at least half "
+              "each), each read by the other (single_copy_gets +%llu and +%llu)",
+              (unsigned long long) p.d[BOTH_WAYS], (unsigned long long) p.peer[BOTH_WAYS],
+              (unsigned long long) p.peer[GETS], (unsigned long long) p.d[GETS]);
+    } else {
+        check(p.d[BOTH_WAYS] + p.peer[BOTH_WAYS] == 0 && p.d[GETS] + p.peer[GETS] == 0,
+              "btl_rsm_single_copy_both_ways 0: both_ways_offers +%llu and +%llu, "
+              "single_copy_gets +%llu and +%llu (expected all 0)",
+              (unsigned long long) p.d[BOTH_WAYS], (unsigned long long) p.peer[BOTH_WAYS],
+              (unsigned long long) p.d[GETS], (unsigned long long) p.peer[GETS]);
+    }
+    check(no_drops(p.d) && no_drops(p.peer), "nothing dropped");
 }
 
 static void mode_used(bool have)
@@ -937,6 +1015,8 @@ int main(int argc, char **argv)
             mode_eager_far(strcmp(mode, "eager-far") == 0);
         } else if (have && strcmp(mode, "eager-load") == 0) {
             mode_eager_load();
+        } else if (have && (strcmp(mode, "both-ways") == 0 || strcmp(mode, "both-ways-off") == 0)) {
+            mode_both_ways(strcmp(mode, "both-ways") == 0);
         } else if (have && strcmp(mode, "load") == 0) {
             mode_load();
         } else if (have && strcmp(mode, "pairs") == 0) {

@@ -25,6 +25,11 @@ run "small pool: " --mca btl_rsm_pool_size 65536 "$READER" poolfull
 EAGER64="--mca btl_rsm_short_eager_ns 0 --mca btl_rsm_two_copy_llc_min 0 --mca btl_rsm_verbs 0"
 run "64 KiB window, default pool: " $EAGER64 "$READER" window
 run "64 KiB window, 4 MiB pool: " $EAGER64 --mca btl_rsm_pool_size 4194304 "$READER" window-full
+# every receiver near enough for two copies: windows of large messages both ways are read by
+# single copy (btl_rsm_single_copy_both_ways), one way and ping-pong go through the pool
+BOTH="--mca btl_rsm_nt_far_ns 4294967295 --mca btl_rsm_two_copy_ns 4294967295 --mca btl_rsm_two_copy_llc_min 0"
+run "both ways: " $BOTH "$READER" both-ways
+run "both ways off: " $BOTH --mca btl_rsm_single_copy_both_ways 0 "$READER" both-ways-off
 # distance samples taken while bulk data comes in both ways decide nothing
 run "load: " "$READER" load
 # two tiny messages per postbox, to a receiver measured far (every receiver, with nt_far_ns 1)

@@ -315,6 +315,33 @@ int main(void)
         CHECK(bad_marks == 0, "follow-on marks: %u of %u ranges differ from the byte loop", bad_marks, cases);
         CHECK(bad_acks == 0, "ack fills: %u of %u ranges differ from one release store a slot", bad_acks, cases);
     }
+    {   /* what a sender reads of a message waiting for us (btl_rsm_get.c, "both ways") */
+        rsm_postbox_t slot, w;
+        memset(&slot, 0, sizeof(slot));
+        memset(&w, 0, sizeof(w));
+        w.nbytes = 2;
+        w.u.runs[0].len = 40000;
+        w.u.runs[1].len = 25536;
+        w.kind = RSM_PB_POINTER | FL;
+        CHECK(rsm_pb_waiting_pool_bytes(&slot, 7) == 0, "waiting: nothing published, 0 bytes");
+        rsm_pb_publish(&slot, &w, 7);
+        CHECK(rsm_pb_waiting_pool_bytes(&slot, 7) == 65536, "waiting: a pointer postbox names "
+              "the sum of its runs (40000 + 25536)");
+        CHECK(rsm_pb_waiting_pool_bytes(&slot, 8) == 0 && rsm_pb_waiting_pool_bytes(&slot, 7 + 64) == 0,
+              "waiting: a postbox of another sequence number is not the one waited for");
+        w.kind = RSM_PB_POINTER | RSM_PB_LAST;
+        rsm_pb_publish(&slot, &w, 7);
+        CHECK(rsm_pb_waiting_pool_bytes(&slot, 7) == 0, "waiting: a message's later postbox, 0");
+        w = inl(FL, 65, "hello", 5);
+        rsm_pb_publish(&slot, &w, 7);
+        CHECK(rsm_pb_waiting_pool_bytes(&slot, 7) == 0, "waiting: an inline message, 0");
+        memset(&w, 0xff, sizeof(w));
+        w.kind = RSM_PB_POINTER | FL;
+        rsm_pb_publish(&slot, &w, 7);
+        CHECK(rsm_pb_waiting_pool_bytes(&slot, 7) == (uint64_t) RSM_PB_RUNS * 0xffffffffu,
+              "waiting: a run count the peer made up (0x%x) reads at most %d runs, summed without "
+              "overflow", 0xffff, RSM_PB_RUNS);
+    }
     CHECK(rsm_lap_tag(0, 6) == 1 && rsm_lap_tag(63, 6) == 1 && rsm_lap_tag(64, 6) == 2
           && rsm_lap_tag(127 * 64, 6) == 128 && rsm_lap_tag(128 * 64, 6) == 1,
           "lap tags are 1..128, never 0");
