@@ -280,16 +280,17 @@ static int rsm_component_register(void)
         "cache; 70-116 ns, most of them 85-104, for the cores of one large mesh die (ordinary "
         "stores win there); 115-154 ns across dies.  0: stream to every receiver",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->nt_far_ns, OPAL_INFO_LVL_5);
-    c->two_copy_ns = 65;
+    c->two_copy_ns = rsm_two_copy_ns_default();
     reg("two_copy_ns", "With btl_rsm_single_copy on: rendezvous messages to receivers whose "
         "cache lines reach us in less than this many ns (the same measurement as "
         "btl_rsm_nt_far_ns) take the pipelined two-copy path, which is the faster one where "
-        "the cores pass lines quickly (30-60 ns: the pool stays in the cache they share); "
-        "the others, and receivers not yet measured, are read by single copy, which won from "
-        "128 KiB where lines took 70-115 ns.  The default lies between those two: at 60, "
-        "cores of an AMD EPYC guest whose lines read 60 ns on a 10 ns-grained counter were "
-        "taken for the slower kind, and 8-32 KiB ping-pongs went by rendezvous at twice the "
-        "latency.  0: single copy for every receiver",
+        "the cores pass lines quickly (the pool stays in the cache they share); the others, "
+        "and receivers not yet measured, are read by single copy.  Default 65 ns: an Intel "
+        "Xeon's cores of one mesh die pass lines in 70-116 ns, and single copy won there from "
+        "128 KiB, while cores sharing a cache elsewhere read 30-60 ns.  On AMD CPUs 110 ns, "
+        "btl_rsm_nt_far_ns's default: there cores share a cache only within a core complex "
+        "(40-90 ns on an EPYC guest, where two copies won at every size) and none across "
+        "complexes (200+ ns), so nothing lies between.  0: single copy for every receiver",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, &c->two_copy_ns, OPAL_INFO_LVL_5);
     c->two_copy_llc_min = RSM_TWO_COPY_LLC_MIN;
     reg("two_copy_llc_min", "Two copies through the pool for messages above 16 KiB (eager up "
@@ -826,6 +827,11 @@ static mca_btl_base_module_t **rsm_component_init(int *num_btls, bool enable_pro
                     c->two_copy_ns == 0 ? "by single copy for every receiver"
                                         : "by two copies to near receivers (btl_rsm_two_copy_ns)",
                     c->pool_answer_hot ? "in the lowest free blocks" : "in the next blocks of the lap");
+    }
+    if (!c->small_cache && param_default("two_copy_ns") && c->two_copy_ns == RSM_TWO_COPY_NS_AMD) {
+        RSM_VERBOSE(10, "an AMD CPU: rendezvous messages by two copies to receivers nearer than "
+                    "%u ns (btl_rsm_two_copy_ns), with no middle band below btl_rsm_nt_far_ns",
+                    c->two_copy_ns);
     }
     const uint32_t cycles_per_us = rsm_cycles_for_ns(1000);    /* ~200 us, once */
     c->nt_far_cycles = rsm_cycles_scale(cycles_per_us, c->nt_far_ns);

@@ -1,5 +1,9 @@
-/* The host's last-level cache from sysfs (rsm_cache.h). */
+/* The host's last-level cache from sysfs, and the CPU's maker (rsm_cache.h). */
 #include "rsm_cache.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include <stdint.h>
 #include <stdio.h>
@@ -63,4 +67,21 @@ size_t rsm_llc_bytes(const char *cache_dir)
         }
     }
     return best;
+}
+
+bool rsm_cpu_vendor(char vendor[12])
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned int eax, ebx, ecx, edx;
+    if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) {
+        return false;
+    }
+    memcpy(vendor, &ebx, 4);
+    memcpy(vendor + 4, &edx, 4);
+    memcpy(vendor + 8, &ecx, 4);
+    return true;
+#else
+    memset(vendor, 0, 12);
+    return false;
+#endif
 }

@@ -1,6 +1,7 @@
 /*
  * The host's last-level cache, for the choice between two copies through the
- * pool and one (btl_rsm_two_copy_llc_min).
+ * pool and one (btl_rsm_two_copy_llc_min); and the CPU's maker, for where that
+ * choice's distance threshold lies (btl_rsm_two_copy_ns, below).
  *
  * Why: two copies move each byte through the memory system twice (into the
  * pool, out of it).  Where the pool and the user buffers stay in a large shared
@@ -49,6 +50,41 @@ static inline size_t rsm_pool_lap_for_cache(size_t llc)
         return RSM_POOL_LAP_MAX;
     }
     return llc / 8 > RSM_POOL_LAP_MIN ? llc / 8 : RSM_POOL_LAP_MIN;
+}
+
+/* btl_rsm_two_copy_ns's default: the distance (ns, rsm_distance.h) under which
+ * rendezvous messages take the two-copy pipeline.  Between it and
+ * btl_rsm_nt_far_ns lies the middle band (ordinary stores, single copy, the
+ * short eager limit), which was measured on an Intel Xeon guest whose cores
+ * share one mesh die and pass lines in 70-116 ns: there single copy won from
+ * 128 KiB and rendezvous from 16 KiB.  AMD's cores share a cache only within a
+ * core complex, where this host's medians read 40-90 ns; cores of different
+ * complexes share none (200+ ns).  There is no middle kind, and a near
+ * placement read 70-80 ns in its quiet first samples about one run in three
+ * (2026-12-07): in the band, bibw at 16 / 32 KiB ran 4,478-6,514 / 5,561-8,934
+ * MB/s against 13,650-16,352 / 10,659-17,300 by two copies.  So on AMD (and
+ * Hygon, its licensee) the threshold is nt_far_ns's default: two copies exactly
+ * where the stores are ordinary, as before the band (btl_rsm/README.md,
+ * "Three distances" and "No middle band on AMD"). */
+#define RSM_TWO_COPY_NS 65
+#define RSM_TWO_COPY_NS_AMD 110
+
+/* VENDOR: CPUID leaf 0's twelve bytes (EBX, EDX, ECX). */
+static inline bool rsm_cpu_vendor_amd(const char vendor[12])
+{
+    return __builtin_memcmp(vendor, "AuthenticAMD", 12) == 0
+           || __builtin_memcmp(vendor, "HygonGenuine", 12) == 0;
+}
+
+/* This CPU's CPUID vendor into VENDOR (12 bytes, not terminated); false where
+ * there is no CPUID (not x86). */
+bool rsm_cpu_vendor(char vendor[12]);
+
+static inline unsigned int rsm_two_copy_ns_default(void)
+{
+    char vendor[12];
+    return rsm_cpu_vendor(vendor) && rsm_cpu_vendor_amd(vendor) ? RSM_TWO_COPY_NS_AMD
+                                                                 : RSM_TWO_COPY_NS;
 }
 
 #endif

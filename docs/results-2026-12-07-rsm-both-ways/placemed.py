@@ -27,6 +27,6 @@ for place in ['smt', 'near', 'far']:
     print('%10s' % 'size' + ''.join('%18s' % t for t in trs) + '   ' + ' '.join(f'{t}/{trs[0]}' for t in trs[1:]))
     for s in sizes:
         meds = [st.median(agg[(place, t, s)]) if agg.get((place, t, s)) else None for t in trs]
-        cells = ''.join('%18s' % (f"{m:.0f} ({len(agg[(place, t, s)])})" if m is not None else '-') for m, t in zip(meds, trs))
+        cells = ''.join('%18s' % (f"{m:.4g} ({len(agg[(place, t, s)])})" if m is not None else '-') for m, t in zip(meds, trs))
         ratios = ' '.join(('%.2f' % (m / meds[0])) if m and meds[0] else '-' for m in meds[1:])
         print('%10d' % s + cells + '   ' + ratios)

@@ -2,7 +2,8 @@
  * data or unified cache of a CPU's index0, index1, ... directories, in the
  * sizes the kernel writes; nothing readable, nothing trusted; and the rule
  * that picks single copy above 16 KiB on a small one.  The directories are
- * made here, in a temporary directory of their own. */
+ * made here, in a temporary directory of their own.  And the CPU's maker,
+ * which sets btl_rsm_two_copy_ns's default: against /proc/cpuinfo. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,5 +104,29 @@ int main(void)
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
     CHECK(system(cmd) == 0, "temporary directory removed");
+
+    CHECK(rsm_cpu_vendor_amd("AuthenticAMD") && rsm_cpu_vendor_amd("HygonGenuine")
+          && !rsm_cpu_vendor_amd("GenuineIntel") && !rsm_cpu_vendor_amd("AuthenticAM\0"),
+          "AMD and Hygon take the AMD threshold; Intel and a cut name do not");
+    char vendor[12], line[256], seen[64] = "";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "vendor_id : %63s", seen) == 1) {
+            break;
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    if (!rsm_cpu_vendor(vendor) || seen[0] == '\0') {
+        tap_skip("the CPU's maker against /proc/cpuinfo", "no CPUID or no vendor_id line here");
+    } else {
+        const bool amd = rsm_cpu_vendor_amd(vendor);
+        CHECK(memcmp(vendor, seen, 12) == 0 && strlen(seen) == 12,
+              "CPUID's vendor \"%.12s\" is /proc/cpuinfo's \"%s\"", vendor, seen);
+        CHECK(rsm_two_copy_ns_default() == (amd ? RSM_TWO_COPY_NS_AMD : RSM_TWO_COPY_NS),
+              "two_copy_ns's default here: %u ns (%s)", rsm_two_copy_ns_default(),
+              amd ? "AMD: no middle band" : "the middle band from 65 ns");
+    }
     return tap_done();
 }
