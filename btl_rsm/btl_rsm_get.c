@@ -154,11 +154,11 @@ static void help_withdraw(int slot, uint64_t gen)
  * copy-in beside the receiver's copy-out, in a cache both share.  When both
  * ranks send each other large messages at once, both cores copy anyway, and
  * the pipeline costs each of them two copies per byte it takes in or gives out
- * where single copy costs one.  Measured on an AMD EPYC guest, cores 40-60 ns
- * apart, 3-4 runs a cell: bi-directional 64 / 128 / 256 / 512 KiB 7,384 /
- * 6,202 / 6,194 / 5,787 MB/s by single copy against 5,735 / 4,552 / 5,201 /
- * 5,253 by two copies, while one-way 64 KiB ran 7,632 against 14,035
- * (docs/results-2026-12-07-rsm-two-copy-65/, table-near-1c-64k-4m.txt).
+ * where single copy costs one (one way, the pipeline keeps its lead: 64 KiB
+ * 14,035 MB/s against 7,632 by single copy).  Measured on an AMD EPYC guest,
+ * near cores, medians of 6-16 runs: bi-directional 64 / 128 / 256 KiB 7,351 /
+ * 6,637 / 6,464 MB/s with this against 6,844 / 5,720 / 5,925 without, 512 KiB
+ * to 4 MiB within the runs' spread (docs/results-2026-12-07-rsm-both-ways/).
  *
  * Seen at two moments, each one cache line at most: when we start a message
  * past the eager limit to EP and a pool message of at least RSM_BOTH_WAYS_MIN

@@ -291,7 +291,8 @@ static inline bool rsm_pb_flag_idle(uint32_t flag, uint32_t seq, uint32_t mask)
  * run lengths of a published pointer postbox, 0 for anything else (nothing
  * published, inline, a follow-on or pad).  A hint for a sender deciding how to
  * send (btl_rsm_get.c, "both ways"): read without the receive path's checks,
- * never used to reach memory, and saturating on runs the peer may have made up. */
+ * never used to reach memory, and summing at most RSM_PB_RUNS runs whatever
+ * count the peer wrote. */
 static inline uint64_t rsm_pb_waiting_pool_bytes(const rsm_postbox_t *slot, uint32_t seq)
 {
     if (atomic_load_explicit(&slot->flag, memory_order_acquire) != rsm_pb_flag(seq)) {
