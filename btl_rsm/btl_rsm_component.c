@@ -270,7 +270,7 @@ static int rsm_component_register(void)
         "faster when the two cores share no cache (other CCD or socket).  SIZE_MAX "
         "(18446744073709551615): never",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->nt_min, OPAL_INFO_LVL_5);
-    c->nt_far_ns = 110;
+    c->nt_far_ns = RSM_NT_FAR_NS;
     reg("nt_far_ns", "Stream (btl_rsm_nt_min) only to receivers whose core is far from ours: "
         "the median time a cache line the receiver wrote (its acks) takes to reach us, over "
         "15 samples, is at least this many ns (a receiver measured near: this and an eighth "

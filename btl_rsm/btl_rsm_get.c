@@ -205,7 +205,7 @@ static bool both_ways_offer(mca_btl_base_endpoint_t *ep)
         return false;
     }
     RSM_LOCK();
-    if (ep->in_connected && !ep->pair_wait
+    if (ep->in_connected
         && rsm_pb_waiting_pool_bytes(&ep->in_queue[ep->head & ep->q_mask], ep->head)
                >= RSM_BOTH_WAYS_MIN) {
         both_ways_seen(ep);

@@ -66,8 +66,9 @@ static inline size_t rsm_pool_lap_for_cache(size_t llc)
  * Hygon, its licensee) the threshold is nt_far_ns's default: two copies exactly
  * where the stores are ordinary, as before the band (btl_rsm/README.md,
  * "Three distances" and "No middle band on AMD"). */
+#define RSM_NT_FAR_NS 110           /* btl_rsm_nt_far_ns's default */
 #define RSM_TWO_COPY_NS 65
-#define RSM_TWO_COPY_NS_AMD 110
+#define RSM_TWO_COPY_NS_AMD RSM_NT_FAR_NS
 
 /* VENDOR: CPUID leaf 0's twelve bytes (EBX, EDX, ECX). */
 static inline bool rsm_cpu_vendor_amd(const char vendor[12])

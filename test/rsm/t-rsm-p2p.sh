@@ -139,6 +139,14 @@ sc_gets() { # extra -> "gets decision-word" for rank 0, the sender
     echo "$(grep -o '[0-9]* single-copy gets' <<< "$out" | awk '{s += $1} END {print s + 0}')" \
          "$(grep -o 'into the pool, [a-z ]*' <<< "$out" | sed 's/into the pool, //' | sort -u | tr '\n' '/')"
 }
+# two_copy_ns's default follows the CPU's maker (rsm_cache.h): 110 ns, nt_far_ns's default, on
+# AMD and Hygon (no middle band), 65 elsewhere, as ompi_info reports it
+vendor=$(sed -n 's/^vendor_id[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -1)
+case $vendor in AuthenticAMD|HygonGenuine) want=110 ;; *) want=65 ;; esac
+got=$(ompi_info --param btl rsm --level 9 --parsable | sed -n 's/^mca:btl:rsm:param:btl_rsm_two_copy_ns:value://p')
+far=$(ompi_info --param btl rsm --level 9 --parsable | sed -n 's/^mca:btl:rsm:param:btl_rsm_nt_far_ns:value://p')
+check "rsm two_copy_ns default on a '${vendor:-unknown}' CPU: $got ns (expected $want; nt_far_ns $far)" \
+    sh -c "[ '$got' = '$want' ] && [ '$far' = 110 ]"
 if [ -x "$bw" ]; then
     # the first decision comes early (RSM_COLLECT_FIRST): within 200 round trips of 8 KiB,
     # started cold, each rank has decided about the other (at one collection in 64 postboxes

@@ -3,7 +3,8 @@
  * sizes the kernel writes; nothing readable, nothing trusted; and the rule
  * that picks single copy above 16 KiB on a small one.  The directories are
  * made here, in a temporary directory of their own.  And the CPU's maker,
- * which sets btl_rsm_two_copy_ns's default: against /proc/cpuinfo. */
+ * which sets btl_rsm_two_copy_ns's default, against /proc/cpuinfo (the default
+ * as registered: t-rsm-p2p, through ompi_info). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,12 +122,8 @@ int main(void)
     if (!rsm_cpu_vendor(vendor) || seen[0] == '\0') {
         tap_skip("the CPU's maker against /proc/cpuinfo", "no CPUID or no vendor_id line here");
     } else {
-        const bool amd = rsm_cpu_vendor_amd(vendor);
         CHECK(memcmp(vendor, seen, 12) == 0 && strlen(seen) == 12,
               "CPUID's vendor \"%.12s\" is /proc/cpuinfo's \"%s\"", vendor, seen);
-        CHECK(rsm_two_copy_ns_default() == (amd ? RSM_TWO_COPY_NS_AMD : RSM_TWO_COPY_NS),
-              "two_copy_ns's default here: %u ns (%s)", rsm_two_copy_ns_default(),
-              amd ? "AMD: no middle band" : "the middle band from 65 ns");
     }
     return tap_done();
 }
